@@ -1,0 +1,54 @@
+"""The coordinator's configuration: Kafka's broker config keys, dots turned to underscores.
+
+Defaults are Kafka 4.x's. ``GroupConfig`` holds the dynamic per-group overrides that live in
+the controller (seed 000: configs are kept outside the group, settable before it exists and
+kept after it is deleted); the shard only reads them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+INT32_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class CoordinatorConfig:
+    # KIP-848 consumer groups
+    group_consumer_session_timeout_ms: int = 45_000
+    group_consumer_min_session_timeout_ms: int = 45_000
+    group_consumer_max_session_timeout_ms: int = 60_000
+    group_consumer_heartbeat_interval_ms: int = 5_000
+    group_consumer_min_heartbeat_interval_ms: int = 5_000
+    group_consumer_max_heartbeat_interval_ms: int = 15_000
+    group_consumer_max_size: int = INT32_MAX
+    # The first is the default server assignor.
+    group_consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    # Classic groups
+    group_max_size: int = INT32_MAX
+    group_initial_rebalance_delay_ms: int = 3_000
+    group_min_session_timeout_ms: int = 6_000
+    group_max_session_timeout_ms: int = 1_800_000
+    # Offsets
+    offsets_retention_minutes: int = 7 * 24 * 60
+    offset_metadata_max_bytes: int = 4096
+    # Cohort's own bound: how many rebalance causes a group remembers.
+    group_rebalance_history_max: int = 32
+
+    def __post_init__(self) -> None:
+        if not self.group_consumer_assignors:
+            raise ValueError("group_consumer_assignors needs at least one assignor")
+        if self.group_consumer_heartbeat_interval_ms >= self.group_consumer_session_timeout_ms:
+            raise ValueError("the heartbeat interval must be below the session timeout")
+
+    @property
+    def default_server_assignor(self) -> str:
+        return self.group_consumer_assignors[0]
+
+
+@dataclass(frozen=True)
+class GroupConfig:
+    """Dynamic overrides for one group; ``None`` means "use the broker default"."""
+
+    consumer_session_timeout_ms: int | None = None
+    consumer_heartbeat_interval_ms: int | None = None

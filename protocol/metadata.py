@@ -1,0 +1,68 @@
+"""The cluster's topic metadata as the coordinator sees it: an immutable image.
+
+The controller owns topics; a partition actor receives a new ``MetadataImage`` whenever one
+changes and hands it to the shard, which compares each group's subscribed slice with what it
+recorded (the partition metadata record) to decide on an epoch bump.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class TopicMetadata:
+    topic_id: str
+    name: str
+    num_partitions: int
+    # partition_racks[p] = racks holding replicas of partition p; None = unknown.
+    partition_racks: tuple[frozenset[str], ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.num_partitions < 0:
+            raise ValueError("num_partitions must be >= 0")
+        if self.partition_racks is not None:
+            racks = tuple(frozenset(r) for r in self.partition_racks)
+            if len(racks) != self.num_partitions:
+                raise ValueError("partition_racks needs one entry per partition")
+            object.__setattr__(self, "partition_racks", racks)
+
+    def racks_digest(self) -> int:
+        """A stable fingerprint of the rack layout, so a rack change is noticed cheaply."""
+        if self.partition_racks is None:
+            return 0
+        text = "|".join(",".join(sorted(r)) for r in self.partition_racks)
+        return zlib.crc32(text.encode())
+
+
+class MetadataImage:
+    """Topics by id and by name. Immutable once built."""
+
+    def __init__(self, topics: Iterable[TopicMetadata] = ()) -> None:
+        self._by_id: dict[str, TopicMetadata] = {}
+        self._by_name: dict[str, TopicMetadata] = {}
+        for t in topics:
+            if t.topic_id in self._by_id or t.name in self._by_name:
+                raise ValueError(f"duplicate topic {t.name!r} / {t.topic_id!r}")
+            self._by_id[t.topic_id] = t
+            self._by_name[t.name] = t
+
+    def topic(self, topic_id: str) -> TopicMetadata | None:
+        return self._by_id.get(topic_id)
+
+    def topic_by_name(self, name: str) -> TopicMetadata | None:
+        return self._by_name.get(name)
+
+    def topics(self) -> list[TopicMetadata]:
+        return list(self._by_id.values())
+
+    def topic_names(self) -> list[str]:
+        return list(self._by_name)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, MetadataImage) and self._by_id == other._by_id
+
+    def __repr__(self) -> str:
+        return f"MetadataImage({list(self._by_id.values())!r})"

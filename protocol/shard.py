@@ -1,0 +1,254 @@
+"""One ``__consumer_offsets`` partition's worth of groups, as a pure state machine.
+
+``GroupCoordinatorShard`` is to group coordination what ``h11.Connection`` is to HTTP: hand it
+a request, a tick of time or new metadata and it hands back replies and the records to
+persist. It never reads a clock, sleeps, or touches a file; the runtime in ``actors/`` does
+that, persists ``records`` and only then releases ``replies`` (invariant 4).
+
+Every state change goes through ``emit``, which replays the record into memory at once, so
+replaying a shard's records into a fresh shard rebuilds the same state.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import random
+from dataclasses import dataclass, field
+
+from protocol import messages as m
+from protocol.config import CoordinatorConfig, GroupConfig
+from protocol.consumer_group import STATES, ConsumerGroup
+from protocol.consumer_rules import Admitted, ConsumerGroupRules
+from protocol.errors import CoordinatorError, Errors
+from protocol.metadata import MetadataImage
+from protocol.records import ConsumerGroupMetadataKey, Record
+from protocol.timers import Timers
+from protocol.validation import check_types
+
+log = logging.getLogger(__name__)
+
+# How many due timers one tick fires at most; the rest fire on the next tick, so a burst of
+# expiries cannot hold the event loop for long.
+MAX_TIMERS_PER_TICK = 10_000
+
+
+@dataclass
+class CoordinatorResult:
+    """What one event produced.
+
+    ``response`` is the reply to the request that caused the event (``None`` for ticks,
+    metadata updates, batches, or a reply that is delayed); ``replies`` is every reply the
+    event completed, in order; ``records`` must be durable before any reply is released.
+    """
+
+    response: object | None = None
+    replies: list[tuple[object, object]] = field(default_factory=list)
+    records: list[Record] = field(default_factory=list)
+
+
+class GroupCoordinatorShard:
+    def __init__(
+        self,
+        config: CoordinatorConfig | None = None,
+        metadata: MetadataImage | None = None,
+        now_ms: int = 0,
+        seed: int = 0,
+    ) -> None:
+        self.config = config or CoordinatorConfig()
+        self.image = metadata or MetadataImage()
+        self.now_ms = now_ms
+        self.timers = Timers()
+        self.groups: dict[str, ConsumerGroup] = {}
+        self._group_configs: dict[str, GroupConfig] = {}
+        self._rng = random.Random(seed)
+        self._records: list[Record] = []
+        self.consumer = ConsumerGroupRules(self)
+
+    # ------------------------------------------------------------------ public API
+
+    def handle(self, request: object) -> CoordinatorResult:
+        result = self.handle_batch([request])
+        result.response = result.replies[0][1]
+        return result
+
+    def handle_batch(self, requests: list[object]) -> CoordinatorResult:
+        """One turn: a reply for each request, each group's target recomputed once."""
+        self._records = []
+        replies: list[object | None] = [None] * len(requests)
+        admitted: list[tuple[int, Admitted]] = []
+        in_turn: set[tuple[str, str]] = set()
+        for i, req in enumerate(requests):
+            if isinstance(req, m.ConsumerGroupHeartbeatRequest):
+                member_key = (getattr(req, "group_id", None), getattr(req, "member_id", None))
+                if member_key in in_turn and member_key[1]:
+                    self._complete(admitted, replies)  # same member twice: finish the first
+                    in_turn.clear()
+                outcome = self._guard(req, lambda r=req: self.consumer.admit(r))
+                if isinstance(outcome, Admitted):
+                    admitted.append((i, outcome))
+                    in_turn.add((outcome.group_id, outcome.member_id))
+                else:
+                    replies[i] = outcome
+            else:
+                self._complete(admitted, replies)
+                in_turn.clear()
+                replies[i] = self._guard(req, lambda r=req: self._dispatch(r))
+                self._finish_turn()
+        self._complete(admitted, replies)
+        records, self._records = self._records, []
+        return CoordinatorResult(None, list(zip(requests, replies)), records)
+
+    def tick(self, now_ms: int) -> CoordinatorResult:
+        """Advance time to ``now_ms`` (never backwards) and fire the timers that are due."""
+        self._records = []
+        self.now_ms = max(self.now_ms, now_ms)
+        for key in self.timers.pop_due(self.now_ms, MAX_TIMERS_PER_TICK):
+            self.consumer.on_timer(key)
+        self._finish_turn()
+        records, self._records = self._records, []
+        return CoordinatorResult(records=records)
+
+    def next_deadline_ms(self) -> int | None:
+        return self.timers.next_deadline_ms()
+
+    def update_metadata(self, image: MetadataImage) -> CoordinatorResult:
+        self._records = []
+        self.image = image
+        self.consumer.on_metadata(list(self.groups.values()))
+        self._finish_turn()
+        records, self._records = self._records, []
+        return CoordinatorResult(records=records)
+
+    def replay(self, record: Record) -> None:
+        """Apply one persisted record (the load path; live events come through here too)."""
+        key = record.key
+        group_id = key.group_id  # type: ignore[attr-defined]
+        if isinstance(key, ConsumerGroupMetadataKey) and record.value is None:
+            self.groups.pop(group_id, None)
+            return
+        group = self.groups.get(group_id)
+        if group is None:
+            group = self.groups[group_id] = ConsumerGroup(group_id)
+        before = group.members.get(getattr(key, "member_id", None) or "")
+        group.replay(record)
+        self.consumer.after_replay(group, record, before)
+
+    def set_group_config(self, group_id: str, config: GroupConfig | None) -> None:
+        """Dynamic group configs come from the controller; the shard only reads them."""
+        if config is None:
+            self._group_configs.pop(group_id, None)
+        else:
+            self._group_configs[group_id] = config
+
+    # --------------------------------------------------------- the rules' context
+
+    def emit(self, record: Record) -> None:
+        self.replay(record)
+        self._records.append(record)
+
+    def group_config(self, group_id: str) -> GroupConfig:
+        return self._group_configs.get(group_id) or GroupConfig()
+
+    def new_member_id(self) -> str:
+        return base64.urlsafe_b64encode(self._rng.randbytes(16)).decode().rstrip("=")
+
+    def consumer_group(self, group_id: str) -> ConsumerGroup | None:
+        return self.groups.get(group_id)
+
+    def other_type_group_exists(self, group_id: str) -> bool:
+        return False
+
+    # ------------------------------------------------------------------ internals
+
+    def _complete(self, admitted: list[tuple[int, Admitted]], replies: list[object | None]) -> None:
+        self._finish_turn()
+        for i, a in admitted:
+            replies[i] = self._guard(a.request, lambda a=a: self.consumer.complete(a))
+        admitted.clear()
+        self._finish_turn()
+
+    def _finish_turn(self) -> None:
+        self.consumer.finish_turn()
+
+    def _dispatch(self, req: object) -> object:
+        if isinstance(req, m.ConsumerGroupDescribeRequest):
+            return self._describe(req)
+        if isinstance(req, m.ConsumerGroupPrepareAssignmentRequest):
+            return self.consumer.prepare_assignment(req)
+        if isinstance(req, m.ConsumerGroupInstallAssignmentRequest):
+            return self.consumer.install_assignment(req)
+        if isinstance(req, m.ListGroupsRequest):
+            return self._list_groups(req)
+        raise CoordinatorError(Errors.INVALID_REQUEST, f"unknown request type {type(req).__name__}")
+
+    def _describe(self, req: m.ConsumerGroupDescribeRequest) -> m.ConsumerGroupDescribeResponse:
+        check_types(req)
+        out = []
+        for group_id in req.group_ids:
+            group = self.groups.get(group_id)
+            if group is None:
+                out.append(
+                    m.DescribedGroup(
+                        error_code=Errors.GROUP_ID_NOT_FOUND,
+                        error_message=f"Group {group_id} not found.",
+                        group_id=group_id,
+                        group_state="dead",
+                    )
+                )
+            else:
+                out.append(self.consumer.describe(group))
+        return m.ConsumerGroupDescribeResponse(groups=out)
+
+    def _list_groups(self, req: m.ListGroupsRequest) -> m.ListGroupsResponse:
+        check_types(req)
+        states = {s.lower() for s in req.states_filter}
+        unknown = states - set(STATES)
+        if unknown:
+            raise CoordinatorError(
+                Errors.INVALID_REQUEST, f"unknown group states {sorted(unknown)}"
+            )
+        types = {t.lower() for t in req.types_filter}
+        listed = []
+        for group_id in sorted(self.groups):
+            g = self.groups[group_id]
+            if (states and g.state not in states) or (types and g.group_type not in types):
+                continue
+            listed.append(m.ListedGroup(group_id, "consumer", g.state, g.group_type))
+        return m.ListGroupsResponse(groups=listed)
+
+    def _guard(self, req: object, fn):
+        """Run a handler; a refusal or a bug becomes an error reply, never an exception."""
+        try:
+            return fn()
+        except CoordinatorError as e:
+            return _error_response(req, e.error, e.message)
+        except Exception as e:  # invariant 6: no request crashes a partition
+            log.exception("request %s failed", type(req).__name__)
+            return _error_response(req, Errors.UNKNOWN_SERVER_ERROR, f"{type(e).__name__}: {e}")
+
+
+_ERROR_RESPONSES: dict[type, type] = {
+    m.ConsumerGroupHeartbeatRequest: m.ConsumerGroupHeartbeatResponse,
+    m.ConsumerGroupPrepareAssignmentRequest: m.ConsumerGroupPrepareAssignmentResponse,
+    m.ConsumerGroupInstallAssignmentRequest: m.ConsumerGroupInstallAssignmentResponse,
+    m.ListGroupsRequest: m.ListGroupsResponse,
+}
+
+
+def _error_response(req: object, error: Errors, message: str | None) -> object:
+    if isinstance(req, m.ConsumerGroupDescribeRequest):
+        ids = req.group_ids if isinstance(req.group_ids, list) else []
+        return m.ConsumerGroupDescribeResponse(
+            groups=[
+                m.DescribedGroup(error_code=error, error_message=message, group_id=g)
+                for g in ids
+                if isinstance(g, str)
+            ]
+        )
+    cls = _ERROR_RESPONSES.get(type(req), m.ErrorResponse)
+    resp = cls()
+    resp.error_code = error
+    if hasattr(resp, "error_message"):
+        resp.error_message = message
+    return resp
