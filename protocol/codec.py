@@ -2,7 +2,8 @@
 
 Layout of one encoded record::
 
-    FORMAT_VERSION (1 byte) | msgpack([key_type, [key fields...], value_version, [value fields...] | nil])
+    FORMAT_VERSION (1 byte)
+    msgpack([key_type, [key fields...], value_version, [value fields...] | nil])
 
 Fields are written positionally in declaration order, so the bytes stay small and a record's
 shape is its dataclass. Decoding checks every field against the annotations and raises
@@ -122,7 +123,7 @@ def _from_wire(wire: Any, hint: Any, path: str) -> Any:
         return hint(
             **{
                 f.name: _from_wire(v, hints[f.name], f"{path}.{f.name}")
-                for f, v in zip(fields, wire)
+                for f, v in zip(fields, wire, strict=True)
             }
         )
     if hint is int and type(wire) is not int:

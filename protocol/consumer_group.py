@@ -90,9 +90,8 @@ class ConsumerGroup:
         self, member_id: str, value: ConsumerGroupMemberMetadataValue | None
     ) -> None:
         old = self.members.get(member_id)
-        if old is not None and old.instance_id is not None:
-            if self.static_members.get(old.instance_id) == member_id:
-                del self.static_members[old.instance_id]
+        if old is not None and self.static_members.get(old.instance_id or "") == member_id:
+            del self.static_members[old.instance_id]  # type: ignore[arg-type]
         if value is None:
             if old is not None:
                 self._set_owner(old, None)

@@ -311,9 +311,12 @@ class ConsumerGroupRules:
                 self._bump_epoch(group)
         for group_id in sorted(touched):
             group = self.ctx.consumer_group(group_id)
-            if group is not None and group.group_epoch > group.assignment_epoch:
-                if not group.assignor(self.ctx.config).client_side:
-                    self._compute_target(group)
+            if (
+                group is not None
+                and group.group_epoch > group.assignment_epoch
+                and not group.assignor(self.ctx.config).client_side
+            ):
+                self._compute_target(group)
 
     def _bump_epoch(self, group: ConsumerGroup) -> None:
         epoch = group.group_epoch + 1
@@ -562,7 +565,8 @@ class ConsumerGroupRules:
                 if topic is None or tid not in subscribed:
                     raise CoordinatorError(
                         Errors.INVALID_ASSIGNMENT,
-                        f"Member {entry.member_id} is assigned topic {tid} it does not subscribe to.",
+                        f"Member {entry.member_id} is assigned topic {tid} "
+                        "it does not subscribe to.",
                     )
                 for p in ps:
                     if p >= topic.num_partitions:
@@ -600,7 +604,8 @@ class ConsumerGroupRules:
         if member.member_epoch != member_epoch:
             raise CoordinatorError(
                 Errors.STALE_MEMBER_EPOCH,
-                f"MemberEpoch {member_epoch} does not match the member's epoch {member.member_epoch}.",
+                f"MemberEpoch {member_epoch} does not match the member's epoch "
+                f"{member.member_epoch}.",
             )
         choice = group.assignor(self.ctx.config)
         if not choice.client_side or choice.chosen_member_id != member_id:

@@ -84,7 +84,8 @@ def _validate_assignors(req: m.ConsumerGroupHeartbeatRequest, config: Coordinato
             )
         if not a.minimum_version <= a.metadata_version <= a.maximum_version:
             raise invalid_request(
-                "Assignor.Version must be >= Assignor.MinimumVersion and <= Assignor.MaximumVersion."
+                "Assignor.Version must be >= Assignor.MinimumVersion "
+                "and <= Assignor.MaximumVersion."
             )
     if (
         req.server_assignor is not None

@@ -97,7 +97,7 @@ class GroupCoordinatorShard:
                 self._finish_turn()
         self._complete(admitted, replies)
         records, self._records = self._records, []
-        return CoordinatorResult(None, list(zip(requests, replies)), records)
+        return CoordinatorResult(None, list(zip(requests, replies, strict=True)), records)
 
     def tick(self, now_ms: int) -> CoordinatorResult:
         """Advance time to ``now_ms`` (never backwards) and fire the timers that are due."""

@@ -38,13 +38,15 @@ class Member:
     def join(self, **extra) -> m.ConsumerGroupHeartbeatResponse:
         return self._send(self.join_request(**extra))
 
-    def join_request(self, **extra) -> m.ConsumerGroupHeartbeatRequest:
+    def join_request(
+        self, rebalance_timeout_ms: int = REBALANCE_TIMEOUT_MS, **extra
+    ) -> m.ConsumerGroupHeartbeatRequest:
         return m.ConsumerGroupHeartbeatRequest(
             group_id=self.group_id,
             member_id=self.member_id,
             member_epoch=0,
             instance_id=self.instance_id,
-            rebalance_timeout_ms=REBALANCE_TIMEOUT_MS,
+            rebalance_timeout_ms=rebalance_timeout_ms,
             subscribed_topic_names=list(self.topics),
             topic_partitions=[],
             **extra,
@@ -54,6 +56,10 @@ class Member:
         return self._send(self.heartbeat_request(**extra))
 
     def heartbeat_request(self, **extra) -> m.ConsumerGroupHeartbeatRequest:
+        if self.epoch == 0:
+            # Not given an epoch yet (e.g. a client-side assignment is pending): epoch 0 is a
+            # (re)join, so the request restates everything, as a real client's does.
+            return self.join_request(**extra)
         return m.ConsumerGroupHeartbeatRequest(
             group_id=self.group_id,
             member_id=self.member_id,
@@ -93,7 +99,7 @@ def together(
 ) -> None:
     """Send several members' requests in one turn of the shard (``handle_batch``)."""
     res = shard.handle_batch([req for _, req in calls])
-    for (member, _), (_, resp) in zip(calls, res.replies):
+    for (member, _), (_, resp) in zip(calls, res.replies, strict=True):
         member.accept(resp)
 
 
