@@ -16,13 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Protocol
 
-from assignors import AssignmentSpec, MemberSpec, TopicSpec, server_assignor
 from protocol import messages as m
 from protocol import partitions as pm
-from protocol.config import CoordinatorConfig, GroupConfig
-from protocol.consumer_group import ConsumerGroup, choose_assignor, member_topic_names
+from protocol.consumer_group import ConsumerGroup, choose_assignor
 from protocol.consumer_member import (
     JOIN_EPOCH,
     LEAVE_EPOCH,
@@ -31,8 +28,8 @@ from protocol.consumer_member import (
     MemberState,
 )
 from protocol.consumer_validation import validate_heartbeat
+from protocol.context import ShardContext
 from protocol.errors import CoordinatorError, Errors
-from protocol.metadata import MetadataImage
 from protocol.reconciler import reconcile
 from protocol.records import (
     ClientAssignorEntry,
@@ -44,27 +41,9 @@ from protocol.records import (
     ConsumerGroupPartitionMetadataValue,
     ConsumerGroupTargetAssignmentMemberKey,
     ConsumerGroupTargetAssignmentMemberValue,
-    ConsumerGroupTargetAssignmentMetadataKey,
-    ConsumerGroupTargetAssignmentMetadataValue,
     Record,
 )
-from protocol.timers import Timers
-from protocol.validation import check_types
-
-
-class ShardContext(Protocol):
-    """What the rules need from the shard that hosts them."""
-
-    config: CoordinatorConfig
-    image: MetadataImage
-    now_ms: int
-    timers: Timers
-
-    def emit(self, record: Record) -> None: ...
-    def group_config(self, group_id: str) -> GroupConfig: ...
-    def new_member_id(self) -> str: ...
-    def consumer_group(self, group_id: str) -> ConsumerGroup | None: ...
-    def other_type_group_exists(self, group_id: str) -> bool: ...
+from protocol.target_assignment import compute_target, target_records
 
 
 @dataclass
@@ -329,54 +308,10 @@ class ConsumerGroupRules:
         )
 
     def _compute_target(self, group: ConsumerGroup) -> None:
-        """The target-assignment builder: spec from the group, assignor, records for changes."""
-        spec = self.assignment_spec(group)
         name = group.assignor(self.ctx.config).name
-        result = server_assignor(name).assign(spec)
-        targets = {
-            mid: ConsumerGroupTargetAssignmentMemberValue(pm.normalize(result.members.get(mid, {})))
-            for mid in sorted(group.members)
-        }
-        self.install_target(group, targets, group.group_epoch)
-
-    def install_target(
-        self,
-        group: ConsumerGroup,
-        targets: dict[str, ConsumerGroupTargetAssignmentMemberValue],
-        epoch: int,
-    ) -> None:
-        gid = group.group_id
-        for member_id, value in targets.items():
-            if group.target.get(member_id) != value:
-                self.ctx.emit(Record(ConsumerGroupTargetAssignmentMemberKey(gid, member_id), value))
-        self.ctx.emit(
-            Record(
-                ConsumerGroupTargetAssignmentMetadataKey(gid),
-                ConsumerGroupTargetAssignmentMetadataValue(epoch),
-            )
-        )
-
-    def assignment_spec(self, group: ConsumerGroup) -> AssignmentSpec:
-        image = self.ctx.image
-        topics = {}
-        for name in group.subscribed_topic_names(image):
-            t = image.topic_by_name(name)
-            if t is not None:
-                topics[t.topic_id] = TopicSpec(t.name, t.num_partitions, t.partition_racks)
-        members = {}
-        for mid, member in group.members.items():
-            ids = frozenset(
-                t.topic_id
-                for n in member_topic_names(member, image)
-                if (t := image.topic_by_name(n)) is not None
-            )
-            members[mid] = MemberSpec(
-                subscribed_topic_ids=ids,
-                assigned_partitions={t: frozenset(ps) for t, ps in group.target_of(mid).items()},
-                instance_id=member.instance_id,
-                rack_id=member.rack_id,
-            )
-        return AssignmentSpec(members=members, topics=topics)
+        targets = compute_target(group, self.ctx.image, name)
+        for record in target_records(group, targets, group.group_epoch):
+            self.ctx.emit(record)
 
     # ---------------------------------------------------------------- step 3: complete
 
@@ -486,185 +421,8 @@ class ConsumerGroupRules:
             ):
                 self._mark(group.group_id, bump=True)
 
-    # ------------------------------------------------------- client-side assignment
-
-    def prepare_assignment(
-        self, req: m.ConsumerGroupPrepareAssignmentRequest
-    ) -> m.ConsumerGroupPrepareAssignmentResponse:
-        check_types(req)
-        group, _ = self._chosen_member(req.group_id, req.member_id, req.member_epoch)
-        choice = group.assignor(self.ctx.config)
-        spec = self.assignment_spec(group)
-        members = []
-        for mid in sorted(group.members):
-            member = group.members[mid]
-            entry = member.client_assignor(choice.name) or ClientAssignorEntry(
-                choice.name, 0, 0, 0, 0, b""
-            )
-            members.append(
-                m.PrepareAssignmentMember(
-                    member_id=mid,
-                    instance_id=member.instance_id,
-                    rack_id=member.rack_id,
-                    subscribed_topic_ids=sorted(spec.members[mid].subscribed_topic_ids),
-                    assignor=m.PrepareAssignmentAssignor(
-                        entry.reason, entry.metadata_version, entry.metadata_bytes
-                    ),
-                    topic_partitions=pm.to_wire(group.target_of(mid)),
-                )
-            )
-        lo, hi = choice.version_range or (-1, -1)
-        return m.ConsumerGroupPrepareAssignmentResponse(
-            group_id=group.group_id,
-            group_epoch=group.group_epoch,
-            assignor_name=choice.name,
-            minimum_version=lo,
-            maximum_version=hi,
-            members=members,
-            topics=[
-                m.PrepareAssignmentTopic(tid, t.topic_name, t.num_partitions)
-                for tid, t in sorted(spec.topics.items())
-            ],
-        )
-
-    def install_assignment(
-        self, req: m.ConsumerGroupInstallAssignmentRequest
-    ) -> m.ConsumerGroupInstallAssignmentResponse:
-        check_types(req)
-        group, _ = self._chosen_member(req.group_id, req.member_id, req.member_epoch)
-        if not group.assignment_epoch < req.group_epoch <= group.group_epoch:
-            raise CoordinatorError(
-                Errors.INVALID_ASSIGNMENT,
-                f"GroupEpoch {req.group_epoch} must be newer than the installed assignment "
-                f"({group.assignment_epoch}) and at most the group epoch ({group.group_epoch}).",
-            )
-        targets = self._validated_targets(group, req)
-        self.install_target(group, targets, req.group_epoch)
-        # Computed for an older epoch: installed anyway, and a new computation is due (seed 000).
-        return m.ConsumerGroupInstallAssignmentResponse()
-
-    def _validated_targets(
-        self, group: ConsumerGroup, req: m.ConsumerGroupInstallAssignmentRequest
-    ) -> dict[str, ConsumerGroupTargetAssignmentMemberValue]:
-        spec = self.assignment_spec(group)
-        seen: set[tuple[str, int]] = set()
-        seen_members: set[str] = set()
-        targets = {mid: ConsumerGroupTargetAssignmentMemberValue() for mid in sorted(group.members)}
-        for entry in req.members:
-            if entry.member_id not in group.members:
-                continue  # left since the assignment was prepared; its partitions stay free
-            if entry.member_id in seen_members:
-                raise CoordinatorError(
-                    Errors.INVALID_ASSIGNMENT, f"Member {entry.member_id} appears twice."
-                )
-            seen_members.add(entry.member_id)
-            parts = pm.from_wire(entry.topic_partitions)
-            subscribed = spec.members[entry.member_id].subscribed_topic_ids
-            for tid, ps in parts.items():
-                topic = spec.topics.get(tid)
-                if topic is None or tid not in subscribed:
-                    raise CoordinatorError(
-                        Errors.INVALID_ASSIGNMENT,
-                        f"Member {entry.member_id} is assigned topic {tid} "
-                        "it does not subscribe to.",
-                    )
-                for p in ps:
-                    if p >= topic.num_partitions:
-                        raise CoordinatorError(
-                            Errors.INVALID_ASSIGNMENT, f"Partition {tid}-{p} does not exist."
-                        )
-                    if (tid, p) in seen:
-                        raise CoordinatorError(
-                            Errors.INVALID_ASSIGNMENT, f"Partition {tid}-{p} is assigned twice."
-                        )
-                    seen.add((tid, p))
-            targets[entry.member_id] = ConsumerGroupTargetAssignmentMemberValue(
-                parts, entry.error, entry.metadata_version, entry.metadata_bytes
-            )
-        return targets
-
-    def _chosen_member(
-        self, group_id: str, member_id: str, member_epoch: int
-    ) -> tuple[ConsumerGroup, ConsumerGroupMember]:
-        """Seed 000's checks for PrepareAssignment and InstallAssignment, in its order."""
-        if not group_id:
-            raise CoordinatorError(Errors.INVALID_REQUEST, "GroupId can't be empty.")
-        if not member_id:
-            raise CoordinatorError(Errors.INVALID_REQUEST, "MemberId can't be empty.")
-        if member_epoch < 0:
-            raise CoordinatorError(Errors.INVALID_REQUEST, "MemberEpoch must be >= 0.")
-        group = self.ctx.consumer_group(group_id)
-        if group is None:
-            raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} does not exist.")
-        member = group.members.get(member_id)
-        if member is None:
-            raise CoordinatorError(
-                Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not in group {group_id}."
-            )
-        if member.member_epoch != member_epoch:
-            raise CoordinatorError(
-                Errors.STALE_MEMBER_EPOCH,
-                f"MemberEpoch {member_epoch} does not match the member's epoch "
-                f"{member.member_epoch}.",
-            )
-        choice = group.assignor(self.ctx.config)
-        if not choice.client_side or choice.chosen_member_id != member_id:
-            raise CoordinatorError(
-                Errors.UNKNOWN_MEMBER_ID,
-                f"Member {member_id} is not the member chosen to compute the assignment.",
-            )
-        return group, member
-
-    # --------------------------------------------------------------------- describe
-
-    def describe(self, group: ConsumerGroup) -> m.DescribedGroup:
-        image = self.ctx.image
-        members = [
-            self._describe_member(group, group.members[mid], image) for mid in sorted(group.members)
-        ]
-        return m.DescribedGroup(
-            group_id=group.group_id,
-            group_state=group.state,
-            group_epoch=group.group_epoch,
-            assignment_epoch=group.assignment_epoch,
-            assignor_name=group.assignor(self.ctx.config).name,
-            members=members,
-        )
-
-    def _describe_member(
-        self, group: ConsumerGroup, member: ConsumerGroupMember, image: MetadataImage
-    ) -> m.DescribedMember:
-        def described(parts: pm.PartitionMap) -> list[m.DescribedTopicPartitions]:
-            return [
-                m.DescribedTopicPartitions(tid, _topic_name(image, group, tid), list(ps))
-                for tid, ps in sorted(parts.items())
-            ]
-
-        return m.DescribedMember(
-            member_id=member.member_id,
-            instance_id=member.instance_id,
-            rack_id=member.rack_id,
-            member_epoch=member.member_epoch,
-            client_id=member.client_id,
-            client_host=member.client_host,
-            subscribed_topic_names=list(member.subscribed_topic_names),
-            subscribed_topic_regex=member.subscribed_topic_regex,
-            assignment=m.DescribedAssignment(described(member.assigned_partitions)),
-            target_assignment=m.DescribedAssignment(described(group.target_of(member.member_id))),
-            member_state=member.state.label,
-            pending_topic_partitions=described(group.pending_of(member)),
-        )
-
 
 # ------------------------------------------------------------------------------ helpers
-
-
-def _topic_name(image: MetadataImage, group: ConsumerGroup, topic_id: str) -> str:
-    t = image.topic(topic_id)
-    if t is not None:
-        return t.name
-    entry = group.subscription_metadata.get(topic_id)
-    return entry.topic_name if entry is not None else ""
 
 
 def _is_full(req: m.ConsumerGroupHeartbeatRequest) -> bool:

@@ -17,7 +17,9 @@ import random
 from dataclasses import dataclass, field
 
 from protocol import messages as m
+from protocol.client_assignment import install_assignment, prepare_assignment
 from protocol.config import CoordinatorConfig, GroupConfig
+from protocol.consumer_describe import describe_group
 from protocol.consumer_group import STATES, ConsumerGroup
 from protocol.consumer_rules import Admitted, ConsumerGroupRules
 from protocol.errors import CoordinatorError, Errors
@@ -175,9 +177,9 @@ class GroupCoordinatorShard:
         if isinstance(req, m.ConsumerGroupDescribeRequest):
             return self._describe(req)
         if isinstance(req, m.ConsumerGroupPrepareAssignmentRequest):
-            return self.consumer.prepare_assignment(req)
+            return prepare_assignment(self, req)
         if isinstance(req, m.ConsumerGroupInstallAssignmentRequest):
-            return self.consumer.install_assignment(req)
+            return install_assignment(self, req)
         if isinstance(req, m.ListGroupsRequest):
             return self._list_groups(req)
         raise CoordinatorError(Errors.INVALID_REQUEST, f"unknown request type {type(req).__name__}")
@@ -197,7 +199,7 @@ class GroupCoordinatorShard:
                     )
                 )
             else:
-                out.append(self.consumer.describe(group))
+                out.append(describe_group(group, self.image, self.config))
         return m.ConsumerGroupDescribeResponse(groups=out)
 
     def _list_groups(self, req: m.ListGroupsRequest) -> m.ListGroupsResponse:
