@@ -63,6 +63,8 @@ class ConsumerGroup:
     # derived from the records, kept in step by replay
     static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id
     owners: dict[tuple[str, int], str] = field(default_factory=dict)
+    # Asked on every heartbeat; depends only on the members' metadata, so cached until it changes.
+    _assignor: AssignorChoice | None = field(default=None, compare=False, repr=False)
 
     group_type = "consumer"
 
@@ -89,6 +91,7 @@ class ConsumerGroup:
     def _replay_member(
         self, member_id: str, value: ConsumerGroupMemberMetadataValue | None
     ) -> None:
+        self._assignor = None
         old = self.members.get(member_id)
         if old is not None and self.static_members.get(old.instance_id or "") == member_id:
             del self.static_members[old.instance_id]  # type: ignore[arg-type]
@@ -182,7 +185,9 @@ class ConsumerGroup:
         return out
 
     def assignor(self, config: CoordinatorConfig) -> AssignorChoice:
-        return choose_assignor(self.members.values(), config)
+        if self._assignor is None:
+            self._assignor = choose_assignor(self.members.values(), config)
+        return self._assignor
 
 
 def member_topic_names(member: ConsumerGroupMember, image: MetadataImage) -> set[str]:
