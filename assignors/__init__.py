@@ -1,0 +1,48 @@
+"""Server-side assignors (``uniform``, ``range``), their spec types and a registry.
+
+The bottom floor of Cohort: imports only the standard library and numpy. The coordinator
+adapts its group state into an :class:`AssignmentSpec` and asks an assignor from
+:data:`SERVER_ASSIGNORS` for the new target assignment. Client-side assignor interfaces
+live in :mod:`assignors.client`.
+"""
+
+from assignors.range import RangeAssignor
+from assignors.spec import (
+    Assignment,
+    AssignmentSpec,
+    GroupAssignment,
+    MemberSpec,
+    PartitionAssignor,
+    PartitionAssignorError,
+    TopicSpec,
+)
+from assignors.uniform import UniformAssignor
+
+# Name -> assignor, as ``group.consumer.assignors`` lists them; the first is the default.
+SERVER_ASSIGNORS: dict[str, PartitionAssignor] = {
+    UniformAssignor.name: UniformAssignor(),
+    RangeAssignor.name: RangeAssignor(),
+}
+
+
+def server_assignor(name: str) -> PartitionAssignor:
+    """The server assignor called ``name``; ``KeyError`` if the server has none by that name."""
+    try:
+        return SERVER_ASSIGNORS[name]
+    except KeyError:
+        raise KeyError(f"unknown server assignor {name!r}") from None
+
+
+__all__ = [
+    "SERVER_ASSIGNORS",
+    "Assignment",
+    "AssignmentSpec",
+    "GroupAssignment",
+    "MemberSpec",
+    "PartitionAssignor",
+    "PartitionAssignorError",
+    "RangeAssignor",
+    "TopicSpec",
+    "UniformAssignor",
+    "server_assignor",
+]
