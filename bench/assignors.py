@@ -110,6 +110,26 @@ def run_case(assignor: PartitionAssignor, num_members: int, num_partitions: int,
     }
 
 
+def print_ratios(rows: list[dict[str, object]]) -> None:
+    """Ratios between figures of this one run: comparable across noisy, shared machines."""
+    print("\nratios within this run (a noisy machine moves seconds, not these):")
+    print(f"{'subscriptions':13} {'members':>7} {'partitions':>10} {'range/uniform':>13} "
+          f"{'uniform x smallest':>18}")
+    by_key = {(r["assignor"], r["subscriptions"], r["members"], r["partitions"]): r for r in rows}
+    smallest = min(
+        (r for r in rows if r["assignor"] == "uniform" and r["subscriptions"] == "homogeneous"),
+        key=lambda r: r["partitions"],
+    )
+    base = max(float(smallest["first_s"]), 1e-6)
+    for (name, subs, members, parts), row in by_key.items():
+        if name != "uniform":
+            continue
+        other = by_key[("range", subs, members, parts)]
+        ratio = float(other["first_s"]) / max(float(row["first_s"]), 1e-6)
+        growth = float(row["first_s"]) / base
+        print(f"{subs:13} {members:>7} {parts:>10} {ratio:>13.2f} {growth:>18.1f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small grid only")
@@ -129,6 +149,7 @@ def main() -> None:
                       f"{row['partitions']:>10} {row['first_s']:>8.3f} {row['stable_s']:>8.3f} "
                       f"{row['leave_s']:>8.3f} {row['moved']:>6} {row['leaver_had']:>10}",
                       flush=True)
+    print_ratios(rows)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps({"grid": "quick" if args.quick else "full", "rows": rows},
                                   indent=2) + "\n")
