@@ -108,7 +108,7 @@ def _validated_targets(
                     f"Member {entry.member_id} is assigned topic {tid} it does not subscribe to.",
                 )
             for p in ps:
-                if p >= topic.num_partitions:
+                if not 0 <= p < topic.num_partitions:
                     raise CoordinatorError(
                         Errors.INVALID_ASSIGNMENT, f"Partition {tid}-{p} does not exist."
                     )

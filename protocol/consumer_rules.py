@@ -110,7 +110,12 @@ class ConsumerGroupRules:
         member = group.members.get(req.member_id) if group is not None else None
         if req.instance_id is not None and group is not None:
             holder = group.static_members.get(req.instance_id)
-            if holder is not None and holder != req.member_id:
+            if holder is None:
+                raise CoordinatorError(
+                    Errors.UNKNOWN_MEMBER_ID,
+                    f"Instance id {req.instance_id} is unknown in group {req.group_id}.",
+                )
+            if holder != req.member_id:
                 raise CoordinatorError(
                     Errors.FENCED_INSTANCE_ID,
                     f"Static member {req.member_id} with instance id {req.instance_id} was "

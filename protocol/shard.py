@@ -82,8 +82,8 @@ class GroupCoordinatorShard:
         in_turn: set[tuple[str, str]] = set()
         for i, req in enumerate(requests):
             if isinstance(req, m.ConsumerGroupHeartbeatRequest):
-                member_key = (getattr(req, "group_id", None), getattr(req, "member_id", None))
-                if member_key in in_turn and member_key[1]:
+                member_key = _member_key(req)
+                if member_key is not None and member_key in in_turn:
                     self._complete(admitted, replies)  # same member twice: finish the first
                     in_turn.clear()
                 outcome = self._guard(req, lambda r=req: self.consumer.admit(r))
@@ -230,6 +230,12 @@ class GroupCoordinatorShard:
             return _error_response(req, Errors.UNKNOWN_SERVER_ERROR, f"{type(e).__name__}: {e}")
 
 
+def _member_key(req: m.ConsumerGroupHeartbeatRequest) -> tuple[str, str] | None:
+    """The (group, member) a heartbeat speaks for, when it names one (ids may be garbage)."""
+    gid, mid = req.group_id, req.member_id
+    return (gid, mid) if isinstance(gid, str) and isinstance(mid, str) and mid else None
+
+
 _ERROR_RESPONSES: dict[type, type] = {
     m.ConsumerGroupHeartbeatRequest: m.ConsumerGroupHeartbeatResponse,
     m.ConsumerGroupPrepareAssignmentRequest: m.ConsumerGroupPrepareAssignmentResponse,
@@ -241,11 +247,10 @@ _ERROR_RESPONSES: dict[type, type] = {
 def _error_response(req: object, error: Errors, message: str | None) -> object:
     if isinstance(req, m.ConsumerGroupDescribeRequest):
         ids = req.group_ids if isinstance(req.group_ids, list) else []
+        named = [g for g in ids if isinstance(g, str)] or [""]  # an error always has an entry
         return m.ConsumerGroupDescribeResponse(
             groups=[
-                m.DescribedGroup(error_code=error, error_message=message, group_id=g)
-                for g in ids
-                if isinstance(g, str)
+                m.DescribedGroup(error_code=error, error_message=message, group_id=g) for g in named
             ]
         )
     cls = _ERROR_RESPONSES.get(type(req), m.ErrorResponse)

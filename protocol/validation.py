@@ -86,6 +86,11 @@ def _check_scalar(value: object, hint: Any, path: str) -> None:
             raise _Fail(path, f"expected a string, got {type(value).__name__}")
         if len(value) > MAX_STRING_CHARS:
             raise _Fail(path, f"longer than {MAX_STRING_CHARS} characters")
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise _Fail(path, "not valid UTF-8 (a lone surrogate)") from None
     elif hint is bytes:
         if not isinstance(value, bytes):
             raise _Fail(path, f"expected bytes, got {type(value).__name__}")
