@@ -34,17 +34,25 @@ def reconcile(
     say, which never counts as a revocation acknowledgement).
     """
     if member.state is MemberState.UNREVOKED_PARTITIONS:
-        acknowledged = owned is not None and not (
-            pm.pairs(owned) & pm.pairs(member.partitions_pending_revocation)
-        )
-        return _next(member, target_epoch, target, owner_of) if acknowledged else member
+        if _owns_any(owned, member.partitions_pending_revocation):
+            return member
+        return _next(member, target_epoch, target, owned, owner_of)
     if member.state is MemberState.STABLE and member.member_epoch == target_epoch:
         return member
-    return _next(member, target_epoch, target, owner_of)
+    return _next(member, target_epoch, target, owned, owner_of)
+
+
+def _owns_any(owned: PartitionMap | None, partitions: PartitionMap) -> bool:
+    """Whether the member may still be using any of ``partitions``; unknown counts as yes."""
+    return owned is None or bool(pm.pairs(owned) & pm.pairs(partitions))
 
 
 def _next(
-    member: ConsumerGroupMember, target_epoch: int, target: PartitionMap, owner_of: OwnerOf
+    member: ConsumerGroupMember,
+    target_epoch: int,
+    target: PartitionMap,
+    owned: PartitionMap | None,
+    owner_of: OwnerOf,
 ) -> ConsumerGroupMember:
     current = pm.pairs(member.assigned_partitions)
     wanted = pm.pairs(target)
@@ -54,8 +62,9 @@ def _next(
     unreleased = {tp for tp in new if owner_of(*tp) not in (None, member.member_id)}
     assignable = new - unreleased
 
-    if revoke:
+    if revoke and _owns_any(owned, pm.from_pairs(revoke)):
         # Give up first; take nothing new until the member acknowledges (Kafka does the same).
+        # A member that already reports not owning them (e.g. it rejoined) need not wait.
         return replace(
             member,
             state=MemberState.UNREVOKED_PARTITIONS,

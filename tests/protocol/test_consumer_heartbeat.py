@@ -413,3 +413,17 @@ def test_list_groups_filters_by_state_and_type():
         shard.handle(m.ListGroupsRequest(states_filter=["bogus"])).response.error_code
         == Errors.INVALID_REQUEST
     )
+
+
+def test_a_rejoining_member_that_owns_nothing_need_not_acknowledge_a_revocation():
+    # Found by the stateful test: a static member leaves for a while after its topic was
+    # deleted; the replacement owns nothing, so it moves straight to the group epoch.
+    shard = shard_with(foo=1, bar=1)
+    a = Member(shard, "A", instance_id="i")
+    a.join()
+    shard.update_metadata(image(bar=1))
+    a.leave(epoch=-2)
+    resp = Member(shard, "A2", instance_id="i").join()
+    assert resp.error_code == Errors.NONE
+    assert resp.member_epoch == group(shard).group_epoch
+    assert group(shard).members["A2"].partitions_pending_revocation == {}
