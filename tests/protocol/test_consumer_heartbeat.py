@@ -427,3 +427,15 @@ def test_a_rejoining_member_that_owns_nothing_need_not_acknowledge_a_revocation(
     assert resp.error_code == Errors.NONE
     assert resp.member_epoch == group(shard).group_epoch
     assert group(shard).members["A2"].partitions_pending_revocation == {}
+
+
+def test_a_change_of_partition_racks_bumps_the_epoch():
+    racks = (frozenset({"r1"}), frozenset({"r2"}))
+    shard = GroupCoordinatorShard(
+        metadata=MetadataImage([TopicMetadata("foo-id", "foo", 2, racks)])
+    )
+    Member(shard, "A").join(rack_id="r1")
+    epoch = group(shard).group_epoch
+    moved = (frozenset({"r2"}), frozenset({"r1"}))
+    shard.update_metadata(MetadataImage([TopicMetadata("foo-id", "foo", 2, moved)]))
+    assert group(shard).group_epoch == epoch + 1
