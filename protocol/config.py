@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from assignors import SERVER_ASSIGNORS
+
 INT32_MAX = 2**31 - 1
 
 
@@ -38,6 +40,9 @@ class CoordinatorConfig:
     def __post_init__(self) -> None:
         if not self.group_consumer_assignors:
             raise ValueError("group_consumer_assignors needs at least one assignor")
+        unknown = set(self.group_consumer_assignors) - set(SERVER_ASSIGNORS)
+        if unknown:
+            raise ValueError(f"unknown server assignors {sorted(unknown)}")
         if self.group_consumer_heartbeat_interval_ms >= self.group_consumer_session_timeout_ms:
             raise ValueError("the heartbeat interval must be below the session timeout")
 

@@ -14,6 +14,7 @@ target-assignment computation (``handle_batch``):
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -44,6 +45,8 @@ from protocol.records import (
     Record,
 )
 from protocol.target_assignment import compute_target, target_records
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -314,7 +317,13 @@ class ConsumerGroupRules:
 
     def _compute_target(self, group: ConsumerGroup) -> None:
         name = group.assignor(self.ctx.config).name
-        targets = compute_target(group, self.ctx.image, name)
+        try:
+            targets = compute_target(group, self.ctx.image, name)
+        except Exception:
+            # Kafka fails the heartbeat; here the turn is shared, so the group keeps its old
+            # target and stays "assigning" until a later turn computes one.
+            log.exception("assignor %s failed for group %s", name, group.group_id)
+            return
         for record in target_records(group, targets, group.group_epoch):
             self.ctx.emit(record)
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+import assignors
 from protocol import messages as m
 from protocol.config import CoordinatorConfig, GroupConfig
 from protocol.errors import Errors
@@ -439,3 +442,25 @@ def test_a_change_of_partition_racks_bumps_the_epoch():
     moved = (frozenset({"r2"}), frozenset({"r1"}))
     shard.update_metadata(MetadataImage([TopicMetadata("foo-id", "foo", 2, moved)]))
     assert group(shard).group_epoch == epoch + 1
+
+
+def test_a_failing_assignor_leaves_the_old_target_and_crashes_nothing(monkeypatch):
+    class Broken:
+        name = "uniform"
+
+        def assign(self, spec):
+            raise assignors.PartitionAssignorError("boom")
+
+    shard = shard_with(foo=2)
+    a = Member(shard, "A")
+    a.join()
+    monkeypatch.setitem(assignors.SERVER_ASSIGNORS, "uniform", Broken())
+    resp = Member(shard, "B").join()
+    assert resp.error_code == Errors.NONE
+    assert group(shard).state == "assigning"
+    assert group(shard).target_of("A") == {"foo-id": (0, 1)}
+
+
+def test_config_refuses_an_assignor_the_server_does_not_have():
+    with pytest.raises(ValueError, match="unknown server assignors"):
+        CoordinatorConfig(group_consumer_assignors=("nope",))
