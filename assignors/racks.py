@@ -29,15 +29,21 @@ class RackMatcher:
     awareness then has no preference to express, so it must not move anything.
     """
 
-    def __init__(self, member_rack: np.ndarray, slot_racks: Sequence[tuple[int, ...] | None],
-                 num_racks: int) -> None:
+    def __init__(
+        self, member_rack: np.ndarray, slot_racks: Sequence[tuple[int, ...] | None], num_racks: int
+    ) -> None:
         self.member_rack = member_rack
         self._slot_racks = slot_racks
         self._num_racks = num_racks
-        self._known = np.fromiter((r is not None for r in slot_racks), dtype=bool,
-                                  count=len(slot_racks))
-        keys = [slot * num_racks + rack
-                for slot, racks in enumerate(slot_racks) if racks for rack in racks]
+        self._known = np.fromiter(
+            (r is not None for r in slot_racks), dtype=bool, count=len(slot_racks)
+        )
+        keys = [
+            slot * num_racks + rack
+            for slot, racks in enumerate(slot_racks)
+            if racks
+            for rack in racks
+        ]
         self._keys = np.array(keys, dtype=np.int64)  # ascending: slots ascend, racks sorted
 
     def racks_of(self, slot: int) -> tuple[int, ...]:
@@ -61,8 +67,9 @@ class RackMatcher:
         return (rack < 0) | ~self._known[slots] | hit
 
 
-def build_rack_matcher(member_racks: Sequence[str | None],
-                       slot_racks: Sequence[frozenset[str] | None]) -> RackMatcher | None:
+def build_rack_matcher(
+    member_racks: Sequence[str | None], slot_racks: Sequence[frozenset[str] | None]
+) -> RackMatcher | None:
     """A matcher when rack locality can make a difference, else ``None`` (rack-blind).
 
     ``member_racks[m]`` is member ``m``'s rack; ``slot_racks[s]`` the racks holding
@@ -87,8 +94,9 @@ def build_rack_matcher(member_racks: Sequence[str | None],
     return RackMatcher(member_rack, encoded, len(names))
 
 
-def place(slots: np.ndarray, recipients: np.ndarray, counts: np.ndarray,
-          racks: RackMatcher | None) -> np.ndarray:
+def place(
+    slots: np.ndarray, recipients: np.ndarray, counts: np.ndarray, racks: RackMatcher | None
+) -> np.ndarray:
     """Hand ``slots`` (ascending) out so that ``recipients[i]`` receives ``counts[i]`` of them.
 
     Returns, aligned with ``slots``, the position in ``recipients`` of each slot's new
@@ -108,8 +116,13 @@ def place(slots: np.ndarray, recipients: np.ndarray, counts: np.ndarray,
     return out
 
 
-def _place_rack_matched(slots: np.ndarray, recipients: np.ndarray, counts: np.ndarray,
-                        racks: RackMatcher, out: np.ndarray) -> np.ndarray:
+def _place_rack_matched(
+    slots: np.ndarray,
+    recipients: np.ndarray,
+    counts: np.ndarray,
+    racks: RackMatcher,
+    out: np.ndarray,
+) -> np.ndarray:
     """Greedy rack-matched placement into ``out``; returns the counts still to place."""
     remaining = counts.tolist()
     queues: dict[int, deque[int]] = {}

@@ -56,8 +56,9 @@ def majority_holder(holdings: list[np.ndarray], num_members: int) -> np.ndarray:
     return result
 
 
-def class_slot_racks(layout: GroupLayout, topics: list[int],
-                     slot_racks: list[frozenset[str] | None]) -> list[frozenset[str] | None]:
+def class_slot_racks(
+    layout: GroupLayout, topics: list[int], slot_racks: list[frozenset[str] | None]
+) -> list[frozenset[str] | None]:
     """Racks of each partition number of a class: held on every topic, else on any."""
     size = int(layout.num_partitions[topics[0]])
     offsets = [int(layout.offsets[t]) for t in topics]
@@ -92,15 +93,16 @@ class RangeAssignor:
             position[subscribers] = np.arange(len(subscribers))
             holdings = []
             for t in topics:
-                segment = current[layout.offsets[t]:layout.offsets[t + 1]]
+                segment = current[layout.offsets[t] : layout.offsets[t + 1]]
                 holdings.append(np.where(segment >= 0, position[segment], UNASSIGNED))
             held = majority_holder(holdings, len(subscribers))
             racks: RackMatcher | None = None
             if slot_racks is not None:
-                racks = build_rack_matcher(member_racks,
-                                           class_slot_racks(layout, topics, slot_racks))
+                racks = build_rack_matcher(
+                    member_racks, class_slot_racks(layout, topics, slot_racks)
+                )
             chosen = subscribers[sticky_quota_fill(held, subscribers, racks)]
             for t in topics:
-                owner[layout.offsets[t]:layout.offsets[t + 1]] = chosen
+                owner[layout.offsets[t] : layout.offsets[t + 1]] = chosen
             position[subscribers] = UNASSIGNED
         return layout.build(owner)

@@ -83,12 +83,14 @@ class GroupLayout:
         topic = self.spec.topics[topic_id]
         if topic.num_partitions < 0:
             raise PartitionAssignorError(
-                f"topic {topic_id} has a negative partition count {topic.num_partitions}")
+                f"topic {topic_id} has a negative partition count {topic.num_partitions}"
+            )
         racks = topic.partition_racks
         if racks is not None and len(racks) != topic.num_partitions:
             raise PartitionAssignorError(
                 f"topic {topic_id}: {len(racks)} partition rack sets "
-                f"for {topic.num_partitions} partitions")
+                f"for {topic.num_partitions} partitions"
+            )
         return topic.num_partitions
 
     def current_owners(self) -> np.ndarray:
@@ -159,8 +161,9 @@ class GroupLayout:
         return GroupAssignment(members=result)
 
 
-def sticky_quota_fill(current: np.ndarray, members: np.ndarray,
-                      racks: RackMatcher | None) -> np.ndarray:
+def sticky_quota_fill(
+    current: np.ndarray, members: np.ndarray, racks: RackMatcher | None
+) -> np.ndarray:
     """Balance ``len(current)`` slots over ``len(members)`` members to within one, stickily.
 
     ``current[s]`` is the position in ``members`` (ascending member ids) of slot ``s``'s
@@ -282,9 +285,12 @@ class HeterogeneousBalancer:
             self.load[subscribers] += add
 
     def _rebalance(self) -> None:
-        budget = int((self.load ** 2).sum()) // 2 + 1  # the move bound stated above
-        contested = [t for t, s in enumerate(self.layout.subscribers)
-                     if len(s) >= 2 and self.layout.num_partitions[t] > 0]
+        budget = int((self.load**2).sum()) // 2 + 1  # the move bound stated above
+        contested = [
+            t
+            for t, s in enumerate(self.layout.subscribers)
+            if len(s) >= 2 and self.layout.num_partitions[t] > 0
+        ]
         moved = True
         while moved:
             moved = False

@@ -48,8 +48,9 @@ def topics_for(num_partitions: int) -> dict[str, TopicSpec]:
     return {f"t{i:03d}": TopicSpec(f"topic-{i}", size) for i in range(count)}
 
 
-def subscriptions(num_members: int, topic_ids: list[str], heterogeneous: bool,
-                  seed: int = 7) -> list[frozenset[str]]:
+def subscriptions(
+    num_members: int, topic_ids: list[str], heterogeneous: bool, seed: int = 7
+) -> list[frozenset[str]]:
     everything = frozenset(topic_ids)
     if not heterogeneous:
         return [everything] * num_members
@@ -62,8 +63,12 @@ def subscriptions(num_members: int, topic_ids: list[str], heterogeneous: bool,
     return subs
 
 
-def make_spec(member_ids: list[str], subs: list[frozenset[str]], topics: dict[str, TopicSpec],
-              current: GroupAssignment | None) -> AssignmentSpec:
+def make_spec(
+    member_ids: list[str],
+    subs: list[frozenset[str]],
+    topics: dict[str, TopicSpec],
+    current: GroupAssignment | None,
+) -> AssignmentSpec:
     members = {}
     for member_id, sub in zip(member_ids, subs, strict=True):
         assigned = current.members.get(member_id, {}) if current else {}
@@ -81,16 +86,17 @@ def timed(assignor: PartitionAssignor, spec: AssignmentSpec) -> tuple[GroupAssig
     return result, time.perf_counter() - start
 
 
-def run_case(assignor: PartitionAssignor, num_members: int, num_partitions: int,
-             heterogeneous: bool) -> dict[str, object]:
+def run_case(
+    assignor: PartitionAssignor, num_members: int, num_partitions: int, heterogeneous: bool
+) -> dict[str, object]:
     topics = topics_for(num_partitions)
     member_ids = [f"member-{i:05d}" for i in range(num_members)]
     subs = subscriptions(num_members, sorted(topics), heterogeneous)
     first, first_s = timed(assignor, make_spec(member_ids, subs, topics, None))
     stable, stable_s = timed(assignor, make_spec(member_ids, subs, topics, first))
     leaver = 0  # the first member: under range it always owns partitions
-    rest_ids = member_ids[:leaver] + member_ids[leaver + 1:]
-    rest_subs = subs[:leaver] + subs[leaver + 1:]
+    rest_ids = member_ids[:leaver] + member_ids[leaver + 1 :]
+    rest_subs = subs[:leaver] + subs[leaver + 1 :]
     after, leave_s = timed(assignor, make_spec(rest_ids, rest_subs, topics, first))
     before_owner, after_owner = owners(first), owners(after)
     moved = sum(1 for tp, m in after_owner.items() if before_owner.get(tp) != m)
@@ -113,8 +119,10 @@ def run_case(assignor: PartitionAssignor, num_members: int, num_partitions: int,
 def print_ratios(rows: list[dict[str, object]]) -> None:
     """Ratios between figures of this one run: comparable across noisy, shared machines."""
     print("\nratios within this run (a noisy machine moves seconds, not these):")
-    print(f"{'subscriptions':13} {'members':>7} {'partitions':>10} {'range/uniform':>13} "
-          f"{'uniform x smallest':>18}")
+    print(
+        f"{'subscriptions':13} {'members':>7} {'partitions':>10} {'range/uniform':>13} "
+        f"{'uniform x smallest':>18}"
+    )
     by_key = {(r["assignor"], r["subscriptions"], r["members"], r["partitions"]): r for r in rows}
     smallest = min(
         (r for r in rows if r["assignor"] == "uniform" and r["subscriptions"] == "homogeneous"),
@@ -136,8 +144,10 @@ def main() -> None:
     args = parser.parse_args()
     grid = QUICK_GRID if args.quick else FULL_GRID
     rows = []
-    header = (f"{'assignor':8} {'subscriptions':13} {'members':>7} {'partitions':>10} "
-              f"{'first_s':>8} {'stable_s':>8} {'leave_s':>8} {'moved':>6} {'leaver_had':>10}")
+    header = (
+        f"{'assignor':8} {'subscriptions':13} {'members':>7} {'partitions':>10} "
+        f"{'first_s':>8} {'stable_s':>8} {'leave_s':>8} {'moved':>6} {'leaver_had':>10}"
+    )
     print(header)
     print("-" * len(header))
     for assignor in (UniformAssignor(), RangeAssignor()):
@@ -145,14 +155,17 @@ def main() -> None:
             for num_members, num_partitions in grid:
                 row = run_case(assignor, num_members, num_partitions, heterogeneous)
                 rows.append(row)
-                print(f"{row['assignor']:8} {row['subscriptions']:13} {row['members']:>7} "
-                      f"{row['partitions']:>10} {row['first_s']:>8.3f} {row['stable_s']:>8.3f} "
-                      f"{row['leave_s']:>8.3f} {row['moved']:>6} {row['leaver_had']:>10}",
-                      flush=True)
+                print(
+                    f"{row['assignor']:8} {row['subscriptions']:13} {row['members']:>7} "
+                    f"{row['partitions']:>10} {row['first_s']:>8.3f} {row['stable_s']:>8.3f} "
+                    f"{row['leave_s']:>8.3f} {row['moved']:>6} {row['leaver_had']:>10}",
+                    flush=True,
+                )
     print_ratios(rows)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({"grid": "quick" if args.quick else "full", "rows": rows},
-                                  indent=2) + "\n")
+    RESULTS.write_text(
+        json.dumps({"grid": "quick" if args.quick else "full", "rows": rows}, indent=2) + "\n"
+    )
     print(f"\nwrote {RESULTS}")
 
 

@@ -13,10 +13,12 @@ def topics(**sizes: int) -> dict[str, TopicSpec]:
     return {tid: TopicSpec(tid, n) for tid, n in sizes.items()}
 
 
-def group(topic_specs: Mapping[str, TopicSpec],
-          members: Mapping[str, Mapping[str, Iterable[int]]],
-          subscriptions: Mapping[str, Iterable[str]] | None = None,
-          racks: Mapping[str, str] | None = None) -> AssignmentSpec:
+def group(
+    topic_specs: Mapping[str, TopicSpec],
+    members: Mapping[str, Mapping[str, Iterable[int]]],
+    subscriptions: Mapping[str, Iterable[str]] | None = None,
+    racks: Mapping[str, str] | None = None,
+) -> AssignmentSpec:
     """A spec: ``members`` maps member id -> current {topic: partitions}.
 
     Members subscribe to every topic unless ``subscriptions`` says otherwise.
@@ -87,8 +89,10 @@ def check_complete(spec: AssignmentSpec, result: GroupAssignment) -> None:
                 seen[(topic_id, p)] += 1
     wanted = {
         (t, p)
-        for member in spec.members.values() for t in member.subscribed_topic_ids
-        if t in spec.topics for p in range(spec.topics[t].num_partitions)
+        for member in spec.members.values()
+        for t in member.subscribed_topic_ids
+        if t in spec.topics
+        for p in range(spec.topics[t].num_partitions)
     }
     assert set(seen) == wanted
     assert all(count == 1 for count in seen.values())

@@ -24,8 +24,7 @@ from assignors import AssignmentSpec, MemberSpec, RangeAssignor, TopicSpec, Unif
 
 RACKS = ["r0", "r1", "r2"]
 MEMBER_IDS = [f"m{i}" for i in range(10)]
-PROPERTY = settings(max_examples=120, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 uniform = UniformAssignor()
 range_assignor = RangeAssignor()
@@ -39,8 +38,9 @@ def topic_specs(draw) -> dict[str, TopicSpec]:
         size = draw(st.integers(0, 12))
         racks = None
         if draw(st.booleans()):
-            racks = tuple(draw(st.frozensets(st.sampled_from(RACKS), max_size=2))
-                          for _ in range(size))
+            racks = tuple(
+                draw(st.frozensets(st.sampled_from(RACKS), max_size=2)) for _ in range(size)
+            )
         result[f"t{i}"] = TopicSpec(f"topic-{i}", size, racks)
     return result
 

@@ -83,10 +83,17 @@ class RoundRobin(PartitionAssignor):
     def assign(self, group: PartitionGroup) -> Assignment:
         members = sorted(m.member_id for m in group.members)
         parts = sorted((t.topic_id, p) for t in group.topics for p in range(t.num_partitions))
-        return Assignment(error=0, members=tuple(
-            PartitionMemberAssignment(member_id=m, version=1, partitions=frozenset(
-                tp for i, tp in enumerate(parts) if i % len(members) == k))
-            for k, m in enumerate(members)))
+        return Assignment(
+            error=0,
+            members=tuple(
+                PartitionMemberAssignment(
+                    member_id=m,
+                    version=1,
+                    partitions=frozenset(tp for i, tp in enumerate(parts) if i % len(members) == k),
+                )
+                for k, m in enumerate(members)
+            ),
+        )
 
     def on_assignment(self, assignment) -> None:
         self.received.append(assignment)
@@ -94,21 +101,27 @@ class RoundRobin(PartitionAssignor):
 
 def test_a_partition_assignor_assigns_topic_partitions_from_the_group_state():
     group = PartitionGroup(
-        members=(PartitionGroupMember("b", subscribed_topic_ids=frozenset({"t"})),
-                 PartitionGroupMember("a", subscribed_topic_ids=frozenset({"t"}))),
+        members=(
+            PartitionGroupMember("b", subscribed_topic_ids=frozenset({"t"})),
+            PartitionGroupMember("a", subscribed_topic_ids=frozenset({"t"})),
+        ),
         topics=(TopicMetadata("t", 3),),
     )
     result = RoundRobin().assign(group)
     assert {m.member_id: m.partitions for m in result.members} == {
-        "a": frozenset({("t", 0), ("t", 2)}), "b": frozenset({("t", 1)})}
+        "a": frozenset({("t", 0), ("t", 2)}),
+        "b": frozenset({("t", 1)}),
+    }
 
 
 def test_connect_shapes_carry_connectors_and_tasks():
-    worker = ConnectGroupMember("w1", owned_connectors=frozenset({"c"}),
-                                owned_tasks=frozenset({("c", 0)}))
+    worker = ConnectGroupMember(
+        "w1", owned_connectors=frozenset({"c"}), owned_tasks=frozenset({("c", 0)})
+    )
     group = ConnectGroup(members=(worker,), connectors={"c": 2})
-    assignment = ConnectMemberAssignment("w1", connectors=frozenset({"c"}),
-                                         tasks=frozenset({("c", 0), ("c", 1)}))
+    assignment = ConnectMemberAssignment(
+        "w1", connectors=frozenset({"c"}), tasks=frozenset({("c", 0), ("c", 1)})
+    )
     assert group.members[0].owned_tasks == {("c", 0)}
     assert len(assignment.tasks) == group.connectors["c"]
 

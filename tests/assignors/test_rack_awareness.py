@@ -21,8 +21,11 @@ def test_uniform_gives_members_partitions_with_a_replica_in_their_rack():
 
 
 def test_uniform_over_quota_member_keeps_its_rack_matched_partitions():
-    spec = group(racked("foo", R1, R2, R2, R1), {"A": {"foo": [0, 1, 2, 3]}, "B": {}},
-                 racks={"A": "r2", "B": "r1"})
+    spec = group(
+        racked("foo", R1, R2, R2, R1),
+        {"A": {"foo": [0, 1, 2, 3]}, "B": {}},
+        racks={"A": "r2", "B": "r1"},
+    )
     assert of(UniformAssignor().assign(spec)) == {"A": [1, 2], "B": [0, 3]}
 
 
@@ -34,16 +37,20 @@ def test_balance_wins_over_rack_locality(assignor):
 
 @pytest.mark.parametrize("assignor", [UniformAssignor(), RangeAssignor()])
 def test_stickiness_wins_over_moving_a_partition_to_its_rack(assignor):
-    spec = group(racked("foo", R1, R2), {"A": {"foo": [1]}, "B": {"foo": [0]}},
-                 racks={"A": "r1", "B": "r2"})
+    spec = group(
+        racked("foo", R1, R2), {"A": {"foo": [1]}, "B": {"foo": [0]}}, racks={"A": "r1", "B": "r2"}
+    )
     assert of(assignor.assign(spec)) == {"A": [1], "B": [0]}
 
 
 def test_uniform_heterogeneous_group_prefers_rack_matched_partitions():
     topic_specs = {**racked("foo", R1, R2, R1, R2), "bar": TopicSpec("bar", 1)}
-    spec = group(topic_specs, {"A": {}, "B": {}, "C": {}},
-                 subscriptions={"A": ["foo"], "B": ["foo"], "C": ["bar"]},
-                 racks={"A": "r1", "B": "r2"})
+    spec = group(
+        topic_specs,
+        {"A": {}, "B": {}, "C": {}},
+        subscriptions={"A": ["foo"], "B": ["foo"], "C": ["bar"]},
+        racks={"A": "r1", "B": "r2"},
+    )
     result = UniformAssignor().assign(spec)
     check_complete(spec, result)
     assert of(result) == {"A": [0, 2], "B": [1, 3], "C": []}
@@ -58,8 +65,9 @@ def test_range_prefers_rack_matches_and_stays_co_partitioned():
 
 @pytest.mark.parametrize("assignor", [UniformAssignor(), RangeAssignor()])
 def test_replicas_in_every_rack_give_the_rack_blind_assignment(assignor):
-    everywhere = group(racked("foo", *[BOTH] * 7), {m: {} for m in "ABC"},
-                       racks={"A": "r2", "B": "r1", "C": "r2"})
+    everywhere = group(
+        racked("foo", *[BOTH] * 7), {m: {} for m in "ABC"}, racks={"A": "r2", "B": "r1", "C": "r2"}
+    )
     blind = group({"foo": TopicSpec("foo", 7)}, {m: {} for m in "ABC"})
     assert assignor.assign(everywhere).members == assignor.assign(blind).members
 

@@ -63,8 +63,10 @@ def test_added_partition_goes_to_the_member_under_quota():
 
 @pytest.mark.parametrize(("members", "partitions"), [(1, 0), (3, 2), (4, 17), (7, 100)])
 def test_homogeneous_group_is_balanced_to_within_one(members, partitions):
-    spec = group(topics(a=partitions // 2, b=partitions - partitions // 2),
-                 {f"m{i}": {} for i in range(members)})
+    spec = group(
+        topics(a=partitions // 2, b=partitions - partitions // 2),
+        {f"m{i}": {} for i in range(members)},
+    )
     result = uniform.assign(spec)
     check_complete(spec, result)
     load = sizes(result).values()
@@ -112,8 +114,7 @@ def test_heterogeneous_subscriber_takes_partitions_from_an_overloaded_member():
 
 
 def test_member_subscribed_to_nothing_gets_an_empty_assignment():
-    spec = group(topics(foo=2), {"A": {}, "B": {"foo": [0]}},
-                 subscriptions={"A": ["foo"], "B": []})
+    spec = group(topics(foo=2), {"A": {}, "B": {"foo": [0]}}, subscriptions={"A": ["foo"], "B": []})
     result = uniform.assign(spec)
     assert result.members == {"A": {"foo": frozenset({0, 1})}, "B": {}}
 
@@ -136,8 +137,9 @@ def test_only_the_leavers_partitions_move_when_a_member_leaves():
 def test_joining_member_takes_only_the_surplus():
     spec = group(topics(foo=12), {m: {} for m in "ABC"})
     before = uniform.assign(spec)
-    joined = group(topics(foo=12), {**{m: {"foo": before.members[m]["foo"]} for m in "ABC"},
-                                    "D": {}})
+    joined = group(
+        topics(foo=12), {**{m: {"foo": before.members[m]["foo"]} for m in "ABC"}, "D": {}}
+    )
     after = uniform.assign(joined)
     assert moved(before, after) == 3
     assert of(after)["D"] == [3, 7, 11]
@@ -170,8 +172,11 @@ def test_partitions_of_an_unsubscribed_topic_are_dropped():
 
 def test_partitions_of_a_deleted_topic_or_beyond_its_size_are_dropped():
     spec = AssignmentSpec(
-        members={"A": MemberSpec(frozenset({"foo", "gone"}),
-                                 {"foo": frozenset({0, 5, -1}), "gone": frozenset({0})})},
+        members={
+            "A": MemberSpec(
+                frozenset({"foo", "gone"}), {"foo": frozenset({0, 5, -1}), "gone": frozenset({0})}
+            )
+        },
         topics=topics(foo=2),
     )
     assert uniform.assign(spec).members == {"A": {"foo": frozenset({0, 1})}}
@@ -188,19 +193,24 @@ def test_a_partition_claimed_twice_stays_with_the_first_member_by_id():
 
 def test_member_order_in_the_spec_does_not_change_the_result():
     forward = foo(10, A=[9], B=[], C=[0, 1, 2, 3, 4, 5], D=[])
-    backward = AssignmentSpec(members=dict(reversed(forward.members.items())),
-                              topics=forward.topics)
+    backward = AssignmentSpec(
+        members=dict(reversed(forward.members.items())), topics=forward.topics
+    )
     assert uniform.assign(forward).members == uniform.assign(backward).members
 
 
 def test_negative_partition_count_is_rejected():
     with pytest.raises(PartitionAssignorError):
-        uniform.assign(AssignmentSpec(members={"A": MemberSpec(frozenset({"x"}))},
-                                      topics={"x": TopicSpec("x", -1)}))
+        uniform.assign(
+            AssignmentSpec(
+                members={"A": MemberSpec(frozenset({"x"}))}, topics={"x": TopicSpec("x", -1)}
+            )
+        )
 
 
 def test_partition_racks_of_the_wrong_length_are_rejected():
     bad = TopicSpec("x", 2, partition_racks=(frozenset({"r1"}),))
     with pytest.raises(PartitionAssignorError):
-        uniform.assign(AssignmentSpec(members={"A": MemberSpec(frozenset({"x"}))},
-                                      topics={"x": bad}))
+        uniform.assign(
+            AssignmentSpec(members={"A": MemberSpec(frozenset({"x"}))}, topics={"x": bad})
+        )
