@@ -229,6 +229,8 @@ class ConsumerGroupRules:
             self.ctx.emit(Record(key, updated.metadata_value()))
             if _subscription_changed(member, updated):
                 self._mark(group.group_id, bump=True)
+        # Touched even when unchanged: a target that could not be computed earlier is retried.
+        self._mark(group.group_id, bump=False)
         self._reset_session(group.group_id, member.member_id)
 
     def _check_client_assignors(

@@ -459,6 +459,10 @@ def test_a_failing_assignor_leaves_the_old_target_and_crashes_nothing(monkeypatc
     assert resp.error_code == Errors.NONE
     assert group(shard).state == "assigning"
     assert group(shard).target_of("A") == {"foo-id": (0, 1)}
+    monkeypatch.undo()  # the assignor recovers: the next heartbeat's turn computes the target
+    a.heartbeat()
+    assert group(shard).state == "reconciling"
+    assert group(shard).target_of("B") != {}
 
 
 def test_config_refuses_an_assignor_the_server_does_not_have():
