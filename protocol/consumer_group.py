@@ -112,9 +112,7 @@ class ConsumerGroup:
         if value is None:
             if old is not None:
                 self._set_owner(old, None)
-                self.members[member_id] = ConsumerGroupMember(member_id).with_metadata(
-                    old.metadata_value()
-                )
+                self.members[member_id] = ConsumerGroupMember(member_id).with_metadata(old.metadata)
             return
         new = (old or ConsumerGroupMember(member_id)).with_assignment(value)
         if old is not None:

@@ -1,20 +1,22 @@
 """A member of a KIP-848 consumer group: what it asked for and what it holds.
 
-Immutable: every change produces a new member through ``dataclasses.replace``, so the shard can
-compare before and after to decide which records to write and whether the reply carries the
-assignment.
+A member *is* its two records: its metadata (subscription, rack, assignors...) and its current
+assignment (epoch, state, partitions). Holding the record values themselves, rather than a copy
+of their fields, means the record to write is always just the member's part, and replaying a
+record is just swapping a part. Immutable: changes produce a new member, so the rules can
+compare before and after.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
+from typing import Any
 
 from protocol.records import (
     ClientAssignorEntry,
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataValue,
-    PartitionMap,
 )
 
 # Epochs with a meaning of their own in the heartbeat (seed 000 and Kafka).
@@ -36,83 +38,61 @@ class MemberState(IntEnum):
         return self.name.lower()
 
 
+def _fresh_assignment() -> ConsumerGroupCurrentMemberAssignmentValue:
+    return ConsumerGroupCurrentMemberAssignmentValue(
+        member_epoch=JOIN_EPOCH, previous_member_epoch=-1, state=int(MemberState.STABLE)
+    )
+
+
+def _read(part: str, name: str) -> Any:
+    """A read-only attribute that reads through to one of the member's two records."""
+    return property(lambda self: getattr(getattr(self, part), name))
+
+
 @dataclass(frozen=True)
 class ConsumerGroupMember:
     member_id: str
-    instance_id: str | None = None
-    rack_id: str | None = None
-    client_id: str = ""
-    client_host: str = ""
-    subscribed_topic_names: tuple[str, ...] = ()
-    subscribed_topic_regex: str | None = None
-    server_assignor: str | None = None
-    client_assignors: tuple[ClientAssignorEntry, ...] = ()
-    rebalance_timeout_ms: int = -1
-    # current assignment
-    member_epoch: int = 0
-    previous_member_epoch: int = -1
-    state: MemberState = MemberState.STABLE
-    assigned_partitions: PartitionMap = field(default_factory=dict)
-    partitions_pending_revocation: PartitionMap = field(default_factory=dict)
-    error: int = 0
-    metadata_version: int = 0
-    metadata_bytes: bytes = b""
+    metadata: ConsumerGroupMemberMetadataValue = field(
+        default_factory=ConsumerGroupMemberMetadataValue
+    )
+    current: ConsumerGroupCurrentMemberAssignmentValue = field(default_factory=_fresh_assignment)
 
-    # --- record views -------------------------------------------------------------------
+    instance_id = _read("metadata", "instance_id")
+    rack_id = _read("metadata", "rack_id")
+    client_id = _read("metadata", "client_id")
+    client_host = _read("metadata", "client_host")
+    subscribed_topic_names = _read("metadata", "subscribed_topic_names")
+    subscribed_topic_regex = _read("metadata", "subscribed_topic_regex")
+    server_assignor = _read("metadata", "server_assignor")
+    client_assignors = _read("metadata", "client_assignors")
+    rebalance_timeout_ms = _read("metadata", "rebalance_timeout_ms")
+    member_epoch = _read("current", "member_epoch")
+    previous_member_epoch = _read("current", "previous_member_epoch")
+    assigned_partitions = _read("current", "assigned_partitions")
+    partitions_pending_revocation = _read("current", "partitions_pending_revocation")
 
-    def metadata_value(self) -> ConsumerGroupMemberMetadataValue:
-        return ConsumerGroupMemberMetadataValue(
-            instance_id=self.instance_id,
-            rack_id=self.rack_id,
-            client_id=self.client_id,
-            client_host=self.client_host,
-            subscribed_topic_names=self.subscribed_topic_names,
-            subscribed_topic_regex=self.subscribed_topic_regex,
-            server_assignor=self.server_assignor,
-            client_assignors=self.client_assignors,
-            rebalance_timeout_ms=self.rebalance_timeout_ms,
-        )
+    @property
+    def state(self) -> MemberState:
+        s = self.current.state
+        return MemberState(s) if s in MemberState._value2member_map_ else MemberState.UNKNOWN
 
-    def assignment_value(self) -> ConsumerGroupCurrentMemberAssignmentValue:
-        return ConsumerGroupCurrentMemberAssignmentValue(
-            member_epoch=self.member_epoch,
-            previous_member_epoch=self.previous_member_epoch,
-            state=int(self.state),
-            assigned_partitions=self.assigned_partitions,
-            partitions_pending_revocation=self.partitions_pending_revocation,
-            error=self.error,
-            metadata_version=self.metadata_version,
-            metadata_bytes=self.metadata_bytes,
-        )
+    def with_metadata(self, value: ConsumerGroupMemberMetadataValue) -> ConsumerGroupMember:
+        return replace(self, metadata=value)
 
-    def with_metadata(self, v: ConsumerGroupMemberMetadataValue) -> ConsumerGroupMember:
-        return replace(
-            self,
-            instance_id=v.instance_id,
-            rack_id=v.rack_id,
-            client_id=v.client_id,
-            client_host=v.client_host,
-            subscribed_topic_names=v.subscribed_topic_names,
-            subscribed_topic_regex=v.subscribed_topic_regex,
-            server_assignor=v.server_assignor,
-            client_assignors=v.client_assignors,
-            rebalance_timeout_ms=v.rebalance_timeout_ms,
-        )
+    def with_assignment(
+        self, value: ConsumerGroupCurrentMemberAssignmentValue
+    ) -> ConsumerGroupMember:
+        return replace(self, current=value)
 
-    def with_assignment(self, v: ConsumerGroupCurrentMemberAssignmentValue) -> ConsumerGroupMember:
-        return replace(
-            self,
-            member_epoch=v.member_epoch,
-            previous_member_epoch=v.previous_member_epoch,
-            state=MemberState(v.state)
-            if v.state in MemberState._value2member_map_
-            else MemberState.UNKNOWN,
-            assigned_partitions=v.assigned_partitions,
-            partitions_pending_revocation=v.partitions_pending_revocation,
-            error=v.error,
-            metadata_version=v.metadata_version,
-            metadata_bytes=v.metadata_bytes,
-        )
+    def updated(self, **changes: Any) -> ConsumerGroupMember:
+        """The member with some of its metadata fields changed."""
+        return replace(self, metadata=replace(self.metadata, **changes))
+
+    def moved(self, **changes: Any) -> ConsumerGroupMember:
+        """The member with some of its current-assignment fields changed."""
+        if "state" in changes:
+            changes["state"] = int(changes["state"])
+        return replace(self, current=replace(self.current, **changes))
 
     @property
     def uses_client_assignors(self) -> bool:

@@ -178,12 +178,12 @@ class ConsumerGroupRules:
         member = _apply_request(ConsumerGroupMember(member_id), req)
         self._check_client_assignors(group, member)
         self.ctx.emit(
-            Record(ConsumerGroupMemberMetadataKey(req.group_id, member_id), member.metadata_value())
+            Record(ConsumerGroupMemberMetadataKey(req.group_id, member_id), member.metadata)
         )
         self.ctx.emit(
             Record(
                 ConsumerGroupCurrentMemberAssignmentKey(req.group_id, member_id),
-                member.assignment_value(),
+                member.current,
             )
         )
         self._mark(req.group_id, bump=True)
@@ -206,11 +206,9 @@ class ConsumerGroupRules:
         target = group.target.get(old.member_id, ConsumerGroupTargetAssignmentMemberValue())
         gid = group.group_id
         self._remove_member_records(gid, old.member_id)
-        self.ctx.emit(Record(ConsumerGroupMemberMetadataKey(gid, new_id), new.metadata_value()))
+        self.ctx.emit(Record(ConsumerGroupMemberMetadataKey(gid, new_id), new.metadata))
         self.ctx.emit(Record(ConsumerGroupTargetAssignmentMemberKey(gid, new_id), target))
-        self.ctx.emit(
-            Record(ConsumerGroupCurrentMemberAssignmentKey(gid, new_id), new.assignment_value())
-        )
+        self.ctx.emit(Record(ConsumerGroupCurrentMemberAssignmentKey(gid, new_id), new.current))
         if _subscription_changed(old, new):
             self._mark(gid, bump=True)
         self._reset_session(gid, new_id)
@@ -223,10 +221,10 @@ class ConsumerGroupRules:
         req: m.ConsumerGroupHeartbeatRequest,
     ) -> None:
         updated = _apply_request(member, req)
-        if updated.metadata_value() != member.metadata_value():
+        if updated.metadata != member.metadata:
             self._check_client_assignors(group, updated)
             key = ConsumerGroupMemberMetadataKey(group.group_id, member.member_id)
-            self.ctx.emit(Record(key, updated.metadata_value()))
+            self.ctx.emit(Record(key, updated.metadata))
             if _subscription_changed(member, updated):
                 self._mark(group.group_id, bump=True)
         # Touched even when unchanged: a target that could not be computed earlier is retried.
@@ -259,14 +257,13 @@ class ConsumerGroupRules:
             self.fence(group, member.member_id)
         else:
             # A static member going away for a while keeps its assignment and its place.
-            away = replace(
-                member,
+            away = member.moved(
                 member_epoch=STATIC_LEAVE_EPOCH,
                 partitions_pending_revocation={},
                 state=MemberState.STABLE,
             )
             key = ConsumerGroupCurrentMemberAssignmentKey(group.group_id, member.member_id)
-            self.ctx.emit(Record(key, away.assignment_value()))
+            self.ctx.emit(Record(key, away.current))
             self._reset_session(group.group_id, member.member_id)
         return m.ConsumerGroupHeartbeatResponse(
             member_id=member.member_id,
@@ -340,7 +337,7 @@ class ConsumerGroupRules:
         )
         if new != member:
             key = ConsumerGroupCurrentMemberAssignmentKey(a.group_id, a.member_id)
-            self.ctx.emit(Record(key, new.assignment_value()))
+            self.ctx.emit(Record(key, new.current))
         choice = group.assignor(self.ctx.config)
         resp = m.ConsumerGroupHeartbeatResponse(
             member_id=new.member_id,
@@ -510,4 +507,4 @@ def _apply_request(
         changes["client_id"] = req.client_id
     if req.client_host:
         changes["client_host"] = req.client_host
-    return replace(member, **changes)
+    return member.updated(**changes)

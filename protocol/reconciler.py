@@ -10,7 +10,6 @@ others moves to the new epoch in UNRELEASED_PARTITIONS and gets them as they are
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 
 from protocol import partitions as pm
 from protocol.consumer_member import ConsumerGroupMember, MemberState
@@ -65,14 +64,12 @@ def _next(
     if revoke and _owns_any(owned, pm.from_pairs(revoke)):
         # Give up first; take nothing new until the member acknowledges (Kafka does the same).
         # A member that already reports not owning them (e.g. it rejoined) need not wait.
-        return replace(
-            member,
+        return member.moved(
             state=MemberState.UNREVOKED_PARTITIONS,
             assigned_partitions=pm.from_pairs(kept),
             partitions_pending_revocation=pm.from_pairs(revoke),
         )
-    return replace(
-        member,
+    return member.moved(
         state=MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE,
         previous_member_epoch=member.member_epoch
         if member.member_epoch != target_epoch
