@@ -1,0 +1,349 @@
+"""The durable log of one `__consumer_offsets` partition.
+
+A partition actor releases a reply only once the records behind it are on disk (invariant 4),
+and rebuilds its state after a restart from the latest snapshot plus the batches after it. This
+module is that disk: append-only segments of CRC-framed batches, and snapshots that let old
+segments go. It knows nothing of what a record means; records arrive already encoded.
+
+Frame: 4-byte big-endian payload length, 4-byte big-endian CRC32C of the payload, payload =
+msgpack list of record bytes. Segments are `<number>.log`; `snapshot-<n>.snap` holds the state
+as of the end of every segment numbered below n, in frames of the same shape.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import struct
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+import crc32c
+import msgpack
+
+logger = logging.getLogger(__name__)
+
+FRAME_HEADER_BYTES = 8  # payload length (u32 BE) + CRC32C of the payload (u32 BE)
+MAX_BATCH_BYTES = 256 * 1024 * 1024  # largest payload written; a longer length on disk is damage
+DEFAULT_SEGMENT_MAX_BYTES = 64 * 1024 * 1024
+SNAPSHOT_FRAME_MAX_RECORDS = 10_000  # keeps a 1M-record snapshot out of one giant frame
+SNAPSHOT_FRAME_MAX_RECORD_BYTES = 4 * 1024 * 1024  # same, for a snapshot of few large records
+FILE_NUMBER_DIGITS = 20  # zero padding, so names sort as numbers do
+
+_HEADER = struct.Struct(">II")
+assert _HEADER.size == FRAME_HEADER_BYTES
+_SEGMENT_NAME = re.compile(r"^(\d+)\.log$")
+_SNAPSHOT_NAME = re.compile(r"^snapshot-(\d+)\.snap$")
+_SNAPSHOT_TEMP_NAME = re.compile(r"^snapshot-\d+\.snap\.tmp$")
+
+
+class LogCorruptError(Exception):
+    """A snapshot failed its checks.
+
+    A torn segment tail is the expected residue of a crash mid-append and is cut off. A snapshot
+    is only ever published whole (os.replace), so damage to it is lost acknowledged state that
+    truncation cannot repair: loading stops rather than serve a partial state.
+    """
+
+
+@dataclass(frozen=True)
+class LoadedLog:
+    """What a restarting partition replays: `snapshot` first, then `batches` in order."""
+
+    snapshot: list[bytes]
+    batches: list[list[bytes]]
+    records: int
+    seconds: float
+    truncated_bytes: int
+
+    @property
+    def records_per_s(self) -> float:
+        """Load speed, the number that bounds how long a restarted partition is unavailable."""
+        if self.records == 0:
+            return 0.0
+        return self.records / self.seconds if self.seconds > 0 else float("inf")
+
+
+def encode_frame(records: list[bytes]) -> bytes:
+    """Frame a batch; refuses what load would later reject, so a bad record never reaches disk."""
+    for record in records:
+        if not isinstance(record, bytes):
+            raise TypeError(f"a log record must be bytes, got {type(record).__name__}")
+    payload = msgpack.packb(records, use_bin_type=True)
+    if len(payload) > MAX_BATCH_BYTES:
+        raise ValueError(f"batch of {len(payload)} bytes exceeds MAX_BATCH_BYTES={MAX_BATCH_BYTES}")
+    return _HEADER.pack(len(payload), crc32c.crc32c(payload)) + payload
+
+
+def _decode_payload(payload: bytes) -> list[bytes] | None:
+    try:
+        records = msgpack.unpackb(payload, raw=False)
+    except (ValueError, TypeError, msgpack.UnpackException):
+        return None
+    if not isinstance(records, list) or not all(isinstance(r, bytes) for r in records):
+        return None
+    return records
+
+
+def _scan(path: Path) -> tuple[list[list[bytes]], int, str | None]:
+    """Read whole frames from the start; returns them, where they end, and why reading stopped
+    early (None when the file ends exactly after a whole frame)."""
+    batches: list[list[bytes]] = []
+    offset = 0
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        while offset < size:
+            header = f.read(FRAME_HEADER_BYTES)
+            if len(header) < FRAME_HEADER_BYTES:
+                return batches, offset, "short frame header"
+            length, crc = _HEADER.unpack(header)
+            if length == 0 or length > MAX_BATCH_BYTES:
+                return batches, offset, f"bad frame length {length}"
+            if offset + FRAME_HEADER_BYTES + length > size:
+                return batches, offset, "short frame"
+            payload = f.read(length)
+            if crc32c.crc32c(payload) != crc:
+                return batches, offset, "CRC mismatch"
+            records = _decode_payload(payload)
+            if records is None:
+                return batches, offset, "payload is not a msgpack list of bytes"
+            batches.append(records)
+            offset += FRAME_HEADER_BYTES + length
+    return batches, offset, None
+
+
+def _snapshot_frames(records: Iterable[bytes]) -> Iterator[bytes]:
+    chunk: list[bytes] = []
+    chunk_bytes = 0
+    for record in records:
+        chunk.append(record)
+        chunk_bytes += len(record)
+        full = len(chunk) >= SNAPSHOT_FRAME_MAX_RECORDS
+        if full or chunk_bytes >= SNAPSHOT_FRAME_MAX_RECORD_BYTES:
+            yield encode_frame(chunk)
+            chunk, chunk_bytes = [], 0
+    if chunk:
+        yield encode_frame(chunk)
+
+
+def _numbered(directory: Path, pattern: re.Pattern[str]) -> list[tuple[int, Path]]:
+    found = [(m, p) for p in directory.iterdir() if (m := pattern.match(p.name))]
+    return sorted((int(m.group(1)), p) for m, p in found)
+
+
+class PartitionLog:
+    """Segments plus snapshot for one partition; one writer (the partition actor) at a time.
+
+    `append` is the group commit: one write and one fsync per mailbox turn, however many records
+    the turn produced. After a failed write or fsync the log refuses further appends: what reached
+    disk is unknown, so the actor must restart and `load` again, which cuts any torn tail.
+    """
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        segment_max_bytes: int = DEFAULT_SEGMENT_MAX_BYTES,
+        fsync: bool = True,
+    ) -> None:
+        if segment_max_bytes <= 0:
+            raise ValueError(f"segment_max_bytes must be positive, got {segment_max_bytes}")
+        self._directory = Path(directory)
+        self._directory.mkdir(parents=True, exist_ok=True)
+        self._segment_max_bytes = segment_max_bytes
+        self._fsync = fsync
+        self._loaded = False
+        self._failed = False
+        self._active: BinaryIO | None = None
+        self._active_number = 0
+        self._active_bytes = 0
+        self._bytes_since_snapshot = 0
+
+    @property
+    def directory(self) -> Path:
+        return self._directory
+
+    @property
+    def bytes_since_snapshot(self) -> int:
+        """Segment bytes a load would replay after the snapshot; the caller snapshots when this
+        grows. Counted from disk at load, so a crash-looping partition still gets to snapshot."""
+        return self._bytes_since_snapshot
+
+    def load(self) -> LoadedLog:
+        """Read the latest snapshot and the segments after it, cutting a torn or corrupt tail."""
+        if self._loaded:
+            raise RuntimeError("PartitionLog.load() may be called only once")
+        started = time.perf_counter()
+        for temp in self._directory.iterdir():
+            if _SNAPSHOT_TEMP_NAME.match(temp.name):  # a crash mid-snapshot; never published
+                temp.unlink()
+        snapshot_number, snapshot = self._load_snapshot()
+        batches, valid_bytes, truncated_bytes = self._load_segments(snapshot_number)
+        self._open_active(self._active_number or max(snapshot_number, 1))
+        self._bytes_since_snapshot = valid_bytes
+        self._loaded = True
+        records = len(snapshot) + sum(len(batch) for batch in batches)
+        seconds = time.perf_counter() - started
+        loaded = LoadedLog(snapshot, batches, records, seconds, truncated_bytes)
+        logger.info(
+            "loaded %s: %d records (%d from snapshot, %d batches) in %.3f s, %.0f records/s",
+            self._directory,
+            records,
+            len(snapshot),
+            len(batches),
+            loaded.seconds,
+            loaded.records_per_s,
+        )
+        return loaded
+
+    def append(self, records: list[bytes]) -> None:
+        """Make one mailbox turn's records durable before any of its replies go out."""
+        self._require_writable()
+        if not records:
+            return
+        frame = encode_frame(records)
+        try:
+            if self._active_bytes > 0 and self._active_bytes + len(frame) > self._segment_max_bytes:
+                self._roll(self._active_number + 1)
+            assert self._active is not None
+            view = memoryview(frame)
+            while view:  # regular files take it in one call; the loop is for the odd short write
+                view = view[self._active.write(view) :]
+            if self._fsync:
+                os.fsync(self._active.fileno())
+        except OSError:
+            self._failed = True
+            raise
+        self._active_bytes += len(frame)
+        self._bytes_since_snapshot += len(frame)
+
+    def write_snapshot(self, records: Iterable[bytes]) -> None:
+        """Publish the compacted state as of the end of the log, then drop what it covers.
+
+        Crash-safe at every step: the snapshot appears whole or not at all (temp + os.replace),
+        and until older segments are deleted, load ignores them because the name says which
+        segments the snapshot covers.
+        """
+        self._require_writable()
+        number = self._active_number + 1
+        final = self._directory / f"snapshot-{number:0{FILE_NUMBER_DIGITS}d}.snap"
+        temp = final.with_name(final.name + ".tmp")
+        try:
+            with open(temp, "wb") as f:
+                for frame in _snapshot_frames(records):
+                    f.write(frame)
+                f.flush()
+                if self._fsync:
+                    os.fsync(f.fileno())
+        except BaseException:
+            temp.unlink(missing_ok=True)
+            raise
+        os.replace(temp, final)
+        self._sync_directory()
+        self._roll(number)
+        self._delete_older_than(number)
+        self._bytes_since_snapshot = 0
+
+    def close(self) -> None:
+        if self._active is not None:
+            self._active.close()
+            self._active = None
+
+    def __enter__(self) -> PartitionLog:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _require_writable(self) -> None:
+        if not self._loaded:
+            raise RuntimeError("PartitionLog.load() must be called before writing")
+        if self._failed:
+            raise RuntimeError("an earlier write failed; reopen the log and load() again")
+        if self._active is None:
+            raise RuntimeError("PartitionLog is closed")
+
+    def _load_snapshot(self) -> tuple[int, list[bytes]]:
+        snapshots = _numbered(self._directory, _SNAPSHOT_NAME)
+        if not snapshots:
+            return 0, []
+        number, path = snapshots[-1]
+        chunks, end, problem = _scan(path)
+        if problem is not None:
+            raise LogCorruptError(f"snapshot {path} is corrupt: {problem} at offset {end}")
+        return number, [record for chunk in chunks for record in chunk]
+
+    def _load_segments(self, first_number: int) -> tuple[list[list[bytes]], int, int]:
+        """Returns the batches, the bytes they span, and the bytes cut off."""
+        self._delete_older_than(first_number)  # finishes a snapshot's interrupted cleanup
+        segments = _numbered(self._directory, _SEGMENT_NAME)
+        batches: list[list[bytes]] = []
+        valid_bytes = 0
+        for index, (number, path) in enumerate(segments):
+            found, end, problem = _scan(path)
+            batches.extend(found)
+            valid_bytes += end
+            self._active_number = number
+            if problem is not None:
+                later = segments[index + 1 :]
+                return batches, valid_bytes, self._truncate(path, end, problem, later)
+        return batches, valid_bytes, 0
+
+    def _truncate(self, path: Path, end: int, problem: str, later: list[tuple[int, Path]]) -> int:
+        dropped = path.stat().st_size - end
+        later_bytes = sum(p.stat().st_size for _, p in later)
+        logger.warning(
+            "%s: %s at offset %d; cut: %d bytes dropped, plus %d later segment(s), %d bytes",
+            path,
+            problem,
+            end,
+            dropped,
+            len(later),
+            later_bytes,
+        )
+        with open(path, "r+b") as f:
+            f.truncate(end)
+            if self._fsync:
+                os.fsync(f.fileno())
+        for _, later_path in later:
+            later_path.unlink()
+        self._sync_directory()
+        return dropped + later_bytes
+
+    def _open_active(self, number: int) -> None:
+        path = self._directory / f"{number:0{FILE_NUMBER_DIGITS}d}.log"
+        created = not path.exists()
+        self._active = open(path, "ab", buffering=0)  # noqa: SIM115 - lives until close()
+        self._active_number = number
+        self._active_bytes = os.fstat(self._active.fileno()).st_size
+        if created:
+            self._sync_directory()
+
+    def _roll(self, number: int) -> None:
+        try:
+            self.close()
+            self._open_active(number)
+        except OSError:
+            self._failed = True
+            raise
+
+    def _delete_older_than(self, number: int) -> None:
+        stale = [p for n, p in _numbered(self._directory, _SEGMENT_NAME) if n < number]
+        stale += [p for n, p in _numbered(self._directory, _SNAPSHOT_NAME) if n < number]
+        for path in stale:
+            path.unlink()
+        if stale:
+            self._sync_directory()
+
+    def _sync_directory(self) -> None:
+        """Makes a create, rename or delete itself durable, not only the file contents."""
+        if not self._fsync:
+            return
+        fd = os.open(self._directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
