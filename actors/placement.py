@@ -1,0 +1,33 @@
+"""Which ``__consumer_offsets`` partition owns a group: Kafka's rule, bit for bit.
+
+Kafka places a group at ``Utils.abs(groupId.hashCode()) % numPartitions``, where
+``hashCode`` is Java's ``String.hashCode`` over UTF-16 code units with 32-bit overflow and
+``Utils.abs`` is ``Math.abs`` except that ``Integer.MIN_VALUE`` maps to 0 instead of
+overflowing. Using the same rule
+means a group lands on the same partition number here as on a Kafka cluster with as many
+partitions, which makes the two easy to compare.
+"""
+
+from __future__ import annotations
+
+_INT32_MASK = 0xFFFFFFFF
+
+
+def java_string_hash(s: str) -> int:
+    """Java's ``String.hashCode``: ``s[0]*31^(n-1) + ... + s[n-1]`` over UTF-16 code units."""
+    h = 0
+    units = s.encode("utf-16-be", "surrogatepass")
+    for i in range(0, len(units), 2):
+        h = (31 * h + ((units[i] << 8) | units[i + 1])) & _INT32_MASK
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def kafka_abs(n: int) -> int:
+    """Kafka's ``Utils.abs``: ``Math.abs``, but ``Integer.MIN_VALUE`` gives 0."""
+    return 0 if n == -(1 << 31) else abs(n)
+
+
+def partition_for(group_id: str, num_partitions: int) -> int:
+    if num_partitions <= 0:
+        raise ValueError("num_partitions must be positive")
+    return kafka_abs(java_string_hash(group_id)) % num_partitions
