@@ -17,6 +17,7 @@ class Errors(IntEnum):
     NONE = 0
     UNKNOWN_TOPIC_OR_PARTITION = 3
     OFFSET_METADATA_TOO_LARGE = 12
+    INVALID_TOPIC_EXCEPTION = 17
     COORDINATOR_LOAD_IN_PROGRESS = 14
     COORDINATOR_NOT_AVAILABLE = 15
     NOT_COORDINATOR = 16
@@ -30,6 +31,9 @@ class Errors(IntEnum):
     TOPIC_AUTHORIZATION_FAILED = 29
     GROUP_AUTHORIZATION_FAILED = 30
     UNSUPPORTED_VERSION = 35
+    TOPIC_ALREADY_EXISTS = 36
+    INVALID_PARTITIONS = 37
+    INVALID_CONFIG = 40
     INVALID_REQUEST = 42
     NON_EMPTY_GROUP = 68
     GROUP_ID_NOT_FOUND = 69
@@ -60,6 +64,10 @@ class CoordinatorError(Exception):
         super().__init__(f"{error.name}: {message}" if message else error.name)
         self.error = error
         self.message = message
+
+    def __reduce__(self):
+        # Crosses process boundaries (Ray pickles exceptions): keep the code, not just text.
+        return (type(self), (self.error, self.message))
 
 
 def invalid_request(message: str) -> CoordinatorError:

@@ -224,10 +224,10 @@ class GroupCoordinatorShard:
         try:
             return fn()
         except CoordinatorError as e:
-            return _error_response(req, e.error, e.message)
+            return error_response(req, e.error, e.message)
         except Exception as e:  # invariant 6: no request crashes a partition
             log.exception("request %s failed", type(req).__name__)
-            return _error_response(req, Errors.UNKNOWN_SERVER_ERROR, f"{type(e).__name__}: {e}")
+            return error_response(req, Errors.UNKNOWN_SERVER_ERROR, f"{type(e).__name__}: {e}")
 
 
 def _member_key(req: m.ConsumerGroupHeartbeatRequest) -> tuple[str, str] | None:
@@ -244,7 +244,9 @@ _ERROR_RESPONSES: dict[type, type] = {
 }
 
 
-def _error_response(req: object, error: Errors, message: str | None) -> object:
+def error_response(req: object, error: Errors, message: str | None) -> object:
+    """The reply type ``req`` expects, carrying ``error``: what the runtime answers with too
+    (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS) when the shard cannot take a request."""
     if isinstance(req, m.ConsumerGroupDescribeRequest):
         ids = req.group_ids if isinstance(req.group_ids, list) else []
         named = [g for g in ids if isinstance(g, str)] or [""]  # an error always has an entry
