@@ -9,3 +9,42 @@ from hypothesis import HealthCheck, settings
 
 settings.register_profile("cohort", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("cohort")
+
+# ---------------------------------------------------------------------------- Ray
+
+import os  # noqa: E402
+
+import pytest  # noqa: E402
+
+from protocol.config import CoordinatorConfig  # noqa: E402
+
+# Short timeouts so failover and fencing happen within a test's patience.
+RAY_TEST_CONFIG = CoordinatorConfig(
+    group_consumer_session_timeout_ms=4_000,
+    group_consumer_min_session_timeout_ms=1_000,
+    group_consumer_max_session_timeout_ms=60_000,
+    group_consumer_heartbeat_interval_ms=300,
+    group_consumer_min_heartbeat_interval_ms=100,
+    group_consumer_max_heartbeat_interval_ms=5_000,
+)
+RAY_TEST_PARTITIONS = 3
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory):
+    """One local Ray and one Cohort for the whole session (starting Ray costs seconds)."""
+    import ray
+
+    from actors.cluster import Cluster
+
+    os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+    ray.init(namespace="cohort", include_dashboard=False, log_to_driver=False,
+             num_cpus=2, object_store_memory=256 << 20)
+    c = Cluster.start(
+        num_partitions=RAY_TEST_PARTITIONS,
+        storage_path=str(tmp_path_factory.mktemp("cohort-data")),
+        config=RAY_TEST_CONFIG,
+    )
+    yield c
+    c.shutdown()
+    ray.shutdown()

@@ -1,0 +1,294 @@
+"""``Cluster``: start, find and talk to Cohort's actors on a Ray cluster.
+
+A ``Cluster`` is a thin handle; the state lives in the detached actors (``controller`` and
+``offsets-<p>`` in the ``cohort`` namespace), so any number of drivers or Ray clients can
+hold one, and a handle made by ``Cluster.connect`` in a new process works like the original.
+
+``call`` routes a request to the partition that owns its group, as Kafka's clients find
+their coordinator, and retries with exponential backoff while the coordinator is moving,
+loading or dead (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS,
+an unavailable actor), up to a deadline.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Iterable
+from typing import Any
+
+import ray
+from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
+
+from actors.controller import (
+    CONTROLLER_NAME,
+    NAMESPACE,
+    Controller,
+    partition_actor_name,
+)
+from actors.partition import OffsetsPartition
+from actors.placement import partition_for
+from protocol import messages as m
+from protocol.config import CoordinatorConfig
+from protocol.errors import CoordinatorError, Errors
+
+log = logging.getLogger(__name__)
+
+RETRIABLE = frozenset(
+    {Errors.NOT_COORDINATOR, Errors.COORDINATOR_NOT_AVAILABLE, Errors.COORDINATOR_LOAD_IN_PROGRESS}
+)
+CALL_DEADLINE_S = 60.0
+BACKOFF_MIN_S = 0.05
+BACKOFF_MAX_S = 1.0
+READY_TIMEOUT_S = 120.0
+MAX_PARTITIONS = 1000
+
+
+class Cluster:
+    def __init__(self, num_partitions: int, config: CoordinatorConfig, storage_path: str,
+                 owns_ray: bool = False) -> None:
+        self.num_partitions = num_partitions
+        self.config = config
+        self.storage_path = storage_path
+        self._owns_ray = owns_ray
+        self._controller = ray.get_actor(CONTROLLER_NAME, namespace=NAMESPACE)
+        self._partitions = [
+            ray.get_actor(partition_actor_name(p), namespace=NAMESPACE)
+            for p in range(num_partitions)
+        ]
+        self._clients: list[Any] = []
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @classmethod
+    def start(
+        cls,
+        num_partitions: int = 4,
+        storage_path: str = "./cohort-data",
+        config: CoordinatorConfig | None = None,
+        address: str | None = None,
+    ) -> Cluster:
+        """Create (or adopt, when already running) the controller and partitions.
+
+        With no Ray running in this process, attach to the cluster at ``address`` (or the one
+        ``RAY_ADDRESS`` / a local ``ray start`` points to), else start a local Ray.
+        """
+        if type(num_partitions) is not int or not 0 < num_partitions <= MAX_PARTITIONS:
+            raise ValueError(f"num_partitions must be in 1..{MAX_PARTITIONS}")
+        config = config or CoordinatorConfig()
+        owns_ray = _init_ray(address)
+        storage = os.path.abspath(storage_path)
+        controller = Controller.options(
+            name=CONTROLLER_NAME, namespace=NAMESPACE, lifetime="detached", get_if_exists=True
+        ).remote(num_partitions, storage, config)
+        info = ray.get(controller.info.remote())
+        if info["num_partitions"] != num_partitions:
+            raise ValueError(
+                f"a Cohort cluster with {info['num_partitions']} partitions is already running"
+            )
+        for p in range(num_partitions):
+            OffsetsPartition.options(
+                name=partition_actor_name(p),
+                namespace=NAMESPACE,
+                lifetime="detached",
+                get_if_exists=True,
+            ).remote(p, num_partitions, info["storage_path"], info["config"])
+        cluster = cls(num_partitions, info["config"], info["storage_path"], owns_ray)
+        cluster.wait_ready()
+        return cluster
+
+    @classmethod
+    def connect(cls, address: str | None = "auto") -> Cluster:
+        """Attach to a running Cohort (``address`` may be ``ray://head:10001``)."""
+        _init_ray(address, start_local=False)
+        try:
+            controller = ray.get_actor(CONTROLLER_NAME, namespace=NAMESPACE)
+        except ValueError:
+            raise RuntimeError("no Cohort cluster is running here; use Cluster.start") from None
+        info = ray.get(controller.info.remote())
+        return cls(info["num_partitions"], info["config"], info["storage_path"])
+
+    def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> None:
+        deadline = time.monotonic() + timeout_s
+        pending = set(range(self.num_partitions))
+        while pending:
+            for p in list(pending):
+                try:
+                    if ray.get(self._partitions[p].ready.remote(), timeout=10) == "active":
+                        pending.discard(p)
+                except (RayActorError, GetTimeoutError):
+                    pass
+            if pending and time.monotonic() > deadline:
+                raise TimeoutError(f"partitions {sorted(pending)} did not load in {timeout_s} s")
+            if pending:
+                time.sleep(0.1)
+
+    def shutdown(self) -> None:
+        """Stop every Cohort actor; the data stays in ``storage_path`` for the next start."""
+        for handle in [*self._clients, *self._partitions, self._controller]:
+            try:
+                ray.kill(handle, no_restart=True)
+            except Exception as e:
+                log.debug("kill failed: %s", e)
+        self._clients.clear()
+        if self._owns_ray:
+            ray.shutdown()
+
+    # ------------------------------------------------------------------ topics
+
+    def create_topic(self, name: str, num_partitions: int,
+                     racks: list[list[str]] | None = None) -> str:
+        return _get(self._controller.create_topic.remote(name, num_partitions, racks))
+
+    def add_partitions(self, name: str, total: int,
+                       racks: list[list[str]] | None = None) -> None:
+        _get(self._controller.add_partitions.remote(name, total, racks))
+
+    def delete_topic(self, name: str) -> None:
+        _get(self._controller.delete_topic.remote(name))
+
+    def topics(self) -> list:
+        return _get(self._controller.topics.remote())
+
+    def set_group_config(self, group_id: str, **overrides: int | None) -> None:
+        """Dynamic group config (``consumer_session_timeout_ms``, ``..._heartbeat_interval_ms``)."""
+        _get(self._controller.set_group_config.remote(group_id, **overrides))
+
+    # ------------------------------------------------------------------ routing
+
+    def partition_for(self, group_id: str) -> int:
+        return partition_for(group_id, self.num_partitions)
+
+    def coordinator(self, group_id: str):
+        return self._partitions[self.partition_for(group_id)]
+
+    def partition(self, p: int):
+        return self._partitions[p]
+
+    def call(self, request: object, deadline_s: float = CALL_DEADLINE_S) -> object:
+        """Send ``request`` to its group's coordinator; retry while it moves or loads."""
+        group_id = getattr(request, "group_id", None)
+        if group_id is None and isinstance(request, m.ConsumerGroupDescribeRequest):
+            ids = request.group_ids if isinstance(request.group_ids, list) else []
+            group_id = ids[0] if ids else ""
+        if not isinstance(group_id, str):
+            group_id = ""
+        return self._call_partition(self.partition_for(group_id), request, deadline_s)
+
+    def describe(self, group_id: str) -> m.DescribedGroup:
+        """The group's entry of ConsumerGroupDescribe (``error_code`` set if it is unknown)."""
+        resp = self.call(m.ConsumerGroupDescribeRequest(group_ids=[group_id]))
+        return resp.groups[0]
+
+    def list_groups(self, states: Iterable[str] = (), types: Iterable[str] = ()) -> list:
+        req = m.ListGroupsRequest(states_filter=list(states), types_filter=list(types))
+        out = []
+        for p in range(self.num_partitions):
+            resp = self._call_partition(p, req, CALL_DEADLINE_S)
+            if resp.error_code != Errors.NONE:
+                raise CoordinatorError(Errors(resp.error_code), resp.error_message)
+            out += resp.groups
+        return sorted(out, key=lambda g: g.group_id)
+
+    def wait_stable(self, group_id: str, members: int | None = None,
+                    timeout_s: float = 60.0) -> m.DescribedGroup:
+        """Poll describe until the group is stable (with ``members`` members, if given)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            g = self.describe(group_id)
+            if g.error_code == Errors.NONE and g.group_state == "stable" and (
+                members is None or len(g.members) == members
+            ):
+                return g
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"group {group_id} not stable after {timeout_s} s: "
+                                   f"{g.group_state}, {len(g.members)} members")
+            time.sleep(0.2)
+
+    # ------------------------------------------------------------------ chaos
+
+    def kill_partition(self, p: int) -> None:
+        """Kill ``offsets-<p>``; Ray restarts it and it reloads its log."""
+        ray.kill(self._partitions[p], no_restart=False)
+
+    # ------------------------------------------------------------------ clients
+
+    def spawn_consumer(self, group_id: str, topics: list[str] | None = None,
+                       protocol: str = "consumer", instance_id: str | None = None,
+                       rack_id: str | None = None, **options: Any):
+        """One consumer actor hosting one member (see ``spawn_consumers`` for many)."""
+        return self.spawn_consumers(group_id, 1, topics, protocol, instance_id, rack_id, **options)
+
+    def spawn_consumers(self, group_id: str, n: int, topics: list[str] | None = None,
+                        protocol: str = "consumer", instance_id: str | None = None,
+                        rack_id: str | None = None, **options: Any):
+        """One ``num_cpus=0`` actor hosting ``n`` members whose heartbeats share one call."""
+        if protocol != "consumer":
+            raise NotImplementedError(
+                f"protocol {protocol!r}: only the KIP-848 'consumer' protocol runs on Ray so far"
+            )
+        from actors.consumer import ConsumerClient
+
+        handle = ConsumerClient.options(namespace=NAMESPACE).remote(
+            group_id, self.num_partitions, n=n, topics=topics, instance_id=instance_id,
+            rack_id=rack_id, session_timeout_ms=self._session_timeout_ms(group_id), **options,
+        )
+        self._clients.append(handle)
+        return handle
+
+    def _session_timeout_ms(self, group_id: str) -> int:
+        cfg = _get(self._controller.group_config.remote(group_id))
+        return cfg.consumer_session_timeout_ms or self.config.group_consumer_session_timeout_ms
+
+    # ------------------------------------------------------------------ internals
+
+    def _call_partition(self, p: int, request: object, deadline_s: float) -> object:
+        deadline = time.monotonic() + deadline_s
+        backoff = BACKOFF_MIN_S
+        while True:
+            try:
+                resp = ray.get(self._partitions[p].handle.remote(request), timeout=deadline_s)
+                if _error_of(resp) not in RETRIABLE:
+                    return resp
+            except (RayActorError, GetTimeoutError) as e:
+                resp = None
+                log.debug("offsets-%d unavailable: %s", p, e)
+            if time.monotonic() + backoff > deadline:
+                if resp is not None:
+                    return resp
+                raise TimeoutError(f"offsets-{p} did not answer within {deadline_s} s")
+            time.sleep(backoff)
+            backoff = min(backoff * 2, BACKOFF_MAX_S)
+
+
+def _error_of(resp: object) -> int:
+    if isinstance(resp, m.ConsumerGroupDescribeResponse):
+        codes = [g.error_code for g in resp.groups]
+        return next((c for c in codes if c in RETRIABLE), Errors.NONE)
+    return getattr(resp, "error_code", Errors.NONE)
+
+
+def _get(ref) -> Any:
+    """``ray.get`` that raises a refusal as the plain ``CoordinatorError`` it is."""
+    try:
+        return ray.get(ref)
+    except RayTaskError as e:
+        if isinstance(e.cause, CoordinatorError):
+            raise e.cause from None
+        raise
+
+
+def _init_ray(address: str | None, start_local: bool = True) -> bool:
+    """Join the Ray this process should use; True when we started a local one ourselves."""
+    if ray.is_initialized():
+        return False
+    target = address or os.environ.get("RAY_ADDRESS") or "auto"
+    try:
+        ray.init(address=target, namespace=NAMESPACE, log_to_driver=False)
+        return False
+    except ConnectionError:
+        if not start_local or address is not None:
+            raise
+    ray.init(namespace=NAMESPACE, include_dashboard=False, log_to_driver=False)
+    return True

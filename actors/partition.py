@@ -1,0 +1,311 @@
+"""``OffsetsPartition``: one ``__consumer_offsets`` partition as a durable Ray actor.
+
+This is the runtime half of Kafka's ``CoordinatorRuntime``: the rules live in the pure
+``GroupCoordinatorShard``; this actor owns the mailbox, the clock, the timers and the log.
+
+One loop task drains the mailbox in turns. A turn fires due timers, applies every queued
+event to the shard one after another (no ``await`` inside a state change), appends all the
+records the turn produced as one batch (one write, one fsync: group commit), and only then
+releases the turn's replies (invariant 4). Requests that arrive while a turn writes wait for
+the next turn. All heartbeats of a turn go through one ``handle_batch``, so a group's target
+assignment is computed once per turn however many members joined in it.
+
+On (re)start it loads snapshot + log in a worker thread and answers
+COORDINATOR_LOAD_IN_PROGRESS meanwhile; the shard is built with the load time as its clock, so
+session timers restart from the load (a member is never fenced for the coordinator's own
+downtime). A failed write leaves memory ahead of disk, so the process exits and Ray restarts
+it from the log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import ray
+
+from actors.controller import CONTROLLER_NAME, NAMESPACE, ControllerImage
+from actors.log import PartitionLog
+from actors.metrics import PartitionMetrics
+from actors.placement import partition_for
+from protocol import messages as m
+from protocol.codec import decode_record, encode_record
+from protocol.config import CoordinatorConfig
+from protocol.errors import Errors
+from protocol.records import ConsumerGroupMetadataKey, Record
+from protocol.shard import GroupCoordinatorShard, error_response
+
+log = logging.getLogger(__name__)
+
+# Bounds (TigerStyle): how much one turn takes from the mailbox, how big the mailbox grows.
+MAX_REQUESTS_PER_TURN = 20_000
+MAX_QUEUED_REQUESTS = 200_000
+# Snapshot once the log since the last snapshot outgrows this and the compacted state twice.
+SNAPSHOT_MIN_BYTES = 16 << 20
+# How long the loop sleeps with no timer due; any event wakes it earlier.
+IDLE_WAIT_S = 1.0
+METRICS_EVERY_S = 1.0
+
+
+def now_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
+@dataclass
+class _Event:
+    """One mailbox entry: requests to apply (answered together) or a new controller image."""
+
+    requests: list[object] = field(default_factory=list)
+    image: ControllerImage | None = None
+    done: asyncio.Future | None = None
+
+
+@ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)
+class OffsetsPartition:
+    def __init__(self, partition: int, num_partitions: int, storage_path: str,
+                 config: CoordinatorConfig) -> None:
+        self.partition = partition
+        self.num_partitions = num_partitions
+        self.config = config
+        self.state = "loading"
+        self.load_stats: dict = {}
+        self._log = PartitionLog(Path(storage_path) / f"offsets-{partition}")
+        self._shard: GroupCoordinatorShard | None = None
+        self._image_version = -1
+        self._compacted: dict[object, bytes] = {}
+        self._mailbox: list[_Event] = []
+        self._queued = 0
+        self._wakeup = asyncio.Event()
+        self._metrics = PartitionMetrics(partition)
+        self._metrics.set_state("loading")
+        self._metrics_at = 0.0
+        self._loop_task = asyncio.get_running_loop().create_task(self._run())
+
+    # ------------------------------------------------------------------ requests
+
+    async def handle(self, request: object) -> object:
+        return (await self.handle_batch([request]))[0]
+
+    async def handle_batch(self, requests: list[object]) -> list[object]:
+        """Many requests in one Ray call (one client actor's members); each answered alone."""
+        if not isinstance(requests, list):
+            return [error_response(requests, Errors.INVALID_REQUEST, "expected a list")]
+        if self.state != "active":
+            return [self._refuse(r, Errors.COORDINATOR_LOAD_IN_PROGRESS) for r in requests]
+        if self._queued + len(requests) > MAX_QUEUED_REQUESTS:
+            return [self._refuse(r, Errors.COORDINATOR_NOT_AVAILABLE) for r in requests]
+        replies: list[object | None] = [None] * len(requests)
+        mine: list[int] = []
+        for i, req in enumerate(requests):
+            if self._owns(req):
+                mine.append(i)
+            else:
+                replies[i] = self._refuse(req, Errors.NOT_COORDINATOR)
+        if mine:
+            done = asyncio.get_running_loop().create_future()
+            event = _Event([requests[i] for i in mine], done=done)
+            self._enqueue(event)
+            for i, reply in zip(mine, await event.done, strict=True):
+                replies[i] = reply
+        return replies
+
+    async def update_image(self, image: ControllerImage) -> None:
+        """The controller's push; older images than the one applied are ignored."""
+        if self.state == "active":
+            self._enqueue(_Event(image=image))
+
+    # ------------------------------------------------------------------ inspection
+
+    async def ready(self) -> str:
+        return self.state
+
+    async def info(self) -> dict:
+        shard = self._shard
+        return {
+            "partition": self.partition,
+            "state": self.state,
+            "pid": os.getpid(),
+            "groups": len(shard.groups) if shard else 0,
+            "image_version": self._image_version,
+            "load": self.load_stats,
+            "queued": self._queued,
+        }
+
+    async def group_ids(self) -> list[str]:
+        return sorted(self._shard.groups) if self._shard and self.state == "active" else []
+
+    # ------------------------------------------------------------------ the loop
+
+    def _enqueue(self, event: _Event) -> None:
+        self._mailbox.append(event)
+        self._queued += len(event.requests)
+        self._wakeup.set()
+
+    async def _run(self) -> None:
+        try:
+            await self._load()
+        except Exception:
+            log.exception("offsets-%d failed to load", self.partition)
+            self.state = "failed"
+            self._metrics.set_state("failed")
+            return
+        while True:
+            await self._wait_for_work()
+            await self._turn()
+
+    async def _wait_for_work(self) -> None:
+        if self._mailbox:
+            return
+        deadline = self._shard.next_deadline_ms()
+        timeout = IDLE_WAIT_S if deadline is None else max(0.0, (deadline - now_ms()) / 1000)
+        self._wakeup.clear()
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._wakeup.wait(), min(timeout, IDLE_WAIT_S))
+
+    async def _turn(self) -> None:
+        started = time.perf_counter()
+        shard = self._shard
+        events = self._take_events()
+        records = list(shard.tick(now_ms()).records)
+        requests: list[object] = []
+        for ev in events:
+            if ev.image is not None:
+                records += self._apply_image(ev.image)
+            requests += ev.requests
+        replies: list[object] = []
+        if requests:
+            result = shard.handle_batch(requests)
+            records += result.records
+            replies = [reply for _, reply in result.replies]
+        busy = time.perf_counter() - started
+        if records:
+            await self._persist(records)
+        self._release(events, replies)
+        self._observe(busy, records)
+
+    def _take_events(self) -> list[_Event]:
+        taken, count = [], 0
+        while self._mailbox and (not taken or count < MAX_REQUESTS_PER_TURN):
+            ev = self._mailbox.pop(0)
+            taken.append(ev)
+            count += len(ev.requests)
+        self._queued -= count
+        return taken
+
+    def _apply_image(self, image: ControllerImage) -> list[Record]:
+        if image.version <= self._image_version:
+            return []
+        self._image_version = image.version
+        shard = self._shard
+        for group_id in set(shard._group_configs) - set(image.group_configs):
+            shard.set_group_config(group_id, None)
+        for group_id, cfg in image.group_configs.items():
+            shard.set_group_config(group_id, cfg)
+        return shard.update_metadata(image.metadata).records
+
+    async def _persist(self, records: list[Record]) -> None:
+        encoded = [encode_record(r) for r in records]
+        try:
+            await asyncio.to_thread(self._log.append, encoded)
+        except Exception:
+            log.exception("offsets-%d could not write; restarting from the log", self.partition)
+            os._exit(1)  # memory is ahead of disk: only a reload makes them agree again
+        for record, data in zip(records, encoded, strict=True):
+            self._compact(record, data)
+        if self._log.bytes_since_snapshot > max(SNAPSHOT_MIN_BYTES, 2 * self._compacted_bytes()):
+            snapshot = list(self._compacted.values())
+            await asyncio.to_thread(self._log.write_snapshot, snapshot)
+
+    def _release(self, events: list[_Event], replies: list[object]) -> None:
+        at = 0
+        for ev in events:
+            if ev.done is None:
+                continue
+            n = len(ev.requests)
+            if not ev.done.done():
+                ev.done.set_result(replies[at : at + n])
+            at += n
+
+    def _observe(self, busy_s: float, records: list[Record]) -> None:
+        bumps = sum(
+            1 for r in records if isinstance(r.key, ConsumerGroupMetadataKey) and r.value
+        )
+        self._metrics.turn(busy_s, self._queued, bumps)
+        if time.monotonic() - self._metrics_at >= METRICS_EVERY_S:
+            self._metrics_at = time.monotonic()
+            by_state: dict[str, int] = {}
+            for g in self._shard.groups.values():
+                by_state[g.state] = by_state.get(g.state, 0) + 1
+            self._metrics.groups({"consumer": len(self._shard.groups)}, by_state)
+
+    # ------------------------------------------------------------------ loading
+
+    async def _load(self) -> None:
+        started = time.perf_counter()
+        controller = ray.get_actor(CONTROLLER_NAME, namespace=NAMESPACE)
+        image: ControllerImage = await controller.image.remote()
+        shard, stats = await asyncio.to_thread(self._replay_log, image)
+        self._shard = shard
+        self._image_version = -1
+        records = self._apply_image(image)  # changes made while we were down bump epochs now
+        if records:
+            await self._persist(records)
+        stats["seconds"] = time.perf_counter() - started
+        self.load_stats = stats
+        self._metrics.loaded(stats["seconds"])
+        self.state = "active"
+        self._metrics.set_state("active")
+        log.info("offsets-%d loaded %s", self.partition, stats)
+
+    def _replay_log(self, image: ControllerImage) -> tuple[GroupCoordinatorShard, dict]:
+        loaded = self._log.load()
+        shard = GroupCoordinatorShard(
+            self.config, image.metadata, now_ms=now_ms(), seed=os.getpid()
+        )
+        count = 0
+        for batch in [loaded.snapshot, *loaded.batches]:
+            for data in batch:
+                record = decode_record(data)
+                shard.replay(record)
+                self._compact(record, data)
+                count += 1
+        return shard, {
+            "records": count,
+            "log_seconds": loaded.seconds,
+            "log_records_per_s": loaded.records_per_s,
+            "truncated_bytes": loaded.truncated_bytes,
+        }
+
+    def _compact(self, record: Record, data: bytes) -> None:
+        """Latest value per key, in the order of the latest writes, as Kafka's compaction keeps."""
+        key = record.key
+        self._compacted.pop(key, None)
+        if record.value is not None:
+            self._compacted[key] = data
+        elif isinstance(key, ConsumerGroupMetadataKey):
+            gone = [k for k in self._compacted if getattr(k, "group_id", None) == key.group_id]
+            for k in gone:
+                del self._compacted[k]
+
+    def _compacted_bytes(self) -> int:
+        return sum(len(v) for v in self._compacted.values())
+
+    # ------------------------------------------------------------------ routing
+
+    def _owns(self, req: object) -> bool:
+        group_ids = getattr(req, "group_ids", None)
+        if isinstance(req, m.ConsumerGroupDescribeRequest) and isinstance(group_ids, list):
+            return all(not isinstance(g, str) or self._owns_group(g) for g in group_ids)
+        group_id = getattr(req, "group_id", None)
+        return not isinstance(group_id, str) or self._owns_group(group_id)
+
+    def _owns_group(self, group_id: str) -> bool:
+        return partition_for(group_id, self.num_partitions) == self.partition
+
+    def _refuse(self, req: object, error: Errors) -> object:
+        return error_response(req, error, f"offsets-{self.partition}: {error.name}")
