@@ -1,97 +1,96 @@
-"""``cohort demo``: seed 002's "Basic" case study, played against the real coordinator core.
+"""``cohort demo``: the README's main command, on a local Ray with the embedded storage.
 
-Until the Ray runtime lands the demo drives ``GroupCoordinatorShard`` directly: three members
-join a group subscribed to ``foo`` (3 partitions) one after another, and after each step the
-group is printed in the seed's notation, so the output can be read side by side with the seed.
+It starts Cohort (a local Ray when none is running), creates a topic, runs a group of three
+consumer actors until it is stable, then adds a fourth consumer and kills the group's
+coordinator partition in the middle of the rebalance that follows. Ray restarts the actor,
+it reloads its log, and the consumers finish the rebalance against it. The demo prints the
+group before and after, the kill, a short ownership timeline, and the invariant check of
+that timeline (no partition owned by two consumers at once).
 """
 
 from __future__ import annotations
 
-from protocol import messages as m
-from protocol import partitions as pm
-from protocol.errors import Errors
-from protocol.metadata import MetadataImage, TopicMetadata
-from protocol.shard import GroupCoordinatorShard
+import time
 
-GROUP = "demo-group"
+import ray
+
+from actors.cluster import Cluster
+from actors.invariants import check_exclusive_ownership, summarize
+from protocol.config import CoordinatorConfig
+
+# Kafka's defaults (45 s sessions, 5 s heartbeats) would make a demo slow to watch; a group
+# config could do the same per group, but a demo cluster may as well start quick.
+DEMO_CONFIG = CoordinatorConfig(
+    group_consumer_session_timeout_ms=10_000,
+    group_consumer_min_session_timeout_ms=1_000,
+    group_consumer_heartbeat_interval_ms=500,
+    group_consumer_min_heartbeat_interval_ms=100,
+)
+TOPIC_PARTITIONS = 6
 
 
-class _Client:
-    """The client half of KIP-848 at its simplest: adopt epochs, give up what is revoked."""
+def run_demo(storage_path: str = "./cohort-data", partitions: int = 4, out=print) -> int:
+    started = time.monotonic()
+    cluster = Cluster.start(num_partitions=partitions, storage_path=storage_path,
+                            config=DEMO_CONFIG)
+    run = time.strftime("%H%M%S")
+    topic, group = f"orders-{run}", f"demo-{run}"
+    try:
+        cluster.create_topic(topic, TOPIC_PARTITIONS)
+        p = cluster.partition_for(group)
+        out(f"Cohort on Ray: {partitions} __consumer_offsets partitions, storage {storage_path}")
+        out(f"topic {topic} ({TOPIC_PARTITIONS} partitions); group {group} lives on offsets-{p}")
+        consumers = [cluster.spawn_consumer(group, topics=[topic]) for _ in range(3)]
+        _show(out, "before", cluster.wait_stable(group, members=3))
 
-    def __init__(self, shard: GroupCoordinatorShard, name: str) -> None:
-        self.shard, self.name, self.epoch, self.owned = shard, name, 0, {}
+        consumers.append(cluster.spawn_consumer(group, topics=[topic]))
+        state = _wait_rebalancing(cluster, group)
+        killed_at = time.monotonic()
+        cluster.kill_partition(p)
+        out(f"\nconsumer 4 joined; group is {state}: killing offsets-{p} mid-rebalance")
+        after = cluster.wait_stable(group, members=4)
+        out(f"offsets-{p} restarted, reloaded its log and finished the rebalance in "
+            f"{time.monotonic() - killed_at:.1f} s")
+        _show(out, "after", after)
 
-    def heartbeat(self) -> str:
-        joining = self.epoch == 0
-        req = m.ConsumerGroupHeartbeatRequest(
-            group_id=GROUP,
-            member_id=self.name,
-            member_epoch=self.epoch,
-            rebalance_timeout_ms=60_000 if joining else -1,
-            subscribed_topic_names=["foo"] if joining else None,
-            topic_partitions=pm.to_wire(self.owned),
+        timelines = ray.get([c.timeline.remote() for c in consumers])
+        _show_timeline(out, timelines, started)
+        violations = check_exclusive_ownership(
+            [e for tl in timelines for e in tl], {}, time.monotonic()
         )
-        resp = self.shard.handle(req).response
-        assert resp.error_code == Errors.NONE, resp
-        self.epoch = resp.member_epoch
-        if resp.assignment is None:
-            return f"{self.name} heartbeats: nothing changes"
-        given = pm.from_wire(resp.assignment.assigned_topic_partitions)
-        revoked = pm.minus(self.owned, given)
-        added = pm.minus(given, self.owned)
-        self.owned = given
-        pending = pm.from_wire(resp.assignment.pending_topic_partitions)
-        words = [f"{self.name} heartbeats: epoch {self.epoch}"]
-        if revoked:
-            words.append(f"revoke {_names(revoked)}")
-        if added:
-            words.append(f"gets {_names(added)}")
-        if pending:
-            words.append(f"waits for {_names(pending)}")
-        return ", ".join(words)
+        out(f"\nno partition owned twice at once -> {summarize(violations)}")
+        ray.get([c.stop.remote(leave=True) for c in consumers])
+        return 0 if not violations else 1
+    finally:
+        cluster.shutdown()
 
 
-def _names(parts: pm.PartitionMap) -> str:
-    return "[" + ", ".join(f"foo-{p}" for ps in parts.values() for p in ps) + "]"
+def _wait_rebalancing(cluster: Cluster, group: str, timeout_s: float = 10.0) -> str:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        state = cluster.describe(group).group_state
+        if state in ("assigning", "reconciling"):
+            return state
+        time.sleep(0.01)
+    return cluster.describe(group).group_state
 
 
-def render(shard: GroupCoordinatorShard) -> str:
-    g = shard.groups[GROUP]
-    lines = [f"  Group (epoch={g.group_epoch}) state={g.state}"]
-    lines.append(f"  Target Assignment (epoch={g.assignment_epoch})")
-    for mid in sorted(g.target):
-        lines.append(f"    {mid} - partitions={_names(g.target_of(mid))}")
-    lines.append("  Member Assignment")
-    for mid, mem in sorted(g.members.items()):
-        revoking = mem.partitions_pending_revocation
-        lines.append(
-            f"    {mid} - epoch={mem.member_epoch}, partitions={_names(mem.assigned_partitions)}, "
-            f"pending-partitions={_names(g.pending_of(mem))}"
-            + (f", revoking={_names(revoking)}" if revoking else "")
-        )
-    return "\n".join(lines)
+def _show(out, title: str, group) -> None:
+    out(f"\n{title}: group {group.group_id} {group.group_state}, epoch {group.group_epoch}, "
+        f"assignor {group.assignor_name}")
+    for mem in sorted(group.members, key=lambda mm: mm.member_id):
+        owned = sorted(p for tp in mem.assignment.topic_partitions for p in tp.partitions)
+        out(f"  member {mem.member_id[:8]}  epoch {mem.member_epoch:>2}  partitions {owned}")
 
 
-def run_basic_case_study(out=print) -> GroupCoordinatorShard:
-    shard = GroupCoordinatorShard(metadata=MetadataImage([TopicMetadata("foo-id", "foo", 3)]))
-    a, b, c = (_Client(shard, n) for n in "ABC")
-    steps = [
-        ("Member A joins; the coordinator bumps the epoch and assigns it everything.", [a]),
-        ("Member B joins: A must revoke foo-2 before B can have it.", [b]),
-        ("A heartbeats and is told to revoke foo-2.", [a]),
-        ("A acknowledges the revocation and moves to epoch 2; foo-2 is released.", [a]),
-        ("B heartbeats and gets foo-2.", [b]),
-        ("Member C joins: A gives up foo-1 for C.", [c]),
-        ("B heartbeats: nothing to revoke, it moves to epoch 3.", [b]),
-        ("A heartbeats and is told to revoke foo-1.", [a]),
-        ("A acknowledges; foo-1 is released.", [a]),
-        ("C heartbeats and gets foo-1. Every member is at the group epoch.", [c]),
-    ]
-    out("Seed 002, 'Basic': a group subscribed to foo (3 partitions)\n")
-    for i, (text, clients) in enumerate(steps, 1):
-        out(f"Step {i}. {text}")
-        for client in clients:
-            out(f"  -> {client.heartbeat()}")
-        out(render(shard) + "\n")
-    return shard
+def _show_timeline(out, timelines: list[list[dict]], t0: float) -> None:
+    out("\nownership timeline (seconds since start):")
+    names = {}
+    for tl in timelines:
+        for e in tl:
+            names.setdefault(e["member_id"], f"c{len(names) + 1}")
+    events = sorted((e for tl in timelines for e in tl), key=lambda e: e["t"])
+    for e in events:
+        parts = ",".join(str(p) for _, p in sorted(e["partitions"]))
+        out(f"  {e['t'] - t0:6.2f}  {names[e['member_id']]} {e['event']:<8} [{parts}] "
+            f"epoch {e['epoch']}")
