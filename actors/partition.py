@@ -29,6 +29,7 @@ from pathlib import Path
 
 import ray
 
+from actors.compaction import CompactedState
 from actors.controller import CONTROLLER_NAME, NAMESPACE, ControllerImage
 from actors.log import PartitionLog
 from actors.metrics import PartitionMetrics
@@ -37,6 +38,7 @@ from protocol import messages as m
 from protocol.codec import decode_record, encode_record
 from protocol.config import CoordinatorConfig
 from protocol.errors import Errors
+from protocol.metadata import MetadataImage
 from protocol.records import ConsumerGroupMetadataKey, Record
 from protocol.shard import GroupCoordinatorShard, error_response
 
@@ -77,7 +79,7 @@ class OffsetsPartition:
         self._log = PartitionLog(Path(storage_path) / f"offsets-{partition}")
         self._shard: GroupCoordinatorShard | None = None
         self._image_version = -1
-        self._compacted: dict[object, bytes] = {}
+        self._compacted = CompactedState()
         self._mailbox: list[_Event] = []
         self._queued = 0
         self._wakeup = asyncio.Event()
@@ -216,9 +218,9 @@ class OffsetsPartition:
             log.exception("offsets-%d could not write; restarting from the log", self.partition)
             os._exit(1)  # memory is ahead of disk: only a reload makes them agree again
         for record, data in zip(records, encoded, strict=True):
-            self._compact(record, data)
-        if self._log.bytes_since_snapshot > max(SNAPSHOT_MIN_BYTES, 2 * self._compacted_bytes()):
-            snapshot = list(self._compacted.values())
+            self._compacted.add(record, data)
+        if self._log.bytes_since_snapshot > max(SNAPSHOT_MIN_BYTES, 2 * self._compacted.size_bytes):
+            snapshot = self._compacted.records()
             await asyncio.to_thread(self._log.write_snapshot, snapshot)
 
     def _release(self, events: list[_Event], replies: list[object]) -> None:
@@ -249,7 +251,9 @@ class OffsetsPartition:
         started = time.perf_counter()
         controller = ray.get_actor(CONTROLLER_NAME, namespace=NAMESPACE)
         image: ControllerImage = await controller.image.remote()
-        shard, stats = await asyncio.to_thread(self._replay_log, image)
+        shard, self._compacted, stats = await asyncio.to_thread(
+            load_shard, self._log, self.config, image.metadata, os.getpid()
+        )
         self._shard = shard
         self._image_version = -1
         records = self._apply_image(image)  # changes made while we were down bump epochs now
@@ -261,39 +265,6 @@ class OffsetsPartition:
         self.state = "active"
         self._metrics.set_state("active")
         log.info("offsets-%d loaded %s", self.partition, stats)
-
-    def _replay_log(self, image: ControllerImage) -> tuple[GroupCoordinatorShard, dict]:
-        loaded = self._log.load()
-        shard = GroupCoordinatorShard(
-            self.config, image.metadata, now_ms=now_ms(), seed=os.getpid()
-        )
-        count = 0
-        for batch in [loaded.snapshot, *loaded.batches]:
-            for data in batch:
-                record = decode_record(data)
-                shard.replay(record)
-                self._compact(record, data)
-                count += 1
-        return shard, {
-            "records": count,
-            "log_seconds": loaded.seconds,
-            "log_records_per_s": loaded.records_per_s,
-            "truncated_bytes": loaded.truncated_bytes,
-        }
-
-    def _compact(self, record: Record, data: bytes) -> None:
-        """Latest value per key, in the order of the latest writes, as Kafka's compaction keeps."""
-        key = record.key
-        self._compacted.pop(key, None)
-        if record.value is not None:
-            self._compacted[key] = data
-        elif isinstance(key, ConsumerGroupMetadataKey):
-            gone = [k for k in self._compacted if getattr(k, "group_id", None) == key.group_id]
-            for k in gone:
-                del self._compacted[k]
-
-    def _compacted_bytes(self) -> int:
-        return sum(len(v) for v in self._compacted.values())
 
     # ------------------------------------------------------------------ routing
 
@@ -309,3 +280,28 @@ class OffsetsPartition:
 
     def _refuse(self, req: object, error: Errors) -> object:
         return error_response(req, error, f"offsets-{self.partition}: {error.name}")
+
+
+def load_shard(
+    log: PartitionLog, config: CoordinatorConfig, metadata: MetadataImage, seed: int = 0
+) -> tuple[GroupCoordinatorShard, CompactedState, dict]:
+    """Snapshot + log -> a shard whose clock (and so every session timer) starts now."""
+    started = time.perf_counter()
+    loaded = log.load()
+    shard = GroupCoordinatorShard(config, metadata, now_ms=now_ms(), seed=seed)
+    compacted = CompactedState()
+    count = 0
+    for batch in [loaded.snapshot, *loaded.batches]:
+        for data in batch:
+            record = decode_record(data)
+            shard.replay(record)
+            compacted.add(record, data)
+            count += 1
+    seconds = time.perf_counter() - started
+    return shard, compacted, {
+        "records": count,
+        "replay_records_per_s": count / seconds if seconds > 0 else 0.0,
+        "log_seconds": loaded.seconds,
+        "log_records_per_s": loaded.records_per_s,
+        "truncated_bytes": loaded.truncated_bytes,
+    }
