@@ -17,6 +17,7 @@ import dataclasses
 import functools
 import types
 import typing
+from collections.abc import Callable
 from typing import Any, get_args, get_origin
 
 import msgpack
@@ -95,39 +96,69 @@ def _to_wire(obj: Any) -> Any:
 
 
 def _from_wire(wire: Any, hint: Any, path: str) -> Any:
+    return _decoder(hint)(wire, path)
+
+
+@functools.cache
+def _decoder(hint: Any) -> Callable[[Any, str], Any]:
+    """A checking converter for ``hint``, built once per type: loading a partition decodes
+    millions of records, and walking the annotations for each one would dominate it."""
     origin = get_origin(hint)
     if origin in (typing.Union, types.UnionType):
-        if wire is None:
-            return None
         (inner,) = [a for a in get_args(hint) if a is not type(None)]
-        return _from_wire(wire, inner, path)
+        inner_decode = _decoder(inner)
+        return lambda wire, path: None if wire is None else inner_decode(wire, path)
     if origin is tuple:
-        item = get_args(hint)[0]
-        if not isinstance(wire, list):
-            raise RecordDecodeError(f"{path}: expected an array")
-        return tuple(_from_wire(v, item, f"{path}[]") for v in wire)
+        item = _decoder(get_args(hint)[0])
+
+        def decode_tuple(wire: Any, path: str) -> tuple:
+            if not isinstance(wire, list):
+                raise RecordDecodeError(f"{path}: expected an array")
+            return tuple(item(v, f"{path}[]") for v in wire)
+
+        return decode_tuple
     if origin is dict:
-        if not isinstance(wire, dict):
-            raise RecordDecodeError(f"{path}: expected a map")
-        out = {}
-        for k, v in wire.items():
-            if not isinstance(k, str) or not isinstance(v, list):
-                raise RecordDecodeError(f"{path}: expected {{topic_id: [partitions]}}")
-            out[k] = tuple(_from_wire(p, int, f"{path}[{k}]") for p in v)
-        return out
+        return _decode_partition_map
     if dataclasses.is_dataclass(hint):
-        fields = dataclasses.fields(hint)
-        if not isinstance(wire, list) or len(wire) != len(fields):
-            raise RecordDecodeError(f"{path}: {hint.__name__} needs {len(fields)} fields")
-        hints = _hints(hint)
-        return hint(
+        return _dataclass_decoder(hint)
+    if hint in (int, str, bytes, bool):
+        expected = "an int" if hint is int else hint.__name__
+
+        def decode_scalar(wire: Any, path: str) -> Any:
+            if type(wire) is not hint:
+                raise RecordDecodeError(f"{path}: expected {expected}")
+            return wire
+
+        return decode_scalar
+    return lambda wire, path: wire
+
+
+def _dataclass_decoder(cls: type) -> Callable[[Any, str], Any]:
+    hints = _hints(cls)
+    fields = [(f.name, _decoder(hints[f.name])) for f in dataclasses.fields(cls)]
+    count = len(fields)
+
+    def decode_dataclass(wire: Any, path: str) -> Any:
+        if not isinstance(wire, list) or len(wire) != count:
+            raise RecordDecodeError(f"{path}: {cls.__name__} needs {count} fields")
+        return cls(
             **{
-                f.name: _from_wire(v, hints[f.name], f"{path}.{f.name}")
-                for f, v in zip(fields, wire, strict=True)
+                name: decode(v, path + "." + name)
+                for (name, decode), v in zip(fields, wire, strict=True)
             }
         )
-    if hint is int and type(wire) is not int:
-        raise RecordDecodeError(f"{path}: expected an int")
-    if hint in (str, bytes, bool) and type(wire) is not hint:
-        raise RecordDecodeError(f"{path}: expected {hint.__name__}")
-    return wire
+
+    return decode_dataclass
+
+
+def _decode_partition_map(wire: Any, path: str) -> dict[str, tuple[int, ...]]:
+    if not isinstance(wire, dict):
+        raise RecordDecodeError(f"{path}: expected a map")
+    out = {}
+    for k, v in wire.items():
+        if not isinstance(k, str) or not isinstance(v, list):
+            raise RecordDecodeError(f"{path}: expected {{topic_id: [partitions]}}")
+        if any(type(p) is not int for p in v):
+            raise RecordDecodeError(f"{path}[{k}]: expected an int")
+        out[k] = tuple(v)
+    return out
