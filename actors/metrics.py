@@ -23,7 +23,8 @@ RATE_WINDOW_S = 30.0
 # Bound on remembered rebalance timestamps (TigerStyle: every history has a limit).
 RATE_HISTORY_MAX = 100_000
 
-GROUP_PROTOCOLS = ("consumer", "classic")
+# Seed 000 names the tag values consumer|generic (Kafka 4 later renamed generic to classic).
+GROUP_PROTOCOLS = ("consumer", "generic")
 PARTITION_STATES = ("loading", "active", "failed")
 CONSUMER_GROUP_STATES = ("empty", "assigning", "reconciling", "stable", "dead")
 

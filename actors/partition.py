@@ -24,6 +24,7 @@ import contextlib
 import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -60,10 +61,12 @@ def now_ms() -> int:
 
 @dataclass
 class _Event:
-    """One mailbox entry: requests to apply (answered together) or a new controller image."""
+    """One mailbox entry: requests to apply (answered together), a new controller image, or
+    a read of the shard (answered, like requests, only once the turn's records are durable)."""
 
     requests: list[object] = field(default_factory=list)
     image: ControllerImage | None = None
+    query: Callable[[GroupCoordinatorShard], object] | None = None
     done: asyncio.Future | None = None
 
 
@@ -139,7 +142,19 @@ class OffsetsPartition:
         }
 
     async def group_ids(self) -> list[str]:
-        return sorted(self._shard.groups) if self._shard and self.state == "active" else []
+        return await self._query(lambda shard: sorted(shard.groups))
+
+    async def group_summary(self, group_id: str) -> dict | None:
+        """State, epochs and member counts of one group: describe without the assignments,
+        cheap enough to poll for a group of 10,000 members."""
+        return await self._query(lambda shard: _summary(shard.groups.get(group_id)))
+
+    async def _query(self, fn: Callable[[GroupCoordinatorShard], object]) -> object:
+        if self.state != "active":
+            raise RuntimeError(f"offsets-{self.partition} is {self.state}")
+        done = asyncio.get_running_loop().create_future()
+        self._enqueue(_Event(query=fn, done=done))
+        return await done
 
     # ------------------------------------------------------------------ the loop
 
@@ -184,10 +199,11 @@ class OffsetsPartition:
             result = shard.handle_batch(requests)
             records += result.records
             replies = [reply for _, reply in result.replies]
+        answers = [ev.query(shard) if ev.query else None for ev in events]
         busy = time.perf_counter() - started
         if records:
             await self._persist(records)
-        self._release(events, replies)
+        self._release(events, replies, answers)
         self._observe(busy, records)
 
     def _take_events(self) -> list[_Event]:
@@ -223,14 +239,12 @@ class OffsetsPartition:
             snapshot = self._compacted.records()
             await asyncio.to_thread(self._log.write_snapshot, snapshot)
 
-    def _release(self, events: list[_Event], replies: list[object]) -> None:
+    def _release(self, events: list[_Event], replies: list[object], answers: list) -> None:
         at = 0
-        for ev in events:
-            if ev.done is None:
-                continue
+        for ev, answer in zip(events, answers, strict=True):
             n = len(ev.requests)
-            if not ev.done.done():
-                ev.done.set_result(replies[at : at + n])
+            if ev.done is not None and not ev.done.done():
+                ev.done.set_result(answer if ev.query else replies[at : at + n])
             at += n
 
     def _observe(self, busy_s: float, records: list[Record]) -> None:
@@ -280,6 +294,19 @@ class OffsetsPartition:
 
     def _refuse(self, req: object, error: Errors) -> object:
         return error_response(req, error, f"offsets-{self.partition}: {error.name}")
+
+
+def _summary(group) -> dict | None:
+    if group is None:
+        return None
+    at_epoch = sum(1 for mm in group.members.values() if mm.member_epoch == group.group_epoch)
+    return {
+        "state": group.state,
+        "group_epoch": group.group_epoch,
+        "assignment_epoch": group.assignment_epoch,
+        "members": len(group.members),
+        "members_at_group_epoch": at_epoch,
+    }
 
 
 def load_shard(
