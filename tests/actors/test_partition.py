@@ -112,3 +112,27 @@ def test_many_joins_in_one_batch_bump_the_group_epoch_once(cluster):
     assert described.group_epoch == 1
     assert {r.member_epoch for r in replies} == {1}
     assert len(described.members) == 50
+
+
+def test_session_timers_restart_from_load_time_after_a_kill(cluster):
+    cluster.create_topic("part-timers", 2)
+    group = "part-timers-g"
+    settle(cluster, group, "part-timers", ["m-x"])
+    last_heartbeat = time.monotonic()
+    session_s = cluster.config.group_consumer_session_timeout_ms / 1000
+    time.sleep(session_s * 0.6)
+    p = cluster.partition_for(group)
+    old_pid = ray.get(cluster.partition(p).info.remote())["pid"]
+    killed_at = time.monotonic()
+    cluster.kill_partition(p)
+    wait_restarted(cluster, p, old_pid)
+    # Past the session timeout counted from the last heartbeat, still a member: the timer
+    # restarted when the partition loaded.
+    time.sleep(max(0.0, last_heartbeat + session_s + 0.5 - time.monotonic()))
+    assert [mm.member_id for mm in cluster.describe(group).members] == ["m-x"]
+    # ...and fenced one session timeout after the load (which came after the kill).
+    deadline = killed_at + session_s + 15
+    while cluster.describe(group).members:
+        assert time.monotonic() < deadline, "the member was never fenced"
+        time.sleep(0.2)
+    assert time.monotonic() >= killed_at + session_s
