@@ -279,11 +279,23 @@ def _get(ref) -> Any:
         raise
 
 
+def _have_token() -> bool:
+    return bool(
+        os.environ.get("RAY_AUTH_TOKEN")
+        or os.environ.get("RAY_AUTH_TOKEN_PATH")
+        or os.path.exists(os.path.expanduser("~/.ray/auth_token"))
+    )
+
+
 def _init_ray(address: str | None, start_local: bool = True) -> bool:
     """Join the Ray this process should use; True when we started a local one ourselves."""
     if ray.is_initialized():
         return False
     target = address or os.environ.get("RAY_ADDRESS") or "auto"
+    if target.startswith("ray://") and _have_token():
+        # Ray >= 2.59 clusters require a token by default; the Ray client sends the one it
+        # finds (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token) only in token mode.
+        os.environ.setdefault("RAY_AUTH_MODE", "token")
     try:
         ray.init(address=target, namespace=NAMESPACE, log_to_driver=False)
         return False
