@@ -91,6 +91,9 @@ class ChaosRun:
             for _ in range(self.initial_consumers):
                 self._spawn(g)
         started = time.monotonic()
+        for g in self.groups:
+            self.cluster.wait_stable(g, timeout_s=SETTLE_TIMEOUT_S)
+        self._kill_mid_rebalance()  # at least one kill lands mid-rebalance, whatever the seed
         while (elapsed := time.monotonic() - started) < seconds:
             self._show(elapsed, seconds)
             time.sleep(self.rng.uniform(0.5, 2.0))
@@ -116,9 +119,16 @@ class ChaosRun:
 
     # ------------------------------------------------------------------ actions
 
-    def _kill_partition(self) -> None:
+    def _kill_mid_rebalance(self, attempts: int = 5) -> None:
+        for _ in range(attempts):
+            before = self.report.mid_rebalance_kills
+            self._kill_partition(provoke=True)
+            if self.report.mid_rebalance_kills > before:
+                return
+
+    def _kill_partition(self, provoke: bool | None = None) -> None:
         group = self.rng.choice(self.groups)
-        if self.rng.random() < 0.5:
+        if provoke or (provoke is None and self.rng.random() < 0.5):
             self._spawn(group)  # provoke a rebalance, then kill while it is under way
             self.report.consumers_added += 1
             self._wait_unstable(group)

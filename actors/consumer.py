@@ -163,6 +163,7 @@ class ConsumerClient:
                 if any(mem.partitions_unresolved for mem in self._members):
                     await self._refresh_topic_names()
                 continue  # acknowledgements are due at once
+            self._flush_timeline()  # a poll may have recorded a loss at its deadline
             dues = [d for mem in self._members if (d := mem.next_due()) is not None]
             wait = min([MAX_SLEEP_S, *[d - time.monotonic() for d in dues]])
             await asyncio.sleep(max(wait, 0.001))

@@ -11,6 +11,6 @@ def test_chaos_with_partition_and_consumer_kills_ends_with_no_violations(cluster
     report = run_chaos(cluster, seconds=25, workdir=tmp_path, groups=2, consumers=3,
                        partitions=6, seed=7, progress=False)
     print(report.summary())
-    assert report.partition_kills >= 3
+    assert report.partition_kills >= 1 and report.mid_rebalance_kills >= 1
     assert report.events > 0
     assert report.violations == [], report.summary()
