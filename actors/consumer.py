@@ -23,7 +23,6 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 import ray
@@ -55,17 +54,15 @@ class ConsumerClient:
         group_id: str,
         num_partitions: int,
         n: int = 1,
-        topics: list[str] | None = None,
-        topic_regex: str | None = None,
         instance_id: str | None = None,
-        rack_id: str | None = None,
-        rebalance_timeout_ms: int = 60_000,
-        server_assignor: str | None = None,
-        session_timeout_ms: int = 45_000,
-        on_revoke: Callable[[list[tuple[str, int]]], None] | None = None,
-        on_assign: Callable[[list[tuple[str, int]]], None] | None = None,
         timeline_path: str | None = None,
+        **member_options: Any,
     ) -> None:
+        """``member_options`` go to every hosted ``ConsumerMemberClient``: ``topics`` or
+        ``topic_regex``, ``rack_id``, ``rebalance_timeout_ms``, ``server_assignor``,
+        ``session_timeout_ms``, and the ``on_revoke`` / ``on_assign`` / ``on_lost`` callbacks.
+        With ``n > 1`` and an ``instance_id``, member ``i`` is the static member
+        ``<instance_id>-<i>``."""
         if not 0 < n <= MAX_MEMBERS_PER_ACTOR:
             raise ValueError(f"n must be in 1..{MAX_MEMBERS_PER_ACTOR}")
         self.group_id = group_id
@@ -74,18 +71,11 @@ class ConsumerClient:
             ConsumerMemberClient(
                 group_id,
                 new_member_id(),
-                topics=topics,
-                topic_regex=topic_regex,
                 instance_id=None if instance_id is None else (
                     instance_id if n == 1 else f"{instance_id}-{i}"
                 ),
-                rack_id=rack_id,
-                rebalance_timeout_ms=rebalance_timeout_ms,
-                server_assignor=server_assignor,
-                session_timeout_ms=session_timeout_ms,
-                on_revoke=on_revoke,
-                on_assign=on_assign,
                 topic_names=self._topic_names,
+                **member_options,
             )
             for i in range(n)
         ]
