@@ -20,6 +20,7 @@ it from the log.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import os
@@ -83,7 +84,7 @@ class OffsetsPartition:
         self._shard: GroupCoordinatorShard | None = None
         self._image_version = -1
         self._compacted = CompactedState()
-        self._mailbox: list[_Event] = []
+        self._mailbox: collections.deque[_Event] = collections.deque()
         self._queued = 0
         self._wakeup = asyncio.Event()
         self._metrics = PartitionMetrics(partition)
@@ -101,7 +102,12 @@ class OffsetsPartition:
         if not isinstance(requests, list):
             return [error_response(requests, Errors.INVALID_REQUEST, "expected a list")]
         if self.state != "active":
-            return [self._refuse(r, Errors.COORDINATOR_LOAD_IN_PROGRESS) for r in requests]
+            error = (
+                Errors.COORDINATOR_LOAD_IN_PROGRESS
+                if self.state == "loading"
+                else Errors.COORDINATOR_NOT_AVAILABLE
+            )
+            return [self._refuse(r, error) for r in requests]
         if self._queued + len(requests) > MAX_QUEUED_REQUESTS:
             return [self._refuse(r, Errors.COORDINATOR_NOT_AVAILABLE) for r in requests]
         replies: list[object | None] = [None] * len(requests)
@@ -209,7 +215,7 @@ class OffsetsPartition:
     def _take_events(self) -> list[_Event]:
         taken, count = [], 0
         while self._mailbox and (not taken or count < MAX_REQUESTS_PER_TURN):
-            ev = self._mailbox.pop(0)
+            ev = self._mailbox.popleft()
             taken.append(ev)
             count += len(ev.requests)
         self._queued -= count
