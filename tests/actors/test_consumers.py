@@ -119,3 +119,39 @@ def test_one_actor_hosts_many_members_that_share_the_topic_evenly(cluster):
     assert stats["requests"] >= 10 * stats["calls"] > 0
     no_overlap([host, single])
     stop_all([host, single])
+
+
+def test_a_deleted_topic_is_taken_from_its_consumers(cluster):
+    cluster.create_topic("cons-keep", 2)
+    cluster.create_topic("cons-doomed", 2)
+    group = "cons-delete-g"
+    consumers = [
+        cluster.spawn_consumer(group, topics=["cons-keep", "cons-doomed"]) for _ in range(2)
+    ]
+    eventually(lambda: sorted(tp for s in owned(consumers) for tp in s) == [
+        ("cons-doomed", 0), ("cons-doomed", 1), ("cons-keep", 0), ("cons-keep", 1)
+    ])
+    cluster.delete_topic("cons-doomed")
+    eventually(lambda: sorted(tp for s in owned(consumers) for tp in s) == [
+        ("cons-keep", 0), ("cons-keep", 1)
+    ])
+    no_overlap(consumers)
+    stop_all(consumers)
+
+
+def test_a_topic_created_later_that_matches_the_regex_reaches_the_consumers(cluster):
+    group = "cons-regex-g"
+    consumers = [
+        cluster.spawn_consumer(group, topic_regex="cons-rx-.*") for _ in range(2)
+    ]
+    cluster.create_topic("cons-rx-a", 2)
+    cluster.create_topic("cons-other", 2)
+    eventually(lambda: sorted(tp for s in owned(consumers) for tp in s) == [
+        ("cons-rx-a", 0), ("cons-rx-a", 1)
+    ])
+    cluster.create_topic("cons-rx-b", 2)
+    eventually(lambda: sorted(tp for s in owned(consumers) for tp in s) == [
+        ("cons-rx-a", 0), ("cons-rx-a", 1), ("cons-rx-b", 0), ("cons-rx-b", 1)
+    ])
+    no_overlap(consumers)
+    stop_all(consumers)
