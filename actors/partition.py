@@ -225,12 +225,8 @@ class OffsetsPartition:
         if image.version <= self._image_version:
             return []
         self._image_version = image.version
-        shard = self._shard
-        for group_id in set(shard._group_configs) - set(image.group_configs):
-            shard.set_group_config(group_id, None)
-        for group_id, cfg in image.group_configs.items():
-            shard.set_group_config(group_id, cfg)
-        return shard.update_metadata(image.metadata).records
+        self._shard.set_group_configs(image.group_configs)
+        return self._shard.update_metadata(image.metadata).records
 
     async def _persist(self, records: list[Record]) -> None:
         encoded = [encode_record(r) for r in records]

@@ -143,6 +143,10 @@ class GroupCoordinatorShard:
         else:
             self._group_configs[group_id] = config
 
+    def set_group_configs(self, configs: dict[str, GroupConfig]) -> None:
+        """Replace every dynamic group config at once: the controller sends its whole image."""
+        self._group_configs = dict(configs)
+
     # --------------------------------------------------------- the rules' context
 
     def emit(self, record: Record) -> None:
