@@ -179,7 +179,12 @@ class OffsetsPartition:
             return
         while True:
             await self._wait_for_work()
-            await self._turn()
+            try:
+                await self._turn()
+            except Exception:
+                # A bug in a turn leaves memory unlike the log; only a reload reconciles them.
+                log.exception("offsets-%d: a turn failed; restarting from the log", self.partition)
+                os._exit(1)
 
     async def _wait_for_work(self) -> None:
         if self._mailbox:
