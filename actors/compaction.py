@@ -9,25 +9,38 @@ every record of that group with it, even ones whose own tombstones were never wr
 
 from __future__ import annotations
 
+from protocol.codec import key_identity, peek_key
 from protocol.records import ConsumerGroupMetadataKey, Record
+
+_GROUP_METADATA_TYPE = ConsumerGroupMetadataKey.TYPE
 
 
 class CompactedState:
     def __init__(self) -> None:
-        self._latest: dict[object, bytes] = {}
+        # key identity (record type, key fields...) -> the latest encoded record
+        self._latest: dict[tuple, bytes] = {}
         self._bytes = 0
 
     def add(self, record: Record, data: bytes) -> None:
-        key = record.key
-        old = self._latest.pop(key, None)
+        """A record the partition just wrote (and holds decoded)."""
+        self._put(key_identity(record.key), data, record.value is None)
+
+    def add_encoded(self, data: bytes) -> None:
+        """A record read back from the log: compacted before it is decoded, so a load only
+        builds the records that survive."""
+        identity, tombstone = peek_key(data)
+        self._put(identity, data, tombstone)
+
+    def _put(self, identity: tuple, data: bytes, tombstone: bool) -> None:
+        old = self._latest.pop(identity, None)
         if old is not None:
             self._bytes -= len(old)
-        if record.value is not None:
-            self._latest[key] = data
+        if not tombstone:
+            self._latest[identity] = data
             self._bytes += len(data)
-        elif isinstance(key, ConsumerGroupMetadataKey):
-            gone = [k for k in self._latest if getattr(k, "group_id", None) == key.group_id]
-            for k in gone:
+        elif identity[0] == _GROUP_METADATA_TYPE:
+            group_id = identity[1]  # every key's first field is its group id
+            for k in [k for k in self._latest if k[1] == group_id]:
                 self._bytes -= len(self._latest.pop(k))
 
     def records(self) -> list[bytes]:

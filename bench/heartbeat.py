@@ -191,9 +191,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="cohort-load-") as d:
         stats = load_time(args.load_records, d)
     print(f"partition load: {stats['records']:,} records ({stats['groups']:,} groups) in "
-          f"{stats['records'] / stats['replay_records_per_s']:.1f} s = "
-          f"{stats['replay_records_per_s']:,.0f} records/s "
-          f"(log read alone: {stats['log_records_per_s']:,.0f} records/s)")
+          f"{stats['records'] / stats['records_per_s']:.1f} s = "
+          f"{stats['records_per_s']:,.0f} records/s; {stats['replayed']:,} survive compaction "
+          f"and are replayed (log read alone: {stats['log_records_per_s']:,.0f} records/s)")
 
 
 if __name__ == "__main__":

@@ -517,3 +517,20 @@ def test_encode_refuses_a_value_of_the_wrong_class(value):
         TypeError, match="ConsumerGroupMetadataKey takes ConsumerGroupMetadataValue"
     ):
         encode_record(Record(ConsumerGroupMetadataKey("g"), value))
+
+
+@given(records(), records())
+def test_peeking_at_the_bytes_names_the_same_key_as_the_record(a, b):
+    from protocol.codec import key_identity, peek_key
+
+    assert peek_key(encode_record(a)) == (key_identity(a.key), a.value is None)
+    same_key = key_identity(a.key) == key_identity(b.key)
+    assert same_key == (a.key == b.key)
+
+
+@pytest.mark.parametrize("data", [b"", b"\x00", b"\x01\x90", b"\x00\x93\x01\x02\x03", "text"])
+def test_peeking_at_bytes_that_are_no_record_is_refused(data):
+    from protocol.codec import RecordDecodeError, peek_key
+
+    with pytest.raises(RecordDecodeError):
+        peek_key(data)
