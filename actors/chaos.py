@@ -31,9 +31,9 @@ from actors.invariants import (
     Violation,
     check_all,
     check_converged,
+    check_not_behind,
     summarize,
 )
-from protocol.errors import Errors
 
 SETTLE_TIMEOUT_S = 60.0
 PROGRESS_WIDTH = 30
@@ -139,7 +139,7 @@ class ChaosRun:
         if before.group_state in ("assigning", "reconciling"):
             self.report.mid_rebalance_kills += 1
         after = self.cluster.describe(group)  # retried until the partition has reloaded
-        self.report.violations += _compare_reload(before, after)
+        self.report.violations += check_not_behind(before, after)
 
     def _wait_unstable(self, group: str, timeout_s: float = 3.0) -> None:
         deadline = time.monotonic() + timeout_s
@@ -211,24 +211,6 @@ class ChaosRun:
             f"{r.consumer_kills} consumers",
             end="", file=sys.stderr, flush=True,
         )
-
-
-def _compare_reload(before, after) -> list[Violation]:
-    """Invariant 4 while consumers keep running: nothing acknowledged goes backwards."""
-    if before.error_code != Errors.NONE:
-        return []
-    if after.error_code != Errors.NONE:
-        return [Violation(4, f"{before.group_id} unreadable after reload: {after.error_code}")]
-    out = []
-    if after.group_epoch < before.group_epoch:
-        out.append(Violation(4, f"{before.group_id}: group epoch {before.group_epoch} -> "
-                                f"{after.group_epoch} across a partition restart"))
-    now = {mm.member_id: mm.member_epoch for mm in after.members}
-    for mm in before.members:
-        if mm.member_id in now and now[mm.member_id] < mm.member_epoch:
-            out.append(Violation(4, f"{before.group_id}/{mm.member_id}: member epoch "
-                                    f"{mm.member_epoch} -> {now[mm.member_id]} after reload"))
-    return out
 
 
 def _read_timeline(path: Path) -> list[dict]:

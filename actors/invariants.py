@@ -238,6 +238,30 @@ def check_durable(
     return [Violation(4, d) for d in diffs]
 
 
+def check_not_behind(before: Any, after: Any) -> list[Violation]:
+    """Invariant 4 while clients keep running: a restart loses nothing it acknowledged.
+
+    ``before`` and ``after`` are one group's ConsumerGroupDescribe entries, read just before a
+    partition was killed and just after it reloaded. The group may have moved on meanwhile
+    (members join, leave, get fenced), so only going backwards counts: a lower group epoch,
+    or a member still present with a lower member epoch.
+    """
+    if before.error_code != 0:
+        return []
+    if after.error_code != 0:
+        return [Violation(4, f"{before.group_id} unreadable after reload: {after.error_code}")]
+    out = []
+    if after.group_epoch < before.group_epoch:
+        out.append(Violation(4, f"{before.group_id}: group epoch {before.group_epoch} -> "
+                                f"{after.group_epoch} across a partition restart"))
+    now = {mm.member_id: mm.member_epoch for mm in after.members}
+    for mm in before.members:
+        if mm.member_id in now and now[mm.member_id] < mm.member_epoch:
+            out.append(Violation(4, f"{before.group_id}/{mm.member_id}: member epoch "
+                                    f"{mm.member_epoch} -> {now[mm.member_id]} after reload"))
+    return out
+
+
 def check_all(
     events: Iterable[Event],
     end_times: Mapping[str, float],

@@ -295,3 +295,31 @@ def test_only_the_assignment_moved_before_a_revocation_is_reported(
     assert "foo-0" in violation.message
     assert f"owned by {owners[k - 1]} [{starts[k - 1]:.3f}, {starts[k]:.3f})" in violation.message
     assert f"by {owners[k]} [{early:.3f}" in violation.message
+
+
+def _described(epoch: int, members: dict[str, int], error_code: int = 0):
+    """The fields of a ConsumerGroupDescribe entry that check_not_behind reads."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(
+        error_code=error_code, group_id="g", group_epoch=epoch,
+        members=[SimpleNamespace(member_id=mid, member_epoch=e) for mid, e in members.items()],
+    )
+
+
+def test_a_group_that_moved_on_across_a_restart_is_not_behind():
+    from actors.invariants import check_not_behind
+
+    before = _described(5, {"a": 5, "b": 4})
+    after = _described(6, {"a": 6, "c": 6})  # b left, c joined: allowed while clients run
+    assert check_not_behind(before, after) == []
+
+
+def test_a_lower_epoch_after_a_restart_is_behind():
+    from actors.invariants import check_not_behind
+
+    before = _described(5, {"a": 5})
+    violations = check_not_behind(before, _described(4, {"a": 4}))
+    assert [v.invariant for v in violations] == [4, 4]
+    assert "group epoch 5 -> 4" in violations[0].message
+    assert check_not_behind(before, _described(0, {}, error_code=69))[0].invariant == 4
