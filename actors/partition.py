@@ -39,6 +39,7 @@ from actors.placement import partition_for
 from protocol import messages as m
 from protocol.codec import decode_record, encode_record
 from protocol.config import CoordinatorConfig
+from protocol.consumer_describe import summarize_group
 from protocol.errors import Errors
 from protocol.metadata import MetadataImage
 from protocol.records import ConsumerGroupMetadataKey, Record
@@ -153,7 +154,7 @@ class OffsetsPartition:
     async def group_summary(self, group_id: str) -> dict | None:
         """State, epochs and member counts of one group: describe without the assignments,
         cheap enough to poll for a group of 10,000 members."""
-        return await self._query(lambda shard: _summary(shard.groups.get(group_id)))
+        return await self._query(lambda shard: summarize_group(shard.groups.get(group_id)))
 
     async def _query(self, fn: Callable[[GroupCoordinatorShard], object]) -> object:
         if self.state != "active":
@@ -301,19 +302,6 @@ class OffsetsPartition:
 
     def _refuse(self, req: object, error: Errors) -> object:
         return error_response(req, error, f"offsets-{self.partition}: {error.name}")
-
-
-def _summary(group) -> dict | None:
-    if group is None:
-        return None
-    at_epoch = sum(1 for mm in group.members.values() if mm.member_epoch == group.group_epoch)
-    return {
-        "state": group.state,
-        "group_epoch": group.group_epoch,
-        "assignment_epoch": group.assignment_epoch,
-        "members": len(group.members),
-        "members_at_group_epoch": at_epoch,
-    }
 
 
 def load_shard(

@@ -55,3 +55,18 @@ def _topic_name(image: MetadataImage, group: ConsumerGroup, topic_id: str) -> st
         return t.name
     entry = group.subscription_metadata.get(topic_id)
     return entry.topic_name if entry is not None else ""
+
+
+def summarize_group(group: ConsumerGroup | None) -> dict | None:
+    """Describe without the assignments: state, epochs and member counts, cheap enough to
+    poll for a group of 10,000 members."""
+    if group is None:
+        return None
+    at_epoch = sum(1 for mm in group.members.values() if mm.member_epoch == group.group_epoch)
+    return {
+        "state": group.state,
+        "group_epoch": group.group_epoch,
+        "assignment_epoch": group.assignment_epoch,
+        "members": len(group.members),
+        "members_at_group_epoch": at_epoch,
+    }
