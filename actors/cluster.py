@@ -31,13 +31,11 @@ from actors.partition import OffsetsPartition
 from actors.placement import partition_for
 from protocol import messages as m
 from protocol.config import CoordinatorConfig
-from protocol.errors import CoordinatorError, Errors
+from protocol.errors import COORDINATOR_UNAVAILABLE, CoordinatorError, Errors
 
 log = logging.getLogger(__name__)
 
-RETRIABLE = frozenset(
-    {Errors.NOT_COORDINATOR, Errors.COORDINATOR_NOT_AVAILABLE, Errors.COORDINATOR_LOAD_IN_PROGRESS}
-)
+RETRIABLE = COORDINATOR_UNAVAILABLE
 CALL_DEADLINE_S = 60.0
 BACKOFF_MIN_S = 0.05
 BACKOFF_MAX_S = 1.0

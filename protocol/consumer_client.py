@@ -30,22 +30,14 @@ from dataclasses import dataclass
 from protocol import messages as m
 from protocol import partitions as pm
 from protocol.consumer_member import JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH
-from protocol.errors import Errors
+from protocol.errors import COORDINATOR_UNAVAILABLE, Errors
 from protocol.records import PartitionMap
 
 Partitions = list[tuple[str, int]]  # (topic name, partition), sorted
 Callback = Callable[[Partitions], None]
 
 # Errors after which the same request may simply be tried again (Kafka's retriable ones).
-RETRIABLE = frozenset(
-    {
-        Errors.COORDINATOR_NOT_AVAILABLE,
-        Errors.NOT_COORDINATOR,
-        Errors.COORDINATOR_LOAD_IN_PROGRESS,
-        Errors.UNKNOWN_SERVER_ERROR,
-        Errors.UNRELEASED_INSTANCE_ID,
-    }
-)
+RETRIABLE = COORDINATOR_UNAVAILABLE | {Errors.UNKNOWN_SERVER_ERROR, Errors.UNRELEASED_INSTANCE_ID}
 FENCED = frozenset({Errors.FENCED_MEMBER_EPOCH, Errors.UNKNOWN_MEMBER_ID})
 # Retry delay: 100 ms doubling up to 1 s; the exponent is capped so the delay stays bounded.
 RETRY_BACKOFF_S = 0.1

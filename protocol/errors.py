@@ -53,6 +53,13 @@ class Errors(IntEnum):
     INVALID_ASSIGNMENT = 10002
 
 
+# The coordinator is loading, moving or down: the same request may be sent again later (to the
+# partition the group hashes to). Clients retry these; nothing about the group is wrong.
+COORDINATOR_UNAVAILABLE = frozenset(
+    {Errors.NOT_COORDINATOR, Errors.COORDINATOR_NOT_AVAILABLE, Errors.COORDINATOR_LOAD_IN_PROGRESS}
+)
+
+
 class CoordinatorError(Exception):
     """A request was refused: carries the Kafka error code and a message for the reply.
 
