@@ -166,13 +166,8 @@ class Cluster:
 
     def call(self, request: object, deadline_s: float = CALL_DEADLINE_S) -> object:
         """Send ``request`` to its group's coordinator; retry while it moves or loads."""
-        group_id = getattr(request, "group_id", None)
-        if group_id is None and isinstance(request, m.ConsumerGroupDescribeRequest):
-            ids = request.group_ids if isinstance(request.group_ids, list) else []
-            group_id = ids[0] if ids else ""
-        if not isinstance(group_id, str):
-            group_id = ""
-        return self._call_partition(self.partition_for(group_id), request, deadline_s)
+        ids = m.group_ids_of(request)
+        return self._call_partition(self.partition_for(ids[0] if ids else ""), request, deadline_s)
 
     def describe(self, group_id: str) -> m.DescribedGroup:
         """The group's entry of ConsumerGroupDescribe (``error_code`` set if it is unknown)."""

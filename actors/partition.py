@@ -291,14 +291,9 @@ class OffsetsPartition:
     # ------------------------------------------------------------------ routing
 
     def _owns(self, req: object) -> bool:
-        group_ids = getattr(req, "group_ids", None)
-        if isinstance(req, m.ConsumerGroupDescribeRequest) and isinstance(group_ids, list):
-            return all(not isinstance(g, str) or self._owns_group(g) for g in group_ids)
-        group_id = getattr(req, "group_id", None)
-        return not isinstance(group_id, str) or self._owns_group(group_id)
-
-    def _owns_group(self, group_id: str) -> bool:
-        return partition_for(group_id, self.num_partitions) == self.partition
+        return all(
+            partition_for(g, self.num_partitions) == self.partition for g in m.group_ids_of(req)
+        )
 
     def _refuse(self, req: object, error: Errors) -> object:
         return error_response(req, error, f"offsets-{self.partition}: {error.name}")
