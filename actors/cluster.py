@@ -199,6 +199,15 @@ class Cluster:
                                    f"{g.group_state}, {len(g.members)} members")
             time.sleep(0.2)
 
+    # ------------------------------------------------------------------ export
+
+    def export(self, spark: Any) -> dict:
+        """The coordinator's state as Spark DataFrames (``actors.export``): groups, members,
+        target_assignment, current_assignment, offsets, rebalances."""
+        from actors.export import export_to_spark
+
+        return export_to_spark(self, spark)
+
     # ------------------------------------------------------------------ chaos
 
     def kill_partition(self, p: int) -> None:

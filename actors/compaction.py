@@ -3,14 +3,15 @@
 This is what Kafka's log cleaner leaves of ``__consumer_offsets`` and what a snapshot holds.
 Entries stay in the order of their latest write (an update moves a key to the end), as
 compaction keeps offsets in order, so replaying a snapshot applies records in an order the
-live partition once did. A group's metadata tombstone deletes the whole group, so it takes
-every record of that group with it, even ones whose own tombstones were never written.
+live partition once did. A consumer group's metadata tombstone deletes the whole consumer
+group, so it takes every record of that group's state with it, even ones whose own tombstones
+were never written (offsets and rebalance history stay: they outlive a protocol conversion).
 """
 
 from __future__ import annotations
 
 from protocol.codec import key_identity, peek_key
-from protocol.records import ConsumerGroupMetadataKey, Record
+from protocol.records import CONSUMER_GROUP_TYPES, ConsumerGroupMetadataKey, Record
 
 _GROUP_METADATA_TYPE = ConsumerGroupMetadataKey.TYPE
 
@@ -40,7 +41,8 @@ class CompactedState:
             self._bytes += len(data)
         elif identity[0] == _GROUP_METADATA_TYPE:
             group_id = identity[1]  # every key's first field is its group id
-            for k in [k for k in self._latest if k[1] == group_id]:
+            doomed = [k for k in self._latest if k[1] == group_id and k[0] in CONSUMER_GROUP_TYPES]
+            for k in doomed:
                 self._bytes -= len(self._latest.pop(k))
 
     def records(self) -> list[bytes]:

@@ -156,6 +156,12 @@ class OffsetsPartition:
         cheap enough to poll for a group of 10,000 members."""
         return await self._query(lambda shard: summarize_group(shard.groups.get(group_id)))
 
+    async def export_tables(self) -> dict:
+        """This partition's groups as Arrow tables (``actors.state_tables``), for export."""
+        from actors.state_tables import shard_tables
+
+        return await self._query(shard_tables)
+
     async def _query(self, fn: Callable[[GroupCoordinatorShard], object]) -> object:
         if self.state != "active":
             raise RuntimeError(f"offsets-{self.partition} is {self.state}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from protocol.classic_group import ClassicGroup
 from protocol.config import CoordinatorConfig, GroupConfig
 from protocol.consumer_group import ConsumerGroup
 from protocol.metadata import MetadataImage
@@ -20,6 +21,7 @@ class ShardContext(Protocol):
     image: MetadataImage
     now_ms: int
     timers: Timers
+    groups: dict[str, ConsumerGroup | ClassicGroup]
 
     def emit(self, record: Record) -> None:
         """Apply the record to memory at once and queue it for the log."""
@@ -27,4 +29,8 @@ class ShardContext(Protocol):
     def group_config(self, group_id: str) -> GroupConfig: ...
     def new_member_id(self) -> str: ...
     def consumer_group(self, group_id: str) -> ConsumerGroup | None: ...
+    def classic_group(self, group_id: str) -> ClassicGroup | None: ...
     def other_type_group_exists(self, group_id: str) -> bool: ...
+
+    def complete(self, request: object, response: object) -> None:
+        """Answer a request an earlier event left waiting (delayed JoinGroup/SyncGroup)."""

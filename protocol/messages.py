@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from protocol.errors import Errors
-from protocol.types import Int8, Int16, Int32
+from protocol.types import Int8, Int16, Int32, Int64
 
 # ---------------------------------------------------------------------------- common structs
 
@@ -241,6 +241,312 @@ class ListGroupsResponse:
     groups: list[ListedGroup] = field(default_factory=list)
 
 
+# ------------------------------------------------------------- classic group protocol
+
+
+@dataclass
+class JoinGroupRequestProtocol:
+    name: str
+    metadata: bytes = b""
+
+
+@dataclass
+class JoinGroupRequest:
+    group_id: str
+    session_timeout_ms: Int32
+    rebalance_timeout_ms: Int32 = -1
+    member_id: str = ""
+    group_instance_id: str | None = None
+    protocol_type: str = "consumer"
+    protocols: list[JoinGroupRequestProtocol] = field(default_factory=list)
+    # KIP-800: restart | topic_metadata_change | upgrade | None (unknown).
+    reason: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+
+
+@dataclass
+class JoinGroupResponseMember:
+    member_id: str
+    group_instance_id: str | None = None
+    metadata: bytes = b""
+
+
+@dataclass
+class JoinGroupResponse:
+    throttle_time_ms: Int32 = 0
+    error_code: Int16 = Errors.NONE
+    error_message: str | None = None
+    generation_id: Int32 = -1
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader: str = ""
+    skip_assignment: bool = False
+    member_id: str = ""
+    members: list[JoinGroupResponseMember] = field(default_factory=list)
+
+
+@dataclass
+class SyncGroupRequestAssignment:
+    member_id: str
+    assignment: bytes = b""
+
+
+@dataclass
+class SyncGroupRequest:
+    group_id: str
+    generation_id: Int32
+    member_id: str
+    group_instance_id: str | None = None
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    assignments: list[SyncGroupRequestAssignment] = field(default_factory=list)
+
+
+@dataclass
+class SyncGroupResponse:
+    throttle_time_ms: Int32 = 0
+    error_code: Int16 = Errors.NONE
+    error_message: str | None = None
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    assignment: bytes = b""
+
+
+@dataclass
+class HeartbeatRequest:
+    group_id: str
+    generation_id: Int32
+    member_id: str
+    group_instance_id: str | None = None
+
+
+@dataclass
+class HeartbeatResponse:
+    throttle_time_ms: Int32 = 0
+    error_code: Int16 = Errors.NONE
+    error_message: str | None = None
+
+
+@dataclass
+class MemberIdentity:
+    member_id: str = ""
+    group_instance_id: str | None = None
+    reason: str | None = None
+
+
+@dataclass
+class LeaveGroupRequest:
+    group_id: str
+    members: list[MemberIdentity] = field(default_factory=list)
+
+
+@dataclass
+class LeaveGroupResponseMember:
+    member_id: str
+    group_instance_id: str | None = None
+    error_code: Int16 = Errors.NONE
+
+
+@dataclass
+class LeaveGroupResponse:
+    throttle_time_ms: Int32 = 0
+    error_code: Int16 = Errors.NONE
+    error_message: str | None = None
+    members: list[LeaveGroupResponseMember] = field(default_factory=list)
+
+
+@dataclass
+class DescribeGroupsRequest:
+    groups: list[str]
+
+
+@dataclass
+class DescribedGroupMember:
+    member_id: str
+    group_instance_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    member_metadata: bytes = b""
+    member_assignment: bytes = b""
+
+
+@dataclass
+class RebalanceCause:
+    """One transition to PreparingRebalance (KIP-800: remember why a rebalance happened)."""
+
+    time_ms: Int64
+    generation_id: Int32  # the generation the rebalance leaves
+    reason: str
+    member_id: str | None = None
+    group_instance_id: str | None = None
+
+
+@dataclass
+class DescribeGroupsResponseGroup:
+    error_code: Int16 = Errors.NONE
+    error_message: str | None = None
+    group_id: str = ""
+    group_state: str = ""
+    protocol_type: str = ""
+    protocol_data: str = ""
+    members: list[DescribedGroupMember] = field(default_factory=list)
+    authorized_operations: Int32 = -(2**31)
+    # Cohort's additions: the generation, its leader and why the group last rebalanced.
+    generation_id: Int32 = -1
+    leader: str = ""
+    rebalance_history: list[RebalanceCause] = field(default_factory=list)
+
+
+@dataclass
+class DescribeGroupsResponse:
+    throttle_time_ms: Int32 = 0
+    groups: list[DescribeGroupsResponseGroup] = field(default_factory=list)
+
+
+# ------------------------------------------------------------------------------ offsets
+
+
+@dataclass
+class OffsetCommitRequestPartition:
+    partition_index: Int32
+    committed_offset: Int64
+    committed_leader_epoch: Int32 = -1
+    committed_metadata: str | None = None
+
+
+@dataclass
+class OffsetCommitRequestTopic:
+    name: str
+    partitions: list[OffsetCommitRequestPartition] = field(default_factory=list)
+
+
+@dataclass
+class OffsetCommitRequest:
+    group_id: str
+    # The member epoch (new protocol) or the generation (classic); -1 for a simple consumer.
+    generation_id_or_member_epoch: Int32 = -1
+    member_id: str = ""
+    group_instance_id: str | None = None
+    retention_time_ms: Int64 = -1
+    topics: list[OffsetCommitRequestTopic] = field(default_factory=list)
+
+
+@dataclass
+class OffsetCommitResponsePartition:
+    partition_index: Int32
+    error_code: Int16 = Errors.NONE
+
+
+@dataclass
+class OffsetCommitResponseTopic:
+    name: str
+    partitions: list[OffsetCommitResponsePartition] = field(default_factory=list)
+
+
+@dataclass
+class OffsetCommitResponse:
+    throttle_time_ms: Int32 = 0
+    # Cohort's addition: a request-level error (coordinator moved, bad request) in one place.
+    error_code: Int16 = Errors.NONE
+    error_message: str | None = None
+    topics: list[OffsetCommitResponseTopic] = field(default_factory=list)
+
+
+@dataclass
+class OffsetFetchRequestTopic:
+    name: str
+    partition_indexes: list[Int32] = field(default_factory=list)
+
+
+@dataclass
+class OffsetFetchRequest:
+    group_id: str
+    # Set by a new-protocol member (Kafka's OffsetFetch v9); None for anyone else.
+    member_id: str | None = None
+    member_epoch: Int32 = -1
+    topics: list[OffsetFetchRequestTopic] | None = None  # None: every committed offset
+    require_stable: bool = False
+
+
+@dataclass
+class OffsetFetchResponsePartition:
+    partition_index: Int32
+    committed_offset: Int64 = -1
+    committed_leader_epoch: Int32 = -1
+    metadata: str | None = ""
+    error_code: Int16 = Errors.NONE
+
+
+@dataclass
+class OffsetFetchResponseTopic:
+    name: str
+    partitions: list[OffsetFetchResponsePartition] = field(default_factory=list)
+
+
+@dataclass
+class OffsetFetchResponse:
+    throttle_time_ms: Int32 = 0
+    error_code: Int16 = Errors.NONE
+    error_message: str | None = None
+    topics: list[OffsetFetchResponseTopic] = field(default_factory=list)
+
+
+@dataclass
+class OffsetDeleteRequestPartition:
+    partition_index: Int32
+
+
+@dataclass
+class OffsetDeleteRequestTopic:
+    name: str
+    partitions: list[OffsetDeleteRequestPartition] = field(default_factory=list)
+
+
+@dataclass
+class OffsetDeleteRequest:
+    group_id: str
+    topics: list[OffsetDeleteRequestTopic] = field(default_factory=list)
+
+
+@dataclass
+class OffsetDeleteResponsePartition:
+    partition_index: Int32
+    error_code: Int16 = Errors.NONE
+
+
+@dataclass
+class OffsetDeleteResponseTopic:
+    name: str
+    partitions: list[OffsetDeleteResponsePartition] = field(default_factory=list)
+
+
+@dataclass
+class OffsetDeleteResponse:
+    throttle_time_ms: Int32 = 0
+    error_code: Int16 = Errors.NONE
+    error_message: str | None = None
+    topics: list[OffsetDeleteResponseTopic] = field(default_factory=list)
+
+
+@dataclass
+class DeleteGroupsRequest:
+    groups_names: list[str]
+
+
+@dataclass
+class DeletableGroupResult:
+    group_id: str
+    error_code: Int16 = Errors.NONE
+    error_message: str | None = None
+
+
+@dataclass
+class DeleteGroupsResponse:
+    throttle_time_ms: Int32 = 0
+    results: list[DeletableGroupResult] = field(default_factory=list)
+
+
 # --------------------------------------------------------------------------- fallback
 
 
@@ -257,6 +563,10 @@ def group_ids_of(request: object) -> list[str]:
     malformed one is left for the shard to refuse). ``ListGroups`` names none."""
     if isinstance(request, ConsumerGroupDescribeRequest):
         ids = request.group_ids if isinstance(request.group_ids, list) else []
+    elif isinstance(request, DescribeGroupsRequest):
+        ids = request.groups if isinstance(request.groups, list) else []
+    elif isinstance(request, DeleteGroupsRequest):
+        ids = request.groups_names if isinstance(request.groups_names, list) else []
     else:
         ids = [getattr(request, "group_id", None)]
     return [g for g in ids if isinstance(g, str)]

@@ -79,6 +79,20 @@ class ConsumerGroupMemberMetadataKey:
 
 
 @dataclass(frozen=True)
+class ClassicProtocol:
+    name: str
+    metadata: bytes = b""
+
+
+@dataclass(frozen=True)
+class ClassicMemberMetadata:
+    """Set on a consumer-group member that speaks the classic protocol (online migration)."""
+
+    session_timeout_ms: int
+    supported_protocols: tuple[ClassicProtocol, ...] = ()
+
+
+@dataclass(frozen=True)
 class ConsumerGroupMemberMetadataValue:
     instance_id: str | None = None
     rack_id: str | None = None
@@ -89,6 +103,7 @@ class ConsumerGroupMemberMetadataValue:
     server_assignor: str | None = None
     client_assignors: tuple[ClientAssignorEntry, ...] = ()
     rebalance_timeout_ms: int = -1
+    classic_member_metadata: ClassicMemberMetadata | None = None
 
 
 @dataclass(frozen=True)
@@ -136,6 +151,89 @@ class ConsumerGroupCurrentMemberAssignmentValue:
     metadata_bytes: bytes = b""
 
 
+# ------------------------------------------------------------------ offsets
+
+
+@dataclass(frozen=True)
+class OffsetCommitKey:
+    TYPE: ClassVar[int] = 1
+    group_id: str
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True)
+class OffsetCommitValue:
+    offset: int
+    leader_epoch: int = -1
+    metadata: str = ""
+    commit_timestamp: int = 0
+    expire_timestamp: int = -1  # -1: expires by the group's retention rule
+
+
+# ------------------------------------------------------------------ classic group
+
+
+@dataclass(frozen=True)
+class GroupMetadataKey:
+    TYPE: ClassVar[int] = 2
+    group_id: str
+
+
+@dataclass(frozen=True)
+class GroupMemberMetadata:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    subscription: bytes  # the member's metadata for the group's protocol
+    assignment: bytes
+
+
+@dataclass(frozen=True)
+class GroupMetadataValue:
+    """A classic group's generation and membership, written as one record (seed 003).
+
+    Written when a generation starts (the join phase completes) and again when its
+    assignment arrives (the leader's SyncGroup); ``state`` tells a loading coordinator which.
+    ``topics`` is the subscribed topics' metadata as of the generation, so a new coordinator
+    can see that partitions changed while nobody was looking (seed 003, failure point 1).
+    """
+
+    protocol_type: str
+    generation: int
+    protocol_name: str | None
+    leader: str | None
+    current_state_timestamp: int
+    members: tuple[GroupMemberMetadata, ...] = ()
+    state: str = "empty"
+    topics: tuple[TopicMetadataEntry, ...] = ()
+
+
+@dataclass(frozen=True)
+class RebalanceCauseEntry:
+    time_ms: int
+    generation_id: int
+    reason: str
+    member_id: str | None = None
+    group_instance_id: str | None = None
+
+
+@dataclass(frozen=True)
+class GroupRebalanceHistoryKey:
+    """Cohort's own record (not Kafka's): why a group's recent rebalances happened."""
+
+    TYPE: ClassVar[int] = 100
+    group_id: str
+
+
+@dataclass(frozen=True)
+class GroupRebalanceHistoryValue:
+    causes: tuple[RebalanceCauseEntry, ...] = ()
+
+
 # key class -> value class; the codec's registry.
 RECORD_SCHEMAS: dict[type, type] = {
     ConsumerGroupMetadataKey: ConsumerGroupMetadataValue,
@@ -144,4 +242,23 @@ RECORD_SCHEMAS: dict[type, type] = {
     ConsumerGroupTargetAssignmentMetadataKey: ConsumerGroupTargetAssignmentMetadataValue,
     ConsumerGroupTargetAssignmentMemberKey: ConsumerGroupTargetAssignmentMemberValue,
     ConsumerGroupCurrentMemberAssignmentKey: ConsumerGroupCurrentMemberAssignmentValue,
+    OffsetCommitKey: OffsetCommitValue,
+    GroupMetadataKey: GroupMetadataValue,
+    GroupRebalanceHistoryKey: GroupRebalanceHistoryValue,
 }
+
+# A consumer group's metadata tombstone deletes the whole consumer group: every record of
+# these types whose first key field is the group id. Offsets and the rebalance history are
+# not part of it (a group converted between protocols keeps both); deleting a group writes
+# their tombstones one by one, as Kafka does.
+CONSUMER_GROUP_TYPES = frozenset(
+    k.TYPE
+    for k in (
+        ConsumerGroupMetadataKey,
+        ConsumerGroupPartitionMetadataKey,
+        ConsumerGroupMemberMetadataKey,
+        ConsumerGroupTargetAssignmentMetadataKey,
+        ConsumerGroupTargetAssignmentMemberKey,
+        ConsumerGroupCurrentMemberAssignmentKey,
+    )
+)

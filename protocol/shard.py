@@ -16,7 +16,10 @@ import logging
 import random
 from dataclasses import dataclass, field
 
+from protocol import classic_group as cg
 from protocol import messages as m
+from protocol.classic_group import ClassicGroup
+from protocol.classic_rules import ClassicGroupRules
 from protocol.client_assignment import install_assignment, prepare_assignment
 from protocol.config import CoordinatorConfig, GroupConfig
 from protocol.consumer_describe import describe_group
@@ -24,7 +27,14 @@ from protocol.consumer_group import STATES, ConsumerGroup
 from protocol.consumer_rules import Admitted, ConsumerGroupRules
 from protocol.errors import CoordinatorError, Errors
 from protocol.metadata import MetadataImage
-from protocol.records import ConsumerGroupMetadataKey, Record
+from protocol.offsets import OffsetRules
+from protocol.records import (
+    ConsumerGroupMetadataKey,
+    GroupMetadataKey,
+    GroupRebalanceHistoryKey,
+    OffsetCommitKey,
+    Record,
+)
 from protocol.timers import Timers
 from protocol.validation import check_types
 
@@ -61,22 +71,28 @@ class GroupCoordinatorShard:
         self.image = metadata or MetadataImage()
         self.now_ms = now_ms
         self.timers = Timers()
-        self.groups: dict[str, ConsumerGroup] = {}
+        self.groups: dict[str, ConsumerGroup | ClassicGroup] = {}
         self._group_configs: dict[str, GroupConfig] = {}
         self._rng = random.Random(seed)
         self._records: list[Record] = []
+        # Replies to earlier (delayed) requests that this event completed.
+        self._completed: list[tuple[object, object]] = []
         self.consumer = ConsumerGroupRules(self)
+        self.classic = ClassicGroupRules(self)
+        self.offsets = OffsetRules(self)
 
     # ------------------------------------------------------------------ public API
 
     def handle(self, request: object) -> CoordinatorResult:
         result = self.handle_batch([request])
-        result.response = result.replies[0][1]
+        result.response = next((r for q, r in result.replies if q is request), None)
         return result
 
     def handle_batch(self, requests: list[object]) -> CoordinatorResult:
-        """One turn: a reply for each request, each group's target recomputed once."""
+        """One turn: a reply for each request (``None`` while one is delayed: a JoinGroup or
+        SyncGroup waiting for the rest of its group), each group's target recomputed once."""
         self._records = []
+        self._completed = []
         replies: list[object | None] = [None] * len(requests)
         admitted: list[tuple[int, Admitted]] = []
         in_turn: set[tuple[str, str]] = set()
@@ -98,39 +114,55 @@ class GroupCoordinatorShard:
                 replies[i] = self._guard(req, lambda r=req: self._dispatch(r))
                 self._finish_turn()
         self._complete(admitted, replies)
-        records, self._records = self._records, []
-        return CoordinatorResult(None, list(zip(requests, replies, strict=True)), records)
+        answered = [(q, r) for q, r in zip(requests, replies, strict=True) if r is not None]
+        return self._result(answered)
 
     def tick(self, now_ms: int) -> CoordinatorResult:
         """Advance time to ``now_ms`` (never backwards) and fire the timers that are due."""
         self._records = []
+        self._completed = []
         self.now_ms = max(self.now_ms, now_ms)
         for key in self.timers.pop_due(self.now_ms, MAX_TIMERS_PER_TICK):
-            self.consumer.on_timer(key)
+            kind = key[0]
+            if kind.startswith("classic-"):
+                self.classic.on_timer(key)
+            elif kind.startswith("offsets-"):
+                self.offsets.on_timer(key)
+            else:
+                self.consumer.on_timer(key)
         self._finish_turn()
-        records, self._records = self._records, []
-        return CoordinatorResult(records=records)
+        return self._result([])
 
     def next_deadline_ms(self) -> int | None:
         return self.timers.next_deadline_ms()
 
     def update_metadata(self, image: MetadataImage) -> CoordinatorResult:
         self._records = []
+        self._completed = []
         self.image = image
-        self.consumer.on_metadata(list(self.groups.values()))
+        self.consumer.on_metadata(
+            [g for g in self.groups.values() if isinstance(g, ConsumerGroup)]
+        )
+        self.classic.on_metadata([g for g in self.groups.values() if isinstance(g, ClassicGroup)])
         self._finish_turn()
-        records, self._records = self._records, []
-        return CoordinatorResult(records=records)
+        return self._result([])
 
     def replay(self, record: Record) -> None:
         """Apply one persisted record (the load path; live events come through here too)."""
         key = record.key
+        if isinstance(key, OffsetCommitKey):
+            self.offsets.replay(record)
+            return
+        if isinstance(key, (GroupMetadataKey, GroupRebalanceHistoryKey)):
+            self.classic.replay(record)
+            return
         group_id = key.group_id  # type: ignore[attr-defined]
         if isinstance(key, ConsumerGroupMetadataKey) and record.value is None:
-            self.groups.pop(group_id, None)
+            if isinstance(self.groups.get(group_id), ConsumerGroup):
+                del self.groups[group_id]
             return
         group = self.groups.get(group_id)
-        if group is None:
+        if not isinstance(group, ConsumerGroup):
             group = self.groups[group_id] = ConsumerGroup(group_id)
         before = group.members.get(getattr(key, "member_id", None) or "")
         group.replay(record)
@@ -160,12 +192,26 @@ class GroupCoordinatorShard:
         return base64.urlsafe_b64encode(self._rng.randbytes(16)).decode().rstrip("=")
 
     def consumer_group(self, group_id: str) -> ConsumerGroup | None:
-        return self.groups.get(group_id)
+        group = self.groups.get(group_id)
+        return group if isinstance(group, ConsumerGroup) else None
+
+    def classic_group(self, group_id: str) -> ClassicGroup | None:
+        group = self.groups.get(group_id)
+        return group if isinstance(group, ClassicGroup) else None
 
     def other_type_group_exists(self, group_id: str) -> bool:
-        return False
+        return isinstance(self.groups.get(group_id), ClassicGroup)
+
+    def complete(self, request: object, response: object) -> None:
+        """Answer a request that an earlier event left waiting (delayed JoinGroup/SyncGroup)."""
+        self._completed.append((request, response))
 
     # ------------------------------------------------------------------ internals
+
+    def _result(self, answered: list[tuple[object, object]]) -> CoordinatorResult:
+        records, self._records = self._records, []
+        completed, self._completed = self._completed, []
+        return CoordinatorResult(None, answered + completed, records)
 
     def _complete(self, admitted: list[tuple[int, Admitted]], replies: list[object | None]) -> None:
         self._finish_turn()
@@ -186,6 +232,9 @@ class GroupCoordinatorShard:
             return install_assignment(self, req)
         if isinstance(req, m.ListGroupsRequest):
             return self._list_groups(req)
+        handler = self._HANDLERS.get(type(req))
+        if handler is not None:
+            return handler(self, req)
         raise CoordinatorError(Errors.INVALID_REQUEST, f"unknown request type {type(req).__name__}")
 
     def _describe(self, req: m.ConsumerGroupDescribeRequest) -> m.ConsumerGroupDescribeResponse:
@@ -208,19 +257,27 @@ class GroupCoordinatorShard:
 
     def _list_groups(self, req: m.ListGroupsRequest) -> m.ListGroupsResponse:
         check_types(req)
-        states = {s.lower() for s in req.states_filter}
-        unknown = states - set(STATES)
+        states = {_state_name(s) for s in req.states_filter}
+        unknown = states - {_state_name(s) for s in (*STATES, *cg.STATES)}
         if unknown:
             raise CoordinatorError(
                 Errors.INVALID_REQUEST, f"unknown group states {sorted(unknown)}"
             )
         types = {t.lower() for t in req.types_filter}
+        unknown = types - {"consumer", "classic"}
+        if unknown:
+            raise CoordinatorError(Errors.INVALID_REQUEST, f"unknown group types {sorted(unknown)}")
         listed = []
         for group_id in sorted(self.groups):
             g = self.groups[group_id]
-            if (states and g.state not in states) or (types and g.group_type not in types):
+            if (states and _state_name(g.state) not in states) or (
+                types and g.group_type not in types
+            ):
                 continue
-            listed.append(m.ListedGroup(group_id, "consumer", g.state, g.group_type))
+            protocol_type = (
+                "consumer" if isinstance(g, ConsumerGroup) else (g.protocol_type or "")
+            )
+            listed.append(m.ListedGroup(group_id, protocol_type, g.state, g.group_type))
         return m.ListGroupsResponse(groups=listed)
 
     def _guard(self, req: object, fn):
@@ -234,17 +291,42 @@ class GroupCoordinatorShard:
             return error_response(req, Errors.UNKNOWN_SERVER_ERROR, f"{type(e).__name__}: {e}")
 
 
+def _state_name(state: str) -> str:
+    """Kafka spells states ``PreparingRebalance``; Cohort ``preparing_rebalance``: either
+    names the same state in a filter."""
+    return state.replace("_", "").lower() if isinstance(state, str) else ""
+
+
 def _member_key(req: m.ConsumerGroupHeartbeatRequest) -> tuple[str, str] | None:
     """The (group, member) a heartbeat speaks for, when it names one (ids may be garbage)."""
     gid, mid = req.group_id, req.member_id
     return (gid, mid) if isinstance(gid, str) and isinstance(mid, str) and mid else None
 
 
+GroupCoordinatorShard._HANDLERS = {
+    m.JoinGroupRequest: lambda s, r: s.classic.join(r),
+    m.SyncGroupRequest: lambda s, r: s.classic.sync(r),
+    m.HeartbeatRequest: lambda s, r: s.classic.heartbeat(r),
+    m.LeaveGroupRequest: lambda s, r: s.classic.leave(r),
+    m.DescribeGroupsRequest: lambda s, r: s.classic.describe(r),
+    m.OffsetCommitRequest: lambda s, r: s.offsets.commit(r),
+    m.OffsetFetchRequest: lambda s, r: s.offsets.fetch(r),
+    m.OffsetDeleteRequest: lambda s, r: s.offsets.delete(r),
+    m.DeleteGroupsRequest: lambda s, r: s.offsets.delete_groups(r),
+}
+
 _ERROR_RESPONSES: dict[type, type] = {
     m.ConsumerGroupHeartbeatRequest: m.ConsumerGroupHeartbeatResponse,
     m.ConsumerGroupPrepareAssignmentRequest: m.ConsumerGroupPrepareAssignmentResponse,
     m.ConsumerGroupInstallAssignmentRequest: m.ConsumerGroupInstallAssignmentResponse,
     m.ListGroupsRequest: m.ListGroupsResponse,
+    m.JoinGroupRequest: m.JoinGroupResponse,
+    m.SyncGroupRequest: m.SyncGroupResponse,
+    m.HeartbeatRequest: m.HeartbeatResponse,
+    m.LeaveGroupRequest: m.LeaveGroupResponse,
+    m.OffsetCommitRequest: m.OffsetCommitResponse,
+    m.OffsetFetchRequest: m.OffsetFetchResponse,
+    m.OffsetDeleteRequest: m.OffsetDeleteResponse,
 }
 
 
@@ -257,6 +339,24 @@ def error_response(req: object, error: Errors, message: str | None) -> object:
         return m.ConsumerGroupDescribeResponse(
             groups=[
                 m.DescribedGroup(error_code=error, error_message=message, group_id=g) for g in named
+            ]
+        )
+    if isinstance(req, m.DescribeGroupsRequest):
+        ids = req.groups if isinstance(req.groups, list) else []
+        named = [g for g in ids if isinstance(g, str)] or [""]
+        return m.DescribeGroupsResponse(
+            groups=[
+                m.DescribeGroupsResponseGroup(error_code=error, error_message=message, group_id=g)
+                for g in named
+            ]
+        )
+    if isinstance(req, m.DeleteGroupsRequest):
+        ids = req.groups_names if isinstance(req.groups_names, list) else []
+        named = [g for g in ids if isinstance(g, str)] or [""]
+        return m.DeleteGroupsResponse(
+            results=[
+                m.DeletableGroupResult(group_id=g, error_code=error, error_message=message)
+                for g in named
             ]
         )
     cls = _ERROR_RESPONSES.get(type(req), m.ErrorResponse)

@@ -443,7 +443,7 @@ _TARGET = ConsumerGroupTargetAssignmentMemberKey.TYPE
             _raw(
                 ConsumerGroupMemberMetadataKey.TYPE,
                 ["g", "m"],
-                [None, None, "", "", "foo", None, None, [], -1],
+                [None, None, "", "", "foo", None, None, [], -1, None],
             ),
             "value.subscribed_topic_names: expected an array",
             id="str-for-tuple",
@@ -452,7 +452,7 @@ _TARGET = ConsumerGroupTargetAssignmentMemberKey.TYPE
             _raw(
                 ConsumerGroupMemberMetadataKey.TYPE,
                 ["g", "m"],
-                [None, None, "", "", [], None, None, [["a", 0, 0, 0, 0]], -1],
+                [None, None, "", "", [], None, None, [["a", 0, 0, 0, 0]], -1, None],
             ),
             "value.client_assignors[]: ClientAssignorEntry needs 6 fields",
             id="nested-field-count",
@@ -461,7 +461,7 @@ _TARGET = ConsumerGroupTargetAssignmentMemberKey.TYPE
             _raw(
                 ConsumerGroupMemberMetadataKey.TYPE,
                 ["g", "m"],
-                [7, None, "", "", [], None, None, [], -1],
+                [7, None, "", "", [], None, None, [], -1, None],
             ),
             "value.instance_id: expected str",
             id="int-for-optional-str",
