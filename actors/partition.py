@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import copy
 import logging
 import os
 import time
@@ -43,7 +44,7 @@ from protocol.consumer_describe import summarize_group
 from protocol.errors import Errors
 from protocol.metadata import MetadataImage
 from protocol.records import ConsumerGroupMetadataKey, Record
-from protocol.shard import GroupCoordinatorShard, error_response
+from protocol.shard import CoordinatorResult, GroupCoordinatorShard, error_response
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +71,9 @@ class _Event:
     image: ControllerImage | None = None
     query: Callable[[GroupCoordinatorShard], object] | None = None
     done: asyncio.Future | None = None
+    # Requests' replies as they come: a delayed one (JoinGroup, SyncGroup) turns later.
+    replies: list[object] = field(default_factory=list)
+    remaining: int = 0
 
 
 @ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)
@@ -87,6 +91,8 @@ class OffsetsPartition:
         self._compacted = CompactedState()
         self._mailbox: collections.deque[_Event] = collections.deque()
         self._queued = 0
+        # id(request) -> (its event, its index, the request): replies still owed.
+        self._waiting: dict[int, tuple[_Event, int, object]] = {}
         self._wakeup = asyncio.Event()
         self._metrics = PartitionMetrics(partition)
         self._metrics.set_state("loading")
@@ -120,7 +126,16 @@ class OffsetsPartition:
                 replies[i] = self._refuse(req, Errors.NOT_COORDINATOR)
         if mine:
             done = asyncio.get_running_loop().create_future()
-            event = _Event([requests[i] for i in mine], done=done)
+            # Replies are matched to requests by identity: the same object twice is two.
+            seen: set[int] = set()
+            batch = []
+            for i in mine:
+                req = requests[i]
+                if id(req) in seen:
+                    req = copy.copy(req)
+                seen.add(id(req))
+                batch.append(req)
+            event = _Event(batch, done=done)
             self._enqueue(event)
             for i, reply in zip(mine, await event.done, strict=True):
                 replies[i] = reply
@@ -206,22 +221,28 @@ class OffsetsPartition:
         started = time.perf_counter()
         shard = self._shard
         events = self._take_events()
-        records = list(shard.tick(now_ms()).records)
+        ticked = shard.tick(now_ms())
+        records, completed = list(ticked.records), list(ticked.replies)
         requests: list[object] = []
         for ev in events:
             if ev.image is not None:
-                records += self._apply_image(ev.image)
-            requests += ev.requests
-        replies: list[object] = []
+                result = self._apply_image(ev.image)
+                records += result.records
+                completed += result.replies
+            if ev.requests:
+                ev.replies, ev.remaining = [None] * len(ev.requests), len(ev.requests)
+                for i, req in enumerate(ev.requests):
+                    self._waiting[id(req)] = (ev, i, req)
+                requests += ev.requests
         if requests:
             result = shard.handle_batch(requests)
             records += result.records
-            replies = [reply for _, reply in result.replies]
+            completed += result.replies
         answers = [ev.query(shard) if ev.query else None for ev in events]
         busy = time.perf_counter() - started
         if records:
             await self._persist(records)
-        self._release(events, replies, answers)
+        self._release(events, completed, answers)
         self._observe(busy, records)
 
     def _take_events(self) -> list[_Event]:
@@ -233,12 +254,12 @@ class OffsetsPartition:
         self._queued -= count
         return taken
 
-    def _apply_image(self, image: ControllerImage) -> list[Record]:
+    def _apply_image(self, image: ControllerImage) -> CoordinatorResult:
         if image.version <= self._image_version:
-            return []
+            return CoordinatorResult()
         self._image_version = image.version
         self._shard.set_group_configs(image.group_configs)
-        return self._shard.update_metadata(image.metadata).records
+        return self._shard.update_metadata(image.metadata)
 
     async def _persist(self, records: list[Record]) -> None:
         encoded = [encode_record(r) for r in records]
@@ -253,13 +274,22 @@ class OffsetsPartition:
             snapshot = self._compacted.records()
             await asyncio.to_thread(self._log.write_snapshot, snapshot)
 
-    def _release(self, events: list[_Event], replies: list[object], answers: list) -> None:
-        at = 0
+    def _release(
+        self, events: list[_Event], completed: list[tuple[object, object]], answers: list
+    ) -> None:
+        """Hand out the replies the turn completed (now durable), wherever they were asked."""
+        for req, reply in completed:
+            entry = self._waiting.pop(id(req), None)
+            if entry is None:
+                continue
+            ev, i, _ = entry
+            ev.replies[i] = reply
+            ev.remaining -= 1
+            if ev.remaining == 0 and ev.done is not None and not ev.done.done():
+                ev.done.set_result(ev.replies)
         for ev, answer in zip(events, answers, strict=True):
-            n = len(ev.requests)
-            if ev.done is not None and not ev.done.done():
-                ev.done.set_result(answer if ev.query else replies[at : at + n])
-            at += n
+            if ev.query is not None and ev.done is not None and not ev.done.done():
+                ev.done.set_result(answer)
 
     def _observe(self, busy_s: float, records: list[Record]) -> None:
         bumps = sum(
@@ -270,8 +300,12 @@ class OffsetsPartition:
             self._metrics_at = time.monotonic()
             by_state: dict[str, int] = {}
             for g in self._shard.groups.values():
-                by_state[g.state] = by_state.get(g.state, 0) + 1
-            self._metrics.groups({"consumer": len(self._shard.groups)}, by_state)
+                if g.group_type == "consumer":
+                    by_state[g.state] = by_state.get(g.state, 0) + 1
+            classic = sum(1 for g in self._shard.groups.values() if g.group_type == "classic")
+            self._metrics.groups(
+                {"consumer": len(self._shard.groups) - classic, "generic": classic}, by_state
+            )
 
     # ------------------------------------------------------------------ loading
 
@@ -284,7 +318,7 @@ class OffsetsPartition:
         )
         self._shard = shard
         self._image_version = -1
-        records = self._apply_image(image)  # changes made while we were down bump epochs now
+        records = self._apply_image(image).records  # changes made while down bump epochs now
         if records:
             await self._persist(records)
         stats["seconds"] = time.perf_counter() - started

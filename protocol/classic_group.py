@@ -19,7 +19,6 @@ from protocol import messages as m
 from protocol.records import (
     GroupMemberMetadata,
     GroupMetadataValue,
-    RebalanceCauseEntry,
     TopicMetadataEntry,
 )
 
@@ -78,11 +77,11 @@ class ClassicGroup:
     pending_members: set[str] = field(default_factory=set)
     # The subscribed topics' metadata as of the current generation (seed 003, point 1).
     topics: tuple[TopicMetadataEntry, ...] = ()
-    history: list[RebalanceCauseEntry] = field(default_factory=list)
     # Built by replay alone: a new coordinator took over this group (seed 003).
     loaded: bool = False
     # An empty group's first rebalance waits group.initial.rebalance.delay.ms for more members.
     initial_delay: bool = False
+    initial_delay_remaining_ms: int = 0
     new_member_added: bool = False
 
     group_type = "classic"

@@ -31,6 +31,8 @@ class CoordinatorConfig:
     group_initial_rebalance_delay_ms: int = 3_000
     group_min_session_timeout_ms: int = 6_000
     group_max_session_timeout_ms: int = 1_800_000
+    # Online migration between the protocols: disabled | upgrade | downgrade | bidirectional.
+    group_consumer_migration_policy: str = "bidirectional"
     # Offsets
     offsets_retention_minutes: int = 7 * 24 * 60
     offset_metadata_max_bytes: int = 4096
@@ -43,6 +45,15 @@ class CoordinatorConfig:
         unknown = set(self.group_consumer_assignors) - set(SERVER_ASSIGNORS)
         if unknown:
             raise ValueError(f"unknown server assignors {sorted(unknown)}")
+        if self.group_consumer_migration_policy not in (
+            "disabled",
+            "upgrade",
+            "downgrade",
+            "bidirectional",
+        ):
+            raise ValueError(
+                f"unknown group_consumer_migration_policy {self.group_consumer_migration_policy!r}"
+            )
         if self.group_consumer_heartbeat_interval_ms >= self.group_consumer_session_timeout_ms:
             raise ValueError("the heartbeat interval must be below the session timeout")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from protocol import messages as m
 from protocol import partitions as pm
+from protocol.classic_group import ClassicGroup
 from protocol.config import CoordinatorConfig
 from protocol.consumer_group import ConsumerGroup
 from protocol.consumer_member import ConsumerGroupMember
@@ -57,11 +58,18 @@ def _topic_name(image: MetadataImage, group: ConsumerGroup, topic_id: str) -> st
     return entry.topic_name if entry is not None else ""
 
 
-def summarize_group(group: ConsumerGroup | None) -> dict | None:
+def summarize_group(group: ConsumerGroup | ClassicGroup | None) -> dict | None:
     """Describe without the assignments: state, epochs and member counts, cheap enough to
     poll for a group of 10,000 members."""
     if group is None:
         return None
+    if group.group_type == "classic":
+        return {
+            "state": group.state,
+            "group_type": "classic",
+            "generation": group.generation_id,
+            "members": len(group.members),
+        }
     at_epoch = sum(1 for mm in group.members.values() if mm.member_epoch == group.group_epoch)
     return {
         "state": group.state,

@@ -81,10 +81,7 @@ class ConsumerGroupRules:
         self, req: m.ConsumerGroupHeartbeatRequest
     ) -> Admitted | m.ConsumerGroupHeartbeatResponse:
         validate_heartbeat(req, self.ctx.config)
-        if self.ctx.other_type_group_exists(req.group_id):
-            raise CoordinatorError(
-                Errors.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a consumer group."
-            )
+        self.ctx.migration.before_consumer_heartbeat(req)  # a classic group converts first
         group = self.ctx.consumer_group(req.group_id)
         if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
             return self._leave(group, req)
@@ -155,7 +152,10 @@ class ConsumerGroupRules:
             holder_id = group.static_members.get(req.instance_id)
             if holder_id is not None and holder_id != req.member_id:
                 holder = group.members[holder_id]
-                if holder.member_epoch != STATIC_LEAVE_EPOCH:
+                # A classic member never says it left (static members don't): a restart
+                # with the new protocol under its instance id replaces it (online upgrade).
+                classic = holder.metadata.classic_member_metadata is not None
+                if holder.member_epoch != STATIC_LEAVE_EPOCH and not classic:
                     raise CoordinatorError(
                         Errors.UNRELEASED_INSTANCE_ID,
                         f"Static member with instance id {req.instance_id} is still a member "
@@ -201,7 +201,9 @@ class ConsumerGroupRules:
     ) -> Admitted:
         """A static member back from a temporary leave takes its old place, without a rebalance."""
         new_id = req.member_id or self._fresh_member_id(group)
-        new = _apply_request(replace(old, member_id=new_id), req)
+        new = _apply_request(replace(old, member_id=new_id), req).updated(
+            classic_member_metadata=None
+        )
         self._check_client_assignors(group, new, replacing=old.member_id)
         target = group.target.get(old.member_id, ConsumerGroupTargetAssignmentMemberValue())
         gid = group.group_id
@@ -272,9 +274,48 @@ class ConsumerGroupRules:
         )
 
     def fence(self, group: ConsumerGroup, member_id: str) -> None:
-        """Remove a member (it left, was fenced or timed out) and trigger a rebalance."""
+        """Remove a member (it left, was fenced or timed out) and trigger a rebalance; a group
+        left with classic members only converts back to a classic group (seed 002)."""
         self._remove_member_records(group.group_id, member_id)
+        self.ctx.classic_members.forget(group.group_id, member_id)
         self._mark(group.group_id, bump=True)
+        self.ctx.migration.after_member_removed(group)
+
+    # ------------------------------------------------- for classic members (migration)
+
+    def add_member(self, group: ConsumerGroup, member_id: str, fields: dict) -> ConsumerGroupMember:
+        """A classic member joining a converted group: its records, a bump, a session."""
+        if len(group.members) >= self.ctx.config.group_consumer_max_size:
+            raise CoordinatorError(
+                Errors.GROUP_MAX_SIZE_REACHED,
+                f"The consumer group has reached its maximum capacity of "
+                f"{self.ctx.config.group_consumer_max_size} members.",
+            )
+        member = ConsumerGroupMember(member_id).updated(**fields)
+        gid = group.group_id
+        self.ctx.emit(Record(ConsumerGroupMemberMetadataKey(gid, member_id), member.metadata))
+        self.ctx.emit(
+            Record(ConsumerGroupCurrentMemberAssignmentKey(gid, member_id), member.current)
+        )
+        self._mark(gid, bump=True)
+        self._reset_session(gid, member_id)
+        return member
+
+    def update_member(
+        self, group: ConsumerGroup, member: ConsumerGroupMember, fields: dict
+    ) -> ConsumerGroupMember:
+        updated = member.updated(**fields)
+        if updated.metadata != member.metadata:
+            key = ConsumerGroupMemberMetadataKey(group.group_id, member.member_id)
+            self.ctx.emit(Record(key, updated.metadata))
+            if _subscription_changed(member, updated):
+                self._mark(group.group_id, bump=True)
+        self._mark(group.group_id, bump=False)
+        self._reset_session(group.group_id, member.member_id)
+        return updated
+
+    def touch_session(self, group_id: str, member_id: str) -> None:
+        self._reset_session(group_id, member_id)
 
     def _remove_member_records(self, group_id: str, member_id: str) -> None:
         self.ctx.emit(Record(ConsumerGroupCurrentMemberAssignmentKey(group_id, member_id), None))
@@ -377,9 +418,12 @@ class ConsumerGroupRules:
         )
 
     def _reset_session(self, group_id: str, member_id: str) -> None:
-        self.ctx.timers.schedule(
-            session_key(group_id, member_id), self.ctx.now_ms + self.session_timeout_ms(group_id)
-        )
+        timeout = self.session_timeout_ms(group_id)
+        group = self.ctx.consumer_group(group_id)
+        member = group.members.get(member_id) if group is not None else None
+        if member is not None and member.metadata.classic_member_metadata is not None:
+            timeout = member.metadata.classic_member_metadata.session_timeout_ms
+        self.ctx.timers.schedule(session_key(group_id, member_id), self.ctx.now_ms + timeout)
 
     def on_timer(self, key: tuple) -> None:
         kind, group_id, member_id = key

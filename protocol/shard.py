@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from protocol import classic_group as cg
 from protocol import messages as m
 from protocol.classic_group import ClassicGroup
+from protocol.classic_in_consumer import ClassicMembersOfConsumerGroup
 from protocol.classic_rules import ClassicGroupRules
 from protocol.client_assignment import install_assignment, prepare_assignment
 from protocol.config import CoordinatorConfig, GroupConfig
@@ -27,6 +28,7 @@ from protocol.consumer_group import STATES, ConsumerGroup
 from protocol.consumer_rules import Admitted, ConsumerGroupRules
 from protocol.errors import CoordinatorError, Errors
 from protocol.metadata import MetadataImage
+from protocol.migration import Migration
 from protocol.offsets import OffsetRules
 from protocol.records import (
     ConsumerGroupMetadataKey,
@@ -79,6 +81,9 @@ class GroupCoordinatorShard:
         self._completed: list[tuple[object, object]] = []
         self.consumer = ConsumerGroupRules(self)
         self.classic = ClassicGroupRules(self)
+        self.classic_members = ClassicMembersOfConsumerGroup(self)
+        self.classic.in_consumer_group = self.classic_members
+        self.migration = Migration(self)
         self.offsets = OffsetRules(self)
 
     # ------------------------------------------------------------------ public API
@@ -140,9 +145,7 @@ class GroupCoordinatorShard:
         self._records = []
         self._completed = []
         self.image = image
-        self.consumer.on_metadata(
-            [g for g in self.groups.values() if isinstance(g, ConsumerGroup)]
-        )
+        self.consumer.on_metadata([g for g in self.groups.values() if isinstance(g, ConsumerGroup)])
         self.classic.on_metadata([g for g in self.groups.values() if isinstance(g, ClassicGroup)])
         self._finish_turn()
         return self._result([])
@@ -241,12 +244,13 @@ class GroupCoordinatorShard:
         check_types(req)
         out = []
         for group_id in req.group_ids:
-            group = self.groups.get(group_id)
+            group = self.consumer_group(group_id)
             if group is None:
+                kind = "is not a consumer group" if group_id in self.groups else "not found"
                 out.append(
                     m.DescribedGroup(
                         error_code=Errors.GROUP_ID_NOT_FOUND,
-                        error_message=f"Group {group_id} not found.",
+                        error_message=f"Group {group_id} {kind}.",
                         group_id=group_id,
                         group_state="dead",
                     )
@@ -274,9 +278,7 @@ class GroupCoordinatorShard:
                 types and g.group_type not in types
             ):
                 continue
-            protocol_type = (
-                "consumer" if isinstance(g, ConsumerGroup) else (g.protocol_type or "")
-            )
+            protocol_type = "consumer" if isinstance(g, ConsumerGroup) else (g.protocol_type or "")
             listed.append(m.ListedGroup(group_id, protocol_type, g.state, g.group_type))
         return m.ListGroupsResponse(groups=listed)
 
