@@ -221,7 +221,7 @@ class Migration:
             )
         classic.protocol_name = classic.select_protocol()
         # The consumer group's records go; its metadata tombstone takes the rest with it.
-        for member_id in consumer.members:
+        for member_id in list(consumer.members):
             for key in (
                 ConsumerGroupCurrentMemberAssignmentKey(gid, member_id),
                 ConsumerGroupTargetAssignmentMemberKey(gid, member_id),
