@@ -225,11 +225,26 @@ class Cluster:
     def spawn_consumers(self, group_id: str, n: int, topics: list[str] | None = None,
                         protocol: str = "consumer", instance_id: str | None = None,
                         rack_id: str | None = None, **options: Any):
-        """One ``num_cpus=0`` actor hosting ``n`` members whose heartbeats share one call."""
-        if protocol != "consumer":
-            raise NotImplementedError(
-                f"protocol {protocol!r}: only the KIP-848 'consumer' protocol runs on Ray so far"
+        """One ``num_cpus=0`` actor hosting ``n`` members whose heartbeats share one call.
+
+        ``protocol="classic"`` spawns a JoinGroup/SyncGroup consumer instead (one member per
+        actor; ``assignors=("range",)`` eager by default, ``("cooperative-sticky",)`` for
+        the cooperative protocol, ``join_reason="restart"`` for a bounced static member).
+        """
+        if protocol == "classic":
+            if n != 1:
+                raise ValueError("a classic consumer actor hosts exactly one member")
+            from actors.classic_consumer import ClassicConsumer
+
+            options.setdefault("session_timeout_ms", self._classic_session_timeout_ms(group_id))
+            handle = ClassicConsumer.options(namespace=NAMESPACE).remote(
+                group_id, self.num_partitions, topics=topics, instance_id=instance_id,
+                rack_id=rack_id, **options,
             )
+            self._clients.append(handle)
+            return handle
+        if protocol != "consumer":
+            raise ValueError(f"unknown protocol {protocol!r}: 'consumer' or 'classic'")
         from actors.consumer import ConsumerClient
 
         handle = ConsumerClient.options(namespace=NAMESPACE).remote(
@@ -238,6 +253,12 @@ class Cluster:
         )
         self._clients.append(handle)
         return handle
+
+    def _classic_session_timeout_ms(self, group_id: str) -> int:
+        """The consumer groups' session timeout, within the broker's classic bounds."""
+        wanted = self._session_timeout_ms(group_id)
+        cfg = self.config
+        return min(max(wanted, cfg.group_min_session_timeout_ms), cfg.group_max_session_timeout_ms)
 
     def _session_timeout_ms(self, group_id: str) -> int:
         cfg = _get(self._controller.group_config.remote(group_id))
@@ -294,10 +315,14 @@ def _init_ray(address: str | None, start_local: bool = True) -> bool:
     if ray.is_initialized():
         return False
     target = address or os.environ.get("RAY_ADDRESS") or "auto"
-    if target.startswith("ray://") and _have_token():
+    if target.startswith("ray://") and _have_token() and "RAY_AUTH_MODE" not in os.environ:
         # Ray >= 2.59 clusters require a token by default; the Ray client sends the one it
         # finds (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token) only in token mode.
-        os.environ.setdefault("RAY_AUTH_MODE", "token")
+        # Ray reads the mode when it is imported, so its config is re-read after the switch.
+        os.environ["RAY_AUTH_MODE"] = "token"
+        from ray._raylet import Config
+
+        Config.initialize("")
     try:
         ray.init(address=target, namespace=NAMESPACE, log_to_driver=False)
         return False

@@ -26,6 +26,8 @@ RAY_TEST_CONFIG = CoordinatorConfig(
     group_consumer_heartbeat_interval_ms=300,
     group_consumer_min_heartbeat_interval_ms=100,
     group_consumer_max_heartbeat_interval_ms=5_000,
+    group_min_session_timeout_ms=1_000,
+    group_initial_rebalance_delay_ms=300,
 )
 RAY_TEST_PARTITIONS = 3
 
