@@ -323,3 +323,16 @@ def test_a_lower_epoch_after_a_restart_is_behind():
     assert [v.invariant for v in violations] == [4, 4]
     assert "group epoch 5 -> 4" in violations[0].message
     assert check_not_behind(before, _described(0, {}, error_code=69))[0].invariant == 4
+
+
+def test_unowned_seconds_counts_the_gaps_in_each_partitions_ownership_once():
+    from actors.invariants import Interval, unowned_seconds
+
+    ivs = [
+        Interval("g", "t", 0, "a", 0.0, 4.0),
+        Interval("g", "t", 0, "b", 3.0, 6.0),  # overlaps a: counted once
+        Interval("g", "t", 0, "a", 8.0, 12.0),  # gap 6..8, then past the window's end
+        Interval("g", "t", 1, "a", 1.0, 2.0),
+    ]
+    # partition 0: owned 0..6 and 8..10 of [0, 10) -> 2 s; partition 1: 9 s; partition 2: 10 s
+    assert unowned_seconds(ivs, [("t", 0), ("t", 1), ("t", 2)], 0.0, 10.0) == 21.0

@@ -1,0 +1,147 @@
+"""What a rolling restart costs, for each way a consumer can rejoin its group.
+
+Run: ``python bench/rolling_restart.py [--consumers N] [--partitions P]``. In one run, on one
+local Ray, the same rolling restart (stop consumer i, start its replacement, wait until the
+group is whole again, next) is done for:
+
+1. classic eager (``range``): dynamic members leave, the replacement joins; every rebalance
+   revokes everything from everyone;
+2. classic cooperative (``cooperative-sticky``): the same, but only moved partitions stop;
+3. classic static with ``restart`` (KIP-345 + KIP-800): no LeaveGroup, the replacement takes
+   its instance id back with join reason ``restart``: no rebalance at all;
+4. the new protocol (KIP-848): dynamic members leave and join.
+
+For each it prints the partition-seconds during which no consumer owned a partition (from the
+consumers' own timelines) and the number of rebalances (generations or group epochs). The
+machine is shared: compare the modes of one run with each other, not runs with runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import ray
+
+from actors.chaos import _read_timeline
+from actors.cluster import Cluster
+from actors.invariants import check_exclusive_ownership, ownership_intervals, unowned_seconds
+from protocol import messages as m
+from protocol.config import CoordinatorConfig
+
+CONFIG = CoordinatorConfig(
+    group_consumer_session_timeout_ms=6_000,
+    group_consumer_min_session_timeout_ms=1_000,
+    group_consumer_heartbeat_interval_ms=500,
+    group_consumer_min_heartbeat_interval_ms=100,
+    group_min_session_timeout_ms=1_000,
+    group_initial_rebalance_delay_ms=500,
+)
+MODES = ("classic-eager", "classic-cooperative", "classic-static-restart", "consumer")
+
+
+def _spawn(cluster: Cluster, mode: str, group: str, topic: str, i: int, path: Path, first: bool):
+    if mode == "consumer":
+        return cluster.spawn_consumer(group, topics=[topic], timeline_path=str(path))
+    options: dict = {"timeline_path": str(path), "heartbeat_interval_ms": 500,
+                     "session_timeout_ms": 6_000, "rebalance_timeout_ms": 10_000}
+    if mode == "classic-cooperative":
+        options["assignors"] = ("cooperative-sticky",)
+    else:
+        options["assignors"] = ("range",)
+    instance = None
+    if mode == "classic-static-restart":
+        instance = f"{group}-{i}"
+        if not first:
+            options["join_reason"] = "restart"
+    return cluster.spawn_consumer(group, topics=[topic], protocol="classic",
+                                  instance_id=instance, **options)
+
+
+def _rebalances(cluster: Cluster, mode: str, group: str) -> int:
+    if mode == "consumer":
+        return cluster.describe(group).group_epoch
+    return cluster.call(m.DescribeGroupsRequest([group])).groups[0].generation_id
+
+
+def _whole(handles, partitions: int) -> bool:
+    owned = [tp for h in handles for tp in ray.get(h.assignment.remote())]
+    return len(owned) == partitions and len(set(map(tuple, owned))) == partitions
+
+
+def _wait_whole(handles, partitions: int, timeout_s: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not _whole(handles, partitions):
+        if time.monotonic() > deadline:
+            raise TimeoutError("the group did not own every partition again")
+        time.sleep(0.1)
+
+
+def run_mode(cluster: Cluster, mode: str, consumers: int, partitions: int, workdir: Path) -> dict:
+    topic = group = f"rolling-{mode}"
+    cluster.create_topic(topic, partitions)
+    paths = []
+    handles = []
+    for i in range(consumers):
+        paths.append(workdir / f"{mode}-{i}-0.jsonl")
+        handles.append(_spawn(cluster, mode, group, topic, i, paths[-1], first=True))
+    _wait_whole(handles, partitions)
+    time.sleep(1.0)  # let the last rebalance settle before the clock starts
+    before = _rebalances(cluster, mode, group)
+    start = time.monotonic()
+    for i in range(consumers):
+        ray.get(handles[i].stop.remote(leave=mode != "classic-static-restart"))
+        ray.kill(handles[i])
+        paths.append(workdir / f"{mode}-{i}-1.jsonl")
+        handles[i] = _spawn(cluster, mode, group, topic, i, paths[-1], first=False)
+        _wait_whole(handles, partitions)
+    end = time.monotonic()
+    rebalances = _rebalances(cluster, mode, group) - before
+    for h in handles:
+        ray.get(h.stop.remote(leave=True))
+    events = [e for p in paths for e in _read_timeline(p)]
+    intervals = ownership_intervals(events, {}, end)
+    tps = [(topic, p) for p in range(partitions)]
+    return {
+        "mode": mode,
+        "unowned_partition_s": unowned_seconds(intervals, tps, start, end),
+        "rebalances": rebalances,
+        "seconds": end - start,
+        "overlaps": len(check_exclusive_ownership(events, {}, end)),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--consumers", type=int, default=4)
+    parser.add_argument("--partitions", type=int, default=12)
+    parser.add_argument("--modes", nargs="*", default=list(MODES))
+    args = parser.parse_args()
+    ray.init(namespace="cohort", include_dashboard=False, log_to_driver=False)
+    with tempfile.TemporaryDirectory(prefix="cohort-rolling-") as tmp:
+        cluster = Cluster.start(num_partitions=2, storage_path=str(Path(tmp) / "data"),
+                                config=CONFIG)
+        rows = [run_mode(cluster, mode, args.consumers, args.partitions, Path(tmp))
+                for mode in args.modes]
+        cluster.shutdown()
+    print(f"rolling restart of {args.consumers} consumers on {args.partitions} partitions")
+    print(f"{'mode':<24}{'unowned partition-s':>20}{'rebalances':>12}{'seconds':>10}"
+          f"{'overlaps':>10}")
+    for r in rows:
+        print(f"{r['mode']:<24}{r['unowned_partition_s']:>20.1f}{r['rebalances']:>12}"
+              f"{r['seconds']:>10.1f}{r['overlaps']:>10}")
+    base = next((r for r in rows if r["mode"] == "classic-eager"), None)
+    if base and base["unowned_partition_s"] > 0:
+        for r in rows:
+            ratio = r["unowned_partition_s"] / base["unowned_partition_s"]
+            print(f"{r['mode']}: {ratio:.2f}x the eager classic unowned time")
+    return 0 if all(r["overlaps"] == 0 for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
