@@ -101,6 +101,10 @@ class ClassicMembersOfConsumerGroup:
             self._issued.discard((gid, member_id))
         else:
             member = rules.update_member(group, member, metadata)
+        if self.ctx.migration.maybe_downgrade(group):
+            # It replaced the last new-protocol member: the group is classic again, and this
+            # JoinGroup is one more member rejoining it.
+            return self.ctx.classic.join(req)
         rules.finish_turn()
         group = self.ctx.consumer_group(gid)
         assert group is not None

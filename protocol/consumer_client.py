@@ -37,7 +37,12 @@ Partitions = list[tuple[str, int]]  # (topic name, partition), sorted
 Callback = Callable[[Partitions], None]
 
 # Errors after which the same request may simply be tried again (Kafka's retriable ones).
-RETRIABLE = COORDINATOR_UNAVAILABLE | {Errors.UNKNOWN_SERVER_ERROR, Errors.UNRELEASED_INSTANCE_ID}
+# REBALANCE_IN_PROGRESS: a classic group converts to the new protocol only once it is stable.
+RETRIABLE = COORDINATOR_UNAVAILABLE | {
+    Errors.UNKNOWN_SERVER_ERROR,
+    Errors.UNRELEASED_INSTANCE_ID,
+    Errors.REBALANCE_IN_PROGRESS,
+}
 FENCED = frozenset({Errors.FENCED_MEMBER_EPOCH, Errors.UNKNOWN_MEMBER_ID})
 # Retry delay: 100 ms doubling up to 1 s; the exponent is capped so the delay stays bounded.
 RETRY_BACKOFF_S = 0.1

@@ -279,7 +279,7 @@ class ConsumerGroupRules:
         self._remove_member_records(group.group_id, member_id)
         self.ctx.classic_members.forget(group.group_id, member_id)
         self._mark(group.group_id, bump=True)
-        self.ctx.migration.after_member_removed(group)
+        self.ctx.migration.maybe_downgrade(group)
 
     # ------------------------------------------------- for classic members (migration)
 

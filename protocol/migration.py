@@ -179,9 +179,9 @@ class Migration:
 
     # ------------------------------------------------------------------ downgrade
 
-    def after_member_removed(self, group: ConsumerGroup) -> bool:
-        """The last new-protocol member left: a group of classic members only converts back
-        and rebalances as a classic group. Returns whether it did."""
+    def maybe_downgrade(self, group: ConsumerGroup) -> bool:
+        """The last new-protocol member left (or turned classic): a group of classic members
+        only converts back and rebalances as a classic group. Returns whether it did."""
         members = list(group.members.values())
         if (
             not members
