@@ -16,7 +16,7 @@ from __future__ import annotations
 from protocol import messages as m
 from protocol import partitions as pm
 from protocol.consumer_group import ConsumerGroup
-from protocol.consumer_member import ConsumerGroupMember
+from protocol.consumer_member import STATIC_LEAVE_EPOCH, ConsumerGroupMember
 from protocol.consumer_protocol import (
     PROTOCOL_TYPE,
     Assignment,
@@ -76,6 +76,16 @@ class ClassicMembersOfConsumerGroup:
                 raise CoordinatorError(
                     Errors.FENCED_INSTANCE_ID,
                     f"Instance id {req.group_instance_id} is held by member {holder}.",
+                )
+            if (
+                member is not None
+                and member.metadata.classic_member_metadata is None
+                and member.member_epoch != STATIC_LEAVE_EPOCH
+            ):
+                raise CoordinatorError(
+                    Errors.UNRELEASED_INSTANCE_ID,
+                    f"Static member {holder} with instance id {req.group_instance_id} still "
+                    "uses the new protocol; it must leave before a classic consumer takes over.",
                 )
         elif not req.member_id:
             # Dynamic newcomer: learn an id first (KIP-394), as in a classic group.

@@ -332,3 +332,27 @@ def test_a_new_dynamic_classic_member_joins_a_converted_group_after_learning_its
 
 def _history(shard):
     return shard.classic.history.get("g", [])
+
+
+def test_a_classic_restart_of_the_last_new_protocol_member_converts_the_group_back():
+    shard = classic_group_at_generation_22()
+    a = Member(shard, "A2", instance_id="a")
+    a.join()
+    again = m.JoinGroupRequest(
+        "g",
+        SESSION_MS,
+        60_000,
+        "",
+        "a",
+        "consumer",
+        [m.JoinGroupRequestProtocol("range", encode_subscription(Subscription(["foo"])))],
+    )
+    # Still active under the new protocol: the classic process must wait for it to leave.
+    resp = shard.handle(again).response
+    assert resp.error_code == Errors.UNRELEASED_INSTANCE_ID
+    assert isinstance(shard.groups["g"], ConsumerGroup)
+    a.leave(epoch=-2)  # a static member's temporary leave keeps its place
+    assert shard.handle(again).response is None  # rejoining the classic group: delayed
+    group = shard.groups["g"]
+    assert isinstance(group, ClassicGroup) and group.state == "preparing_rebalance"
+    assert group.static_members["a"] in group.members
