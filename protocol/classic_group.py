@@ -203,11 +203,13 @@ class ClassicGroup:
         self.topics = value.topics
         for meta in value.members:
             live = old.get(meta.member_id)
-            protocols = (
-                live.protocols
-                if live is not None
-                else [(value.protocol_name or "", meta.subscription)]
-            )
+            # The record holds the chosen protocol's metadata: it wins over what memory had.
+            chosen = (value.protocol_name or "", meta.subscription)
+            protocols = [chosen]
+            if live is not None:
+                protocols = [chosen if n == chosen[0] else (n, md) for n, md in live.protocols]
+                if chosen[0] not in {n for n, _ in live.protocols}:
+                    protocols.append(chosen)
             member = ClassicMember(
                 member_id=meta.member_id,
                 group_instance_id=meta.group_instance_id,

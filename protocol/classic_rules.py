@@ -83,7 +83,10 @@ class ClassicGroupRules:
                 f"The group's members support no protocol in common with {req.member_id or 'the'}"
                 f" joining member (protocol type {req.protocol_type!r}).",
             )
-        self.ctx.groups[req.group_id] = group
+        if existing is None:
+            # Written at once, as Kafka does, so the group outlives a failover from the start.
+            self.ctx.groups[req.group_id] = group
+            self._persist(group)
         if not req.member_id:
             return self._join_unknown(group, req)
         return self._join_known(group, req)
@@ -225,8 +228,9 @@ class ClassicGroupRules:
             cause = "member upgrade"
         elif req.reason == cg.TOPIC_METADATA_CHANGE and was_leader:
             cause = "topic metadata changed (leader)"
-        elif group.state == cg.COMPLETING_REBALANCE and group.loaded:
-            cause = "member rejoined after failover"
+        elif group.state == cg.COMPLETING_REBALANCE:
+            # The leader may be assigning to the old id right now: start over (Kafka does).
+            cause = "static member replaced during the sync phase"
         if cause is not None:
             self._update(member, req)
             self._await_join(group, member, req)
@@ -542,6 +546,8 @@ class ClassicGroupRules:
                 )
             else:
                 self._maybe_complete_join(group)
+        else:
+            self._maybe_complete_join(group)  # a pending member's leave may end the join phase
         return m.LeaveGroupResponse(members=results)
 
     def _leave_one(self, group: ClassicGroup, identity: m.MemberIdentity, left: list) -> Errors:
@@ -738,21 +744,26 @@ class ClassicGroupRules:
                 self.ctx.timers.cancel(sync_key(key.group_id))
             return
         assert isinstance(value, GroupMetadataValue)
-        if group is not None:
-            group.replay(value)
-            return
-        # A group known only from its record: a new coordinator took it over (seed 003).
-        group = ClassicGroup(key.group_id, loaded=True)
+        if group is None:
+            # A group known only from its records: a new coordinator took it over (seed 003).
+            group = ClassicGroup(key.group_id, loaded=True)
+            self.ctx.groups[key.group_id] = group
         group.replay(value)
-        self.ctx.groups[key.group_id] = group
-        for member in group.members.values():
-            self._reset_session(group, member)
-        if group.state == cg.COMPLETING_REBALANCE:
-            self.ctx.timers.schedule(
-                sync_key(key.group_id), self.ctx.now_ms + group.rebalance_timeout_ms()
-            )
-        elif group.state == cg.PREPARING_REBALANCE:
+        if group.state == cg.PREPARING_REBALANCE:
             group.state = cg.STABLE  # never persisted so; defensive for foreign logs
+        # Loading: every member's session starts now, and a sync phase gets its deadline.
+        # (Live, these timers exist already, except for members still awaiting their reply.)
+        for member in group.members.values():
+            if member.awaiting_join is None and (
+                session_key(group.group_id, member.member_id) not in self.ctx.timers
+            ):
+                self._reset_session(group, member)
+        if group.state == cg.COMPLETING_REBALANCE and sync_key(group.group_id) not in (
+            self.ctx.timers
+        ):
+            self.ctx.timers.schedule(
+                sync_key(group.group_id), self.ctx.now_ms + group.rebalance_timeout_ms()
+            )
 
     def start_after_downgrade(self, group: ClassicGroup) -> None:
         """A group just converted back from the new protocol: its members rejoin as a classic
