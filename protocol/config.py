@@ -35,6 +35,7 @@ class CoordinatorConfig:
     group_consumer_migration_policy: str = "bidirectional"
     # Offsets
     offsets_retention_minutes: int = 7 * 24 * 60
+    offsets_retention_check_interval_ms: int = 600_000
     offset_metadata_max_bytes: int = 4096
     # Cohort's own bound: how many rebalance causes a group remembers.
     group_rebalance_history_max: int = 32

@@ -6,9 +6,12 @@ group type can be read (and tested) on its own.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from protocol.classic_group import ClassicGroup
+
+if TYPE_CHECKING:
+    from protocol.classic_rules import ClassicGroupRules
 from protocol.config import CoordinatorConfig, GroupConfig
 from protocol.consumer_group import ConsumerGroup
 from protocol.metadata import MetadataImage
@@ -22,6 +25,7 @@ class ShardContext(Protocol):
     now_ms: int
     timers: Timers
     groups: dict[str, ConsumerGroup | ClassicGroup]
+    classic: ClassicGroupRules  # its ``history`` outlives group objects
 
     def emit(self, record: Record) -> None:
         """Apply the record to memory at once and queue it for the log."""
