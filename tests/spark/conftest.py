@@ -1,0 +1,26 @@
+"""One Spark-on-Ray session (RayDP) for the whole test session, on the session's Ray.
+
+It starts after the ``cluster`` fixture's Ray and stops before it. One executor with one core:
+the session's Ray has 2 CPUs, the executor actor holds one for as long as Spark runs, and the
+RayDP app master is placed with none, which leaves one CPU for ``ray.data``'s tasks.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def spark(cluster):
+    if shutil.which("java") is None:
+        pytest.skip("Spark needs a Java runtime (java on PATH)")
+    import raydp
+
+    from actors.export import start_spark
+
+    session = start_spark(app_name="cohort-tests", num_executors=1, executor_cores=1,
+                          executor_memory="1GB")
+    yield session
+    raydp.stop_spark()
