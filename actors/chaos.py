@@ -10,7 +10,9 @@ consumer. Then it lets the system settle and checks DESIGN.md's invariants:
 2. member epochs never go down and never exceed the group epoch;
 3. once chaos stops, each group converges: every partition owned by exactly one member;
 4. a restarted partition serves what it acknowledged: the group epoch and every surviving
-   member's epoch right after reload are at least what they were just before the kill.
+   member's epoch right after reload are at least what they were just before the kill;
+5. committed offsets, read before and after every action, never go back or vanish, and
+   every partition's processed ranges (the consumers' synthetic streams) leave no gap.
 
 Everything random comes from ``seed``, so a failing run can be replayed (up to timing).
 """
@@ -32,8 +34,11 @@ from actors.invariants import (
     check_all,
     check_converged,
     check_not_behind,
+    check_offsets_monotonic,
+    check_stream,
     summarize,
 )
+from protocol import messages as m
 
 SETTLE_TIMEOUT_S = 60.0
 PROGRESS_WIDTH = 30
@@ -48,6 +53,7 @@ class ChaosReport:
     consumers_added: int = 0
     rebalances: int = 0
     events: int = 0
+    commits: int = 0
     violations: list[Violation] = field(default_factory=list)
 
     def summary(self) -> str:
@@ -55,7 +61,8 @@ class ChaosReport:
             f"chaos: {self.seconds:.0f} s, kills: {self.partition_kills} partitions "
             f"({self.mid_rebalance_kills} mid-rebalance) + {self.consumer_kills} consumers, "
             f"consumers added: {self.consumers_added}, rebalances: {self.rebalances}, "
-            f"timeline events: {self.events}\n{summarize(self.violations)}"
+            f"timeline events: {self.events}, acknowledged commits: {self.commits}\n"
+            f"{summarize(self.violations)}"
         )
 
 
@@ -81,6 +88,7 @@ class ChaosRun:
         self.initial_consumers = consumers
         self.consumers: list[_Consumer] = []
         self.report = ChaosReport(seconds=0)
+        self.offset_samples: list[dict[tuple[str, str, int], int]] = []
 
     # ------------------------------------------------------------------ the run
 
@@ -97,14 +105,27 @@ class ChaosRun:
         while (elapsed := time.monotonic() - started) < seconds:
             self._show(elapsed, seconds)
             time.sleep(self.rng.uniform(0.5, 2.0))
+            self._sample_offsets()
             self.rng.choice([self._kill_partition, self._kill_partition, self._kill_consumer,
                              self._add_consumer])()
+            self._sample_offsets()
         self._show(seconds, seconds)
         if self.progress:
             print(file=sys.stderr)
         self.report.seconds = time.monotonic() - started
         self._settle_and_check()
         return self.report
+
+    def _sample_offsets(self) -> None:
+        """Read every group's committed offsets: invariant 5 says the readings never go back
+        (a partition kill in between must not lose an acknowledged commit)."""
+        sample = {}
+        for g in self.groups:
+            resp = self.cluster.call(m.OffsetFetchRequest(group_id=g))
+            for t in resp.topics:
+                for p in t.partitions:
+                    sample[(g, t.name, p.partition_index)] = p.committed_offset
+        self.offset_samples.append(sample)
 
     def _spawn(self, group: str) -> None:
         path = self.workdir / f"consumer-{len(self.consumers)}.jsonl"
@@ -189,6 +210,10 @@ class ChaosRun:
             self.report.rebalances += described.group_epoch
         self.report.events = len(events)
         self.report.violations += check_all(events, ends, end, epochs)
+        self._sample_offsets()
+        self.report.violations += check_offsets_monotonic(self.offset_samples)
+        self.report.violations += check_stream(events, self.offset_samples[-1])
+        self.report.commits = sum(1 for e in events if e["event"] == "committed")
         self.report.violations.sort(key=lambda v: v.invariant)
 
     def _assignments(self) -> dict[tuple[str, str], list[tuple[str, int]]]:

@@ -30,7 +30,9 @@ from ray.exceptions import RayActorError
 
 from actors.controller import CONTROLLER_NAME, NAMESPACE, partition_actor_name
 from actors.placement import partition_for
+from protocol import messages as m
 from protocol.consumer_client import ConsumerMemberClient
+from protocol.stream_progress import StreamProgress
 
 log = logging.getLogger(__name__)
 
@@ -67,24 +69,34 @@ class ConsumerClient:
             raise ValueError(f"n must be in 1..{MAX_MEMBERS_PER_ACTOR}")
         self.group_id = group_id
         self._topic_names: dict[str, str] = {}
-        self._members = [
-            ConsumerMemberClient(
-                group_id,
-                new_member_id(),
-                instance_id=None if instance_id is None else (
-                    instance_id if n == 1 else f"{instance_id}-{i}"
-                ),
-                topic_names=self._topic_names,
-                **member_options,
+        stream = member_options.pop("stream", True)
+        records_per_s = member_options.pop("records_per_s", 50.0)
+        commit_interval_s = member_options.pop("commit_interval_s", 0.5)
+        self._members: list[ConsumerMemberClient] = []
+        self._progress: list[StreamProgress | None] = []
+        for i in range(n):
+            progress = (
+                StreamProgress(group_id, records_per_s, commit_interval_s) if stream else None
             )
-            for i in range(n)
-        ]
+            self._progress.append(progress)
+            self._members.append(
+                ConsumerMemberClient(
+                    group_id,
+                    new_member_id(),
+                    instance_id=None if instance_id is None else (
+                        instance_id if n == 1 else f"{instance_id}-{i}"
+                    ),
+                    topic_names=self._topic_names,
+                    **_with_progress(member_options, progress),
+                )
+            )
         self._coordinator = ray.get_actor(
             partition_actor_name(partition_for(group_id, num_partitions)), namespace=NAMESPACE
         )
         self._controller = ray.get_actor(CONTROLLER_NAME, namespace=NAMESPACE)
         self._timeline_path = timeline_path
         self._flushed = [0] * n
+        self._progress_flushed = [0] * n
         self._stopping = False
         self._calls = 0
         self._requests = 0
@@ -146,7 +158,7 @@ class ConsumerClient:
         await self._refresh_topic_names()
         while not self._stopping:
             now = time.monotonic()
-            batch = [(mem, req) for mem in self._members if (req := mem.poll(now)) is not None]
+            batch = self._poll(now)
             if batch:
                 await self._send(batch)
                 self._flush_timeline()
@@ -158,6 +170,21 @@ class ConsumerClient:
             wait = min([MAX_SLEEP_S, *[d - time.monotonic() for d in dues]])
             await asyncio.sleep(max(wait, 0.001))
 
+    def _poll(self, now: float) -> list[tuple[ConsumerMemberClient, object]]:
+        """Each member's due requests: its offset fetches and commits first, then its
+        heartbeat, so a revoked partition's last commit lands before the acknowledgement."""
+        batch: list[tuple[ConsumerMemberClient, object]] = []
+        for mem, progress in zip(self._members, self._progress, strict=True):
+            epoch = mem.member_epoch  # a leave changes it inside poll; commit with this one
+            heartbeat = mem.poll(now)
+            if progress is not None:
+                progress.advance(now)
+                for req in progress.requests(mem.member_id, epoch, now):
+                    batch.append((mem, req))
+            if heartbeat is not None:
+                batch.append((mem, heartbeat))
+        return batch
+
     async def _send(self, batch: list[tuple[ConsumerMemberClient, object]]) -> None:
         self._calls += 1
         self._requests += len(batch)
@@ -168,12 +195,21 @@ class ConsumerClient:
             self._failed_calls += 1
             log.debug("heartbeat batch failed: %s", e)
             now = time.monotonic()
-            for mem, _ in batch:
-                mem.on_failure(now)
+            for mem, req in batch:
+                if isinstance(req, m.ConsumerGroupHeartbeatRequest):
+                    mem.on_failure(now)
+                else:
+                    self._progress_of(mem).on_failure(req)
             return
         now = time.monotonic()
-        for (mem, _), reply in zip(batch, replies, strict=True):
-            mem.on_response(now, reply)
+        for (mem, req), reply in zip(batch, replies, strict=True):
+            if isinstance(req, m.ConsumerGroupHeartbeatRequest):
+                mem.on_response(now, reply)
+            else:
+                self._progress_of(mem).on_reply(req, reply, now)
+
+    def _progress_of(self, mem: ConsumerMemberClient) -> StreamProgress:
+        return self._progress[self._members.index(mem)]
 
     async def _refresh_topic_names(self) -> None:
         try:
@@ -193,6 +229,35 @@ class ConsumerClient:
             for e in events[self._flushed[i] :]:
                 lines.append(json.dumps(dict(e, group_id=self.group_id)))
             self._flushed[i] = len(events)
+            progress = self._progress[i]
+            if progress is not None:
+                for e in progress.events[self._progress_flushed[i] :]:
+                    lines.append(
+                        json.dumps(dict(e, group_id=self.group_id, member_id=mem.member_id))
+                    )
+                self._progress_flushed[i] = len(progress.events)
         if lines:
             with open(self._timeline_path, "a") as f:
                 f.write("\n".join(lines) + "\n")
+
+
+def _with_progress(options: dict[str, Any], progress: StreamProgress | None) -> dict[str, Any]:
+    """The member's callbacks, with the stream's bookkeeping run first (a user callback
+    given in ``options`` still runs after it)."""
+    if progress is None:
+        return options
+    out = dict(options)
+    user = {k: options.get(k) for k in ("on_assign", "on_revoke", "on_lost")}
+
+    def chain(own, theirs):
+        def callback(parts):
+            own(parts)
+            if theirs is not None:
+                theirs(parts)
+
+        return callback
+
+    out["on_assign"] = chain(progress.assigned, user["on_assign"])
+    out["on_revoke"] = chain(lambda p: progress.revoked(p, time.monotonic()), user["on_revoke"])
+    out["on_lost"] = chain(lambda p: progress.lost(p, time.monotonic()), user["on_lost"])
+    return out

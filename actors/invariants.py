@@ -16,7 +16,9 @@ from typing import Any
 TopicPartition = tuple[str, int]
 Event = Mapping[str, Any]
 
-SUMMARY_MESSAGES_PER_INVARIANT = 5  # bounds what summarize() prints, however large the run
+SUMMARY_MESSAGES_PER_INVARIANT = 5
+# What a consumer's synthetic stream adds to its timeline (checked by ``check_stream``).
+STREAM_EVENTS = ("processed", "committed")  # bounds what summarize() prints, however large the run
 
 
 @dataclass(frozen=True)
@@ -87,7 +89,7 @@ def _walk(
                     broken.append(
                         f"{_name(group_id, tp)}: {member_id} revoked it {at} without owning it"
                     )
-            else:
+            elif kind not in STREAM_EVENTS:
                 raise ValueError(f"unknown timeline event {kind!r} from {member_id}")
     for (group_id, member_id), owned in open_since.items():
         end = end_times.get(member_id, default_end)
@@ -141,6 +143,8 @@ def check_epochs(events: Iterable[Event], group_epochs: Mapping[str, int]) -> li
     last: dict[tuple[str, str], tuple[int, float]] = {}
     broken: list[str] = []
     for ev in events:
+        if ev["event"] in STREAM_EVENTS:
+            continue
         group_id, member_id, t, epoch = ev["group_id"], ev["member_id"], ev["t"], ev["epoch"]
         key = (group_id, member_id)
         if key in last and epoch < last[key][0]:
@@ -252,13 +256,23 @@ def check_not_behind(before: Any, after: Any) -> list[Violation]:
         return [Violation(4, f"{before.group_id} unreadable after reload: {after.error_code}")]
     out = []
     if after.group_epoch < before.group_epoch:
-        out.append(Violation(4, f"{before.group_id}: group epoch {before.group_epoch} -> "
-                                f"{after.group_epoch} across a partition restart"))
+        out.append(
+            Violation(
+                4,
+                f"{before.group_id}: group epoch {before.group_epoch} -> "
+                f"{after.group_epoch} across a partition restart",
+            )
+        )
     now = {mm.member_id: mm.member_epoch for mm in after.members}
     for mm in before.members:
         if mm.member_id in now and now[mm.member_id] < mm.member_epoch:
-            out.append(Violation(4, f"{before.group_id}/{mm.member_id}: member epoch "
-                                    f"{mm.member_epoch} -> {now[mm.member_id]} after reload"))
+            out.append(
+                Violation(
+                    4,
+                    f"{before.group_id}/{mm.member_id}: member epoch "
+                    f"{mm.member_epoch} -> {now[mm.member_id]} after reload",
+                )
+            )
     return out
 
 
@@ -311,3 +325,51 @@ def unowned_seconds(
                 reach = hi
         total += (end - start) - covered
     return total
+
+
+def check_stream(
+    events: Iterable[Event], committed_now: Mapping[tuple[str, str, int], int]
+) -> list[Violation]:
+    """Invariant 5 for the synthetic stream: every partition's processed ranges, from offset 0,
+    leave no gap (at-least-once: overlaps are re-processing, allowed), and what is committed
+    now was processed by someone."""
+    ranges: dict[tuple[str, str, int], list[tuple[int, int]]] = defaultdict(list)
+    for ev in events:
+        if ev["event"] == "processed":
+            (tp,) = ev["partitions"]
+            topic, partition = _tp(tp)
+            ranges[(ev["group_id"], topic, partition)].append((ev["from"], ev["to"]))
+    violations = []
+    for key in sorted(set(ranges) | set(committed_now)):
+        where = _name(key[0], (key[1], key[2]))
+        reach = 0
+        for lo, hi in sorted(ranges.get(key, [])):
+            if lo > reach:
+                gap = f"offsets {reach}..{lo} were never processed"
+                violations.append(Violation(5, f"{where}: {gap} (a new owner skipped them)"))
+            reach = max(reach, hi)
+        committed = committed_now.get(key, -1)
+        if committed > reach:
+            msg = f"{where}: committed {committed} but processing only reached {reach}"
+            violations.append(Violation(5, msg))
+    return violations
+
+
+def check_offsets_monotonic(
+    samples: Sequence[Mapping[tuple[str, str, int], int]],
+) -> list[Violation]:
+    """Invariant 5: committed offsets, read again and again in time order, never go back
+    and never vanish (nothing here resets or deletes them)."""
+    violations = []
+    last: dict[tuple[str, str, int], int] = {}
+    for i, sample in enumerate(samples):
+        for key, offset in last.items():
+            now = sample.get(key)
+            where = _name(key[0], (key[1], key[2]))
+            if now is None:
+                violations.append(Violation(5, f"{where}: offset {offset} vanished at read {i}"))
+            elif now < offset:
+                msg = f"{where}: offset went back from {offset} to {now} at read {i}"
+                violations.append(Violation(5, msg))
+        last = {**last, **sample}
+    return violations

@@ -48,7 +48,7 @@ def main() -> None:
         per_host = args.members // args.hosts
         hosts = [
             cluster.spawn_consumers(group, per_host + (1 if i < args.members % args.hosts else 0),
-                                    topics=["scale"])
+                                    topics=["scale"], stream=False)
             for i in range(args.hosts)
         ]
         last_join = stable = None

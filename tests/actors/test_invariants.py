@@ -336,3 +336,26 @@ def test_unowned_seconds_counts_the_gaps_in_each_partitions_ownership_once():
     ]
     # partition 0: owned 0..6 and 8..10 of [0, 10) -> 2 s; partition 1: 9 s; partition 2: 10 s
     assert unowned_seconds(ivs, [("t", 0), ("t", 1), ("t", 2)], 0.0, 10.0) == 21.0
+
+
+def test_check_stream_finds_a_gap_between_owners_and_a_commit_beyond_processing():
+    from actors.invariants import check_stream
+
+    def processed(lo, hi):
+        return {"group_id": "g", "member_id": "a", "t": 0.0, "event": "processed",
+                "partitions": [("t", 0)], "from": lo, "to": hi}
+
+    ok = [processed(0, 10), processed(8, 20)]  # overlap: re-processing is fine
+    assert check_stream(ok, {("g", "t", 0): 20}) == []
+    gap = [processed(0, 10), processed(12, 20)]
+    assert [v.invariant for v in check_stream(gap, {})] == [5]
+    assert [v.invariant for v in check_stream(ok, {("g", "t", 0): 25})] == [5]
+
+
+def test_check_offsets_monotonic_reports_offsets_going_back_or_vanishing():
+    from actors.invariants import check_offsets_monotonic
+
+    k = ("g", "t", 0)
+    assert check_offsets_monotonic([{k: 1}, {k: 1}, {k: 5}]) == []
+    assert "went back" in check_offsets_monotonic([{k: 5}, {k: 3}])[0].message
+    assert "vanished" in check_offsets_monotonic([{k: 5}, {}])[0].message

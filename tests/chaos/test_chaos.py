@@ -12,5 +12,5 @@ def test_chaos_with_partition_and_consumer_kills_ends_with_no_violations(cluster
                        partitions=6, seed=7, progress=False)
     print(report.summary())
     assert report.partition_kills >= 1 and report.mid_rebalance_kills >= 1
-    assert report.events > 0
+    assert report.events > 0 and report.commits > 0
     assert report.violations == [], report.summary()
