@@ -89,7 +89,7 @@ class ClassicMembersOfConsumerGroup:
                 )
         elif not req.member_id:
             # Dynamic newcomer: learn an id first (KIP-394), as in a classic group.
-            member_id = f"{req.client_id or 'consumer'}-{self.ctx.new_member_id()}"
+            member_id = self._fresh_id(group, req.client_id or "consumer")
             self._issued.add((group.group_id, member_id))
             return m.JoinGroupResponse(
                 error_code=Errors.MEMBER_ID_REQUIRED,
@@ -106,9 +106,14 @@ class ClassicMembersOfConsumerGroup:
         metadata = _classic_metadata(req, sub)
         owned = self._owned(sub)
         if member is None:
-            member_id = req.member_id or f"{req.group_instance_id}-{self.ctx.new_member_id()}"
+            member_id = req.member_id or self._fresh_id(group, req.group_instance_id)
             member = rules.add_member(group, member_id, metadata)
             self._issued.discard((gid, member_id))
+        elif not req.member_id:
+            # A static member's new process: a new id in the old place (the old id is fenced).
+            new_id = self._fresh_id(group, req.group_instance_id)
+            self._syncing.discard((gid, member.member_id))
+            member = rules.replace_member(group, member, new_id, metadata)
         else:
             member = rules.update_member(group, member, metadata)
         if self.ctx.migration.maybe_downgrade(group):
@@ -289,6 +294,12 @@ class ClassicMembersOfConsumerGroup:
             if topic is not None:
                 out.append((topic.name, list(partitions)))
         return out
+
+    def _fresh_id(self, group: ConsumerGroup, prefix: str) -> str:
+        while True:
+            member_id = f"{prefix}-{self.ctx.new_member_id()}"
+            if member_id not in group.members and (group.group_id, member_id) not in self._issued:
+                return member_id
 
     def forget(self, group_id: str, member_id: str) -> None:
         self._syncing.discard((group_id, member_id))

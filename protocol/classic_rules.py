@@ -125,14 +125,14 @@ class ClassicGroupRules:
     ) -> m.JoinGroupResponse | None:
         iid = req.group_instance_id
         if iid is not None:
-            new_id = self._new_member_id(iid)
+            new_id = self._new_member_id(iid, group)
             holder = group.member_by_instance(iid)
             if holder is not None:
                 return self._static_rejoin(group, holder, new_id, req)
             self._check_size(group)
             return self._add_and_join(group, new_id, req)
         self._check_size(group)
-        new_id = self._new_member_id(req.client_id or "consumer")
+        new_id = self._new_member_id(req.client_id or "consumer", group)
         # KIP-394: a member first learns its id, so a retried JoinGroup cannot add a ghost.
         group.pending_members.add(new_id)
         self.ctx.timers.schedule(
@@ -422,6 +422,7 @@ class ClassicGroupRules:
         for member in group.members.values():
             if member.awaiting_sync is not None:
                 request, member.awaiting_sync = member.awaiting_sync, None
+                self._reset_session(group, member)  # it gets a full session to rejoin
                 self.ctx.complete(
                     request,
                     m.SyncGroupResponse(
@@ -645,9 +646,14 @@ class ClassicGroupRules:
             self._on_sync_deadline(group)
         elif kind == "classic-session":
             member = group.members.get(key[2])
-            if member is not None and member.awaiting_join is None:
-                self._drop(group, member)
-                self._after_removal(group, "member session timed out", member)
+            if member is None or member.awaiting_join is not None:
+                return
+            if member.awaiting_sync is not None:
+                # Waiting on the leader's assignment counts as alive (Kafka's rule).
+                self._reset_session(group, member)
+                return
+            self._drop(group, member)
+            self._after_removal(group, "member session timed out", member)
         elif kind == "classic-pending":
             group.pending_members.discard(key[2])
             self._maybe_complete_join(group)
@@ -784,8 +790,15 @@ class ClassicGroupRules:
             )
         return group
 
-    def _new_member_id(self, prefix: str) -> str:
-        return f"{prefix}-{self.ctx.new_member_id()}"
+    def _new_member_id(self, prefix: str, group: ClassicGroup | None = None) -> str:
+        """Random ids can repeat (a reloaded shard may reuse its seed): never hand out one
+        the group already uses."""
+        while True:
+            member_id = f"{prefix}-{self.ctx.new_member_id()}"
+            if group is None or (
+                member_id not in group.members and member_id not in group.pending_members
+            ):
+                return member_id
 
 
 def _protocols(req: m.JoinGroupRequest) -> list[tuple[str, bytes]]:

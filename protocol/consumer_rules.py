@@ -314,6 +314,22 @@ class ConsumerGroupRules:
         self._reset_session(group.group_id, member.member_id)
         return updated
 
+    def replace_member(
+        self, group: ConsumerGroup, old: ConsumerGroupMember, new_id: str, fields: dict
+    ) -> ConsumerGroupMember:
+        """A static member's new process (new member id) takes the old one's place and
+        assignment; the old id is gone, so its process is fenced."""
+        new = replace(old, member_id=new_id).updated(**fields)
+        gid = group.group_id
+        target = group.target.get(old.member_id, ConsumerGroupTargetAssignmentMemberValue())
+        self._remove_member_records(gid, old.member_id)
+        self.ctx.emit(Record(ConsumerGroupMemberMetadataKey(gid, new_id), new.metadata))
+        self.ctx.emit(Record(ConsumerGroupTargetAssignmentMemberKey(gid, new_id), target))
+        self.ctx.emit(Record(ConsumerGroupCurrentMemberAssignmentKey(gid, new_id), new.current))
+        self._mark(gid, bump=_subscription_changed(old, new))
+        self._reset_session(gid, new_id)
+        return new
+
     def touch_session(self, group_id: str, member_id: str) -> None:
         self._reset_session(group_id, member_id)
 

@@ -78,11 +78,19 @@ def test_rolling_upgrade_to_the_new_protocol_and_back_never_double_owns(cluster,
                                       timeline_path=str(paths[-1]))
 
     handles = [classic(i) for i in range(n)]
+    stopped: dict[str, float] = {}  # member id -> when its process stopped
+
+    def stop(i: int, leave: bool) -> None:
+        ray.get(handles[i].stop.remote(leave=leave))
+        at = time.monotonic()
+        for e in ray.get(handles[i].timeline.remote()):
+            stopped.setdefault(e["member_id"], at)
+        ray.kill(handles[i])
+
     wait_whole(handles, parts)
     # Upgrade: each static classic member restarts with the new protocol under its instance id.
     for i in range(n):
-        ray.get(handles[i].stop.remote(leave=False))
-        ray.kill(handles[i])
+        stop(i, leave=False)  # a static classic member just goes away
         handles[i] = new(i)
         wait_whole(handles, parts)
         assert cluster.list_groups(types=["consumer"]) and cluster.describe(group).error_code == 0
@@ -90,8 +98,7 @@ def test_rolling_upgrade_to_the_new_protocol_and_back_never_double_owns(cluster,
     # Downgrade: each member leaves for a while (a static leave keeps its place) and restarts as
     # a classic consumer under its instance id; the last one converts the group back.
     for i in range(n):
-        ray.get(handles[i].stop.remote(leave=True))
-        ray.kill(handles[i])
+        stop(i, leave=True)
         handles[i] = classic(i, restart=True)
         wait_whole(handles, parts)
     described = cluster.call(m.DescribeGroupsRequest([group])).groups[0]
@@ -101,4 +108,4 @@ def test_rolling_upgrade_to_the_new_protocol_and_back_never_double_owns(cluster,
     ray.get([h.stop.remote(leave=True) for h in handles])
     events = [e for p in paths for e in _read_timeline(p)]
     assert events, "the consumers wrote no timelines"
-    assert check_exclusive_ownership(events, {}, end) == []
+    assert check_exclusive_ownership(events, stopped, end) == []
