@@ -94,8 +94,12 @@ def run_mode(cluster: Cluster, mode: str, consumers: int, partitions: int, workd
     time.sleep(1.0)  # let the last rebalance settle before the clock starts
     before = _rebalances(cluster, mode, group)
     start = time.monotonic()
+    stopped: dict[str, float] = {}  # member id -> when its process stopped owning anything
     for i in range(consumers):
         ray.get(handles[i].stop.remote(leave=mode != "classic-static-restart"))
+        at = time.monotonic()
+        for e in ray.get(handles[i].timeline.remote()):
+            stopped.setdefault(e["member_id"], at)
         ray.kill(handles[i])
         paths.append(workdir / f"{mode}-{i}-1.jsonl")
         handles[i] = _spawn(cluster, mode, group, topic, i, paths[-1], first=False)
@@ -105,14 +109,14 @@ def run_mode(cluster: Cluster, mode: str, consumers: int, partitions: int, workd
     for h in handles:
         ray.get(h.stop.remote(leave=True))
     events = [e for p in paths for e in _read_timeline(p)]
-    intervals = ownership_intervals(events, {}, end)
+    intervals = ownership_intervals(events, stopped, end)
     tps = [(topic, p) for p in range(partitions)]
     return {
         "mode": mode,
         "unowned_partition_s": unowned_seconds(intervals, tps, start, end),
         "rebalances": rebalances,
         "seconds": end - start,
-        "overlaps": len(check_exclusive_ownership(events, {}, end)),
+        "overlaps": len(check_exclusive_ownership(events, stopped, end)),
     }
 
 

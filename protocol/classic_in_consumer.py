@@ -168,7 +168,7 @@ class ClassicMembersOfConsumerGroup:
             )
         self._syncing.discard((group.group_id, member.member_id))
         self.ctx.consumer.touch_session(group.group_id, member.member_id)
-        assigned = self._named(member.assigned_partitions)
+        assigned = self.ctx.image.named(member.assigned_partitions)
         return m.SyncGroupResponse(
             protocol_type=PROTOCOL_TYPE,
             protocol_name=req.protocol_name,
@@ -253,7 +253,7 @@ class ClassicMembersOfConsumerGroup:
                     client_id=mem.client_id,
                     client_host=mem.client_host,
                     member_assignment=encode_assignment(
-                        Assignment(self._named(mem.assigned_partitions))
+                        Assignment(self.ctx.image.named(mem.assigned_partitions))
                     ),
                 )
                 for mem in group.members.values()
@@ -287,13 +287,6 @@ class ClassicMembersOfConsumerGroup:
             )
         return member
 
-    def _named(self, parts: PartitionMap) -> list[tuple[str, list[int]]]:
-        out = []
-        for topic_id, partitions in sorted(parts.items()):
-            topic = self.ctx.image.topic(topic_id)
-            if topic is not None:
-                out.append((topic.name, list(partitions)))
-        return out
 
     def _fresh_id(self, group: ConsumerGroup, prefix: str) -> str:
         while True:

@@ -8,7 +8,7 @@ recorded (the partition metadata record) to decide on an epoch bump.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 
@@ -60,6 +60,16 @@ class MetadataImage:
 
     def topic_names(self) -> list[str]:
         return list(self._by_name)
+
+    def named(self, parts: Mapping[str, Iterable[int]]) -> list[tuple[str, list[int]]]:
+        """``{topic_id: partitions}`` as the classic protocol names them: ``[(name, [p])]``,
+        topics this image no longer has left out."""
+        out = []
+        for topic_id, partitions in sorted(parts.items()):
+            topic = self._by_id.get(topic_id)
+            if topic is not None:
+                out.append((topic.name, list(partitions)))
+        return out
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, MetadataImage) and self._by_id == other._by_id

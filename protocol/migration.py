@@ -215,7 +215,7 @@ class Migration:
                     protocol_type=PROTOCOL_TYPE,
                     protocols=[(p.name, p.metadata) for p in meta.supported_protocols],
                     assignment=encode_assignment(
-                        Assignment(self._named(member.assigned_partitions))
+                        Assignment(self.ctx.image.named(member.assigned_partitions))
                     ),
                 )
             )
@@ -235,10 +235,3 @@ class Migration:
         self.ctx.emit(Record(GroupMetadataKey(gid), classic.to_record()))
         self.ctx.classic.start_after_downgrade(classic)
 
-    def _named(self, parts: PartitionMap) -> list[tuple[str, list[int]]]:
-        out = []
-        for topic_id, partitions in sorted(parts.items()):
-            topic = self.ctx.image.topic(topic_id)
-            if topic is not None:
-                out.append((topic.name, list(partitions)))
-        return out

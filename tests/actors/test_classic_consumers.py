@@ -9,6 +9,7 @@ import ray
 from actors.classic_consumer import ClassicConsumer
 from actors.invariants import check_exclusive_ownership
 from protocol import messages as m
+from tests.actors.ray_helpers import eventually, owned
 
 pytestmark = pytest.mark.ray
 
@@ -24,20 +25,6 @@ def spawn(cluster, group: str, topics: list[str], **options):
     return ClassicConsumer.options(name=None).remote(
         group, cluster.num_partitions, topics=topics, **{**OPTIONS, **options}
     )
-
-
-def eventually(predicate, timeout_s: float = 60.0, every_s: float = 0.2):
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(every_s)
-
-
-def owned(consumers) -> list[list[tuple[str, int]]]:
-    return [[tuple(tp) for tp in a] for a in ray.get([c.assignment.remote() for c in consumers])]
 
 
 def converged(consumers, topic: str, n: int) -> bool:

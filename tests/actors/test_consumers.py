@@ -6,22 +6,9 @@ import pytest
 import ray
 
 from actors.invariants import check_converged, check_exclusive_ownership
+from tests.actors.ray_helpers import eventually, owned
 
 pytestmark = pytest.mark.ray
-
-
-def eventually(predicate, timeout_s: float = 60.0, every_s: float = 0.2):
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(every_s)
-
-
-def owned(consumers) -> list[list[tuple[str, int]]]:
-    return [[tuple(tp) for tp in a] for a in ray.get([c.assignment.remote() for c in consumers])]
 
 
 def balanced(consumers, topic: str, n: int) -> bool:

@@ -12,6 +12,7 @@ import ray
 from actors.chaos import _read_timeline
 from actors.invariants import check_exclusive_ownership
 from protocol import messages as m
+from tests.actors.ray_helpers import wait_whole
 
 pytestmark = pytest.mark.ray
 
@@ -21,20 +22,6 @@ CLASSIC = {"session_timeout_ms": 4_000, "rebalance_timeout_ms": 8_000,
 
 def generation(cluster, group: str) -> int:
     return cluster.call(m.DescribeGroupsRequest([group])).groups[0].generation_id
-
-
-def owned(handles) -> list[tuple[str, int]]:
-    return [tuple(tp) for h in handles for tp in ray.get(h.assignment.remote())]
-
-
-def wait_whole(handles, partitions: int, timeout_s: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        got = owned(handles)
-        if len(got) == partitions and len(set(got)) == partitions:
-            return
-        assert time.monotonic() < deadline, f"not every partition owned once: {sorted(got)}"
-        time.sleep(0.2)
 
 
 def test_a_static_member_bounced_with_restart_causes_no_rebalance(cluster, tmp_path):

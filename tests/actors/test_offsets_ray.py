@@ -11,6 +11,7 @@ import ray
 from actors.chaos import _read_timeline
 from actors.invariants import check_offsets_monotonic, check_stream
 from protocol import messages as m
+from tests.actors.ray_helpers import wait_whole
 from tests.actors.test_partition import wait_restarted
 
 pytestmark = pytest.mark.ray
@@ -23,22 +24,12 @@ def committed(cluster, group: str) -> dict[tuple[str, str, int], int]:
             for t in resp.topics for p in t.partitions}
 
 
-def wait_owned(handles, partitions: int, timeout_s: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        got = [tuple(tp) for h in handles for tp in ray.get(h.assignment.remote())]
-        if len(got) == partitions and len(set(got)) == partitions:
-            return
-        assert time.monotonic() < deadline, f"partitions not all owned: {got}"
-        time.sleep(0.2)
-
-
 def test_a_killed_consumers_partitions_resume_from_its_last_commit(cluster, tmp_path):
     topic, group = "resume", "resume-g"
     cluster.create_topic(topic, 4)
     paths = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
     a, b = (cluster.spawn_consumer(group, [topic], timeline_path=str(p)) for p in paths)
-    wait_owned([a, b], 4)
+    wait_whole([a, b], 4)
     samples = []
     deadline = time.monotonic() + 30
     while len({k for k, v in committed(cluster, group).items() if v > 0}) < 4:
@@ -48,7 +39,7 @@ def test_a_killed_consumers_partitions_resume_from_its_last_commit(cluster, tmp_
     victims = {tuple(tp) for tp in ray.get(b.assignment.remote())}
     ray.kill(b)  # mid-stream: no leave, no last commit
     killed_at = time.monotonic()
-    wait_owned([a], 4, timeout_s=60)
+    wait_whole([a], 4, timeout_s=60)
     time.sleep(1.5)  # let the new owner process and commit past the old offsets
     samples.append(committed(cluster, group))
     # The coordinator dies too: the commits are in its log.
