@@ -180,8 +180,21 @@ def _shard_tables(shard) -> dict[str, pa.Table]:
     for g in groups:
         if isinstance(g, ClassicGroup):
             _classic_group(g, image, cols)
-    _offsets(getattr(getattr(shard, "offsets", None), "offsets", None) or {}, cols["offsets"])
+    _offsets(shard.offsets.offsets, cols["offsets"])
+    _rebalances(shard.classic.history, cols["rebalances"])
     return {name: c.table() for name, c in cols.items()}
+
+
+def _rebalances(history: dict, out: _Columns) -> None:
+    """Why each group rebalanced (classic PreparingRebalance, consumer epoch bumps): kept
+    per group id, so a group's history spans its protocol conversions."""
+    for gid in sorted(history):
+        for cause in history[gid]:
+            out.add(
+                group_id=gid, time_ms=cause.time_ms, generation_id=cause.generation_id,
+                reason=cause.reason or "", member_id=cause.member_id,
+                group_instance_id=cause.group_instance_id,
+            )
 
 
 # ---------------------------------------------------------------------- consumer groups
@@ -279,12 +292,6 @@ def _classic_group(group: ClassicGroup, image: MetadataImage, cols: dict[str, _C
                    "topic_name": topic}
             cols["target_assignment"].extend_partitions(ps, **row)
             cols["current_assignment"].extend_partitions(ps, **row, pending_revocation=False)
-    for cause in getattr(group, "history", ()) or ():
-        cols["rebalances"].add(
-            group_id=gid, time_ms=cause.time_ms, generation_id=cause.generation_id,
-            reason=cause.reason or "", member_id=cause.member_id,
-            group_instance_id=cause.group_instance_id,
-        )
 
 
 def _classic_member_state(mem: ClassicMember) -> str:

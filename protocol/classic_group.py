@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from protocol import messages as m
 from protocol.records import (
+    ClassicProtocol,
     GroupMemberMetadata,
     GroupMetadataValue,
     TopicMetadataEntry,
@@ -183,6 +184,7 @@ class ClassicGroup:
                     session_timeout_ms=mem.session_timeout_ms,
                     subscription=mem.metadata_for(self.protocol_name),
                     assignment=mem.assignment,
+                    protocols=tuple(ClassicProtocol(n, md) for n, md in mem.protocols),
                 )
                 for mem in self.members.values()
             ),
@@ -205,11 +207,10 @@ class ClassicGroup:
             live = old.get(meta.member_id)
             # The record holds the chosen protocol's metadata: it wins over what memory had.
             chosen = (value.protocol_name or "", meta.subscription)
-            protocols = [chosen]
-            if live is not None:
-                protocols = [chosen if n == chosen[0] else (n, md) for n, md in live.protocols]
-                if chosen[0] not in {n for n, _ in live.protocols}:
-                    protocols.append(chosen)
+            known = [(p.name, p.metadata) for p in meta.protocols] or [chosen]
+            protocols = [chosen if n == chosen[0] else (n, md) for n, md in known]
+            if chosen[0] not in {n for n, _ in known} and value.protocol_name is not None:
+                protocols.append(chosen)
             member = ClassicMember(
                 member_id=meta.member_id,
                 group_instance_id=meta.group_instance_id,

@@ -227,7 +227,9 @@ class ClassicMembersOfConsumerGroup:
                 error = Errors.UNKNOWN_MEMBER_ID
             if error == Errors.NONE:
                 self._syncing.discard((group.group_id, mid))
-                self.ctx.consumer.fence(group, mid)
+                self.ctx.consumer.fence(
+                    group, mid, f"member left the group: {identity.reason or 'no reason given'}"
+                )
                 converted = self.ctx.consumer_group(group.group_id)
                 if converted is None:  # it became a classic group again
                     break
@@ -286,7 +288,6 @@ class ClassicMembersOfConsumerGroup:
                 f"Member {member_id} uses the new protocol: it cannot speak the classic one.",
             )
         return member
-
 
     def _fresh_id(self, group: ConsumerGroup, prefix: str) -> str:
         while True:

@@ -366,19 +366,29 @@ class ClassicGroupRules:
         self._maybe_complete_join(group)
 
     def _remember(self, group: ClassicGroup, reason: str, member: ClassicMember | None) -> None:
-        cause = RebalanceCauseEntry(
-            time_ms=self.ctx.now_ms,
-            generation_id=group.generation_id,
-            reason=reason,
-            member_id=member.member_id if member is not None else None,
-            group_instance_id=member.group_instance_id if member is not None else None,
+        self.remember(
+            group.group_id,
+            group.generation_id,
+            reason,
+            member.member_id if member is not None else None,
+            member.group_instance_id if member is not None else None,
         )
-        causes = [*self.history.get(group.group_id, ()), cause]
+
+    def remember(
+        self,
+        group_id: str,
+        generation_id: int,
+        reason: str,
+        member_id: str | None = None,
+        instance_id: str | None = None,
+    ) -> None:
+        """Keep why a group rebalances (a classic group entering PreparingRebalance, or a
+        consumer group's epoch bump), bounded, as a record of its own."""
+        cause = RebalanceCauseEntry(self.ctx.now_ms, generation_id, reason, member_id, instance_id)
+        causes = [*self.history.get(group_id, ()), cause]
         causes = causes[-self.ctx.config.group_rebalance_history_max :]
         self.ctx.emit(
-            Record(
-                GroupRebalanceHistoryKey(group.group_id), GroupRebalanceHistoryValue(tuple(causes))
-            )
+            Record(GroupRebalanceHistoryKey(group_id), GroupRebalanceHistoryValue(tuple(causes)))
         )
 
     def _maybe_complete_join(self, group: ClassicGroup) -> None:

@@ -73,6 +73,7 @@ class ConsumerGroupRules:
     def __init__(self, ctx: ShardContext) -> None:
         self.ctx = ctx
         self._bump: set[str] = set()  # groups whose epoch this turn must bump
+        self._causes: dict[str, tuple[str, ConsumerGroupMember | None]] = {}
         self._touched: set[str] = set()  # groups whose target may need computing
 
     # ------------------------------------------------------------------ step 1: admit
@@ -91,7 +92,7 @@ class ConsumerGroupRules:
         member = self._existing_member(group, req)
         assert group is not None
         if req.member_epoch != member.member_epoch and not self._lost_response(member, req, owned):
-            self.fence(group, member.member_id)
+            self.fence(group, member.member_id, "member fenced: stale epoch")
             return m.ConsumerGroupHeartbeatResponse(
                 error_code=Errors.FENCED_MEMBER_EPOCH,
                 error_message=(
@@ -186,7 +187,7 @@ class ConsumerGroupRules:
                 member.current,
             )
         )
-        self._mark(req.group_id, bump=True)
+        self._mark(req.group_id, bump=True, reason="new member joined", member=member)
         self._reset_session(req.group_id, member_id)
         return Admitted(req, req.group_id, member_id, None, {}, True)
 
@@ -212,7 +213,7 @@ class ConsumerGroupRules:
         self.ctx.emit(Record(ConsumerGroupTargetAssignmentMemberKey(gid, new_id), target))
         self.ctx.emit(Record(ConsumerGroupCurrentMemberAssignmentKey(gid, new_id), new.current))
         if _subscription_changed(old, new):
-            self._mark(gid, bump=True)
+            self._mark(gid, bump=True, reason="static member rejoined with changes", member=new)
         self._reset_session(gid, new_id)
         return Admitted(req, gid, new_id, None, {}, True)
 
@@ -228,7 +229,7 @@ class ConsumerGroupRules:
             key = ConsumerGroupMemberMetadataKey(group.group_id, member.member_id)
             self.ctx.emit(Record(key, updated.metadata))
             if _subscription_changed(member, updated):
-                self._mark(group.group_id, bump=True)
+                self._mark(group.group_id, True, "member subscription changed", updated)
         # Touched even when unchanged: a target that could not be computed earlier is retried.
         self._mark(group.group_id, bump=False)
         self._reset_session(group.group_id, member.member_id)
@@ -256,7 +257,7 @@ class ConsumerGroupRules:
         member = self._existing_member(group, req)
         assert group is not None
         if req.member_epoch == LEAVE_EPOCH:
-            self.fence(group, member.member_id)
+            self.fence(group, member.member_id, "member left the group")
         else:
             # A static member going away for a while keeps its assignment and its place.
             away = member.moved(
@@ -273,12 +274,13 @@ class ConsumerGroupRules:
             heartbeat_interval_ms=self.heartbeat_interval_ms(group.group_id),
         )
 
-    def fence(self, group: ConsumerGroup, member_id: str) -> None:
+    def fence(self, group: ConsumerGroup, member_id: str, reason: str = "member removed") -> None:
         """Remove a member (it left, was fenced or timed out) and trigger a rebalance; a group
         left with classic members only converts back to a classic group (seed 002)."""
+        member = group.members.get(member_id)
         self._remove_member_records(group.group_id, member_id)
         self.ctx.classic_members.forget(group.group_id, member_id)
-        self._mark(group.group_id, bump=True)
+        self._mark(group.group_id, bump=True, reason=reason, member=member)
         self.ctx.migration.maybe_downgrade(group)
 
     # ------------------------------------------------- for classic members (migration)
@@ -297,7 +299,7 @@ class ConsumerGroupRules:
         self.ctx.emit(
             Record(ConsumerGroupCurrentMemberAssignmentKey(gid, member_id), member.current)
         )
-        self._mark(gid, bump=True)
+        self._mark(gid, bump=True, reason="new member joined", member=member)
         self._reset_session(gid, member_id)
         return member
 
@@ -309,7 +311,7 @@ class ConsumerGroupRules:
             key = ConsumerGroupMemberMetadataKey(group.group_id, member.member_id)
             self.ctx.emit(Record(key, updated.metadata))
             if _subscription_changed(member, updated):
-                self._mark(group.group_id, bump=True)
+                self._mark(group.group_id, True, "member subscription changed", updated)
         self._mark(group.group_id, bump=False)
         self._reset_session(group.group_id, member.member_id)
         return updated
@@ -326,7 +328,7 @@ class ConsumerGroupRules:
         self.ctx.emit(Record(ConsumerGroupMemberMetadataKey(gid, new_id), new.metadata))
         self.ctx.emit(Record(ConsumerGroupTargetAssignmentMemberKey(gid, new_id), target))
         self.ctx.emit(Record(ConsumerGroupCurrentMemberAssignmentKey(gid, new_id), new.current))
-        self._mark(gid, bump=_subscription_changed(old, new))
+        self._mark(gid, _subscription_changed(old, new), "static member rejoined with changes", new)
         self._reset_session(gid, new_id)
         return new
 
@@ -338,19 +340,35 @@ class ConsumerGroupRules:
         self.ctx.emit(Record(ConsumerGroupTargetAssignmentMemberKey(group_id, member_id), None))
         self.ctx.emit(Record(ConsumerGroupMemberMetadataKey(group_id, member_id), None))
 
-    def _mark(self, group_id: str, bump: bool) -> None:
+    def _mark(
+        self,
+        group_id: str,
+        bump: bool,
+        reason: str = "",
+        member: ConsumerGroupMember | None = None,
+    ) -> None:
         self._touched.add(group_id)
         if bump:
             self._bump.add(group_id)
+            # The first cause of the turn's bump is what the rebalance history keeps.
+            self._causes.setdefault(group_id, (reason, member))
 
     # -------------------------------------------------------------- step 2: finish turn
 
     def finish_turn(self) -> None:
-        bump, touched = self._bump, self._touched
-        self._bump, self._touched = set(), set()
+        bump, touched, causes = self._bump, self._touched, self._causes
+        self._bump, self._touched, self._causes = set(), set(), {}
         for group_id in sorted(bump):
             group = self.ctx.consumer_group(group_id)
             if group is not None:
+                reason, member = causes.get(group_id, ("", None))
+                self.ctx.classic.remember(
+                    group_id,
+                    group.group_epoch,
+                    reason or "group changed",
+                    member.member_id if member is not None else None,
+                    member.instance_id if member is not None else None,
+                )
                 self._bump_epoch(group)
         for group_id in sorted(touched):
             group = self.ctx.consumer_group(group_id)
@@ -447,8 +465,10 @@ class ConsumerGroupRules:
         member = group.members.get(member_id) if group is not None else None
         if member is None:
             return
-        if kind == "consumer-session" or member.state is MemberState.UNREVOKED_PARTITIONS:
-            self.fence(group, member_id)
+        if kind == "consumer-session":
+            self.fence(group, member_id, "member session timed out")
+        elif member.state is MemberState.UNREVOKED_PARTITIONS:
+            self.fence(group, member_id, "member did not revoke within its rebalance timeout")
 
     def after_replay(
         self, group: ConsumerGroup, record: Record, before: ConsumerGroupMember | None
@@ -492,7 +512,7 @@ class ConsumerGroupRules:
                 group.members
                 and group.subscription_entries(self.ctx.image) != group.subscription_metadata
             ):
-                self._mark(group.group_id, bump=True)
+                self._mark(group.group_id, bump=True, reason="topic metadata changed")
 
 
 # ------------------------------------------------------------------------------ helpers

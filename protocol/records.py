@@ -190,6 +190,9 @@ class GroupMemberMetadata:
     session_timeout_ms: int
     subscription: bytes  # the member's metadata for the group's protocol
     assignment: bytes
+    # Every protocol the member supports (Kafka keeps only the chosen one, so a reloaded
+    # group would refuse joiners the original accepted).
+    protocols: tuple[ClassicProtocol, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -55,11 +55,11 @@ def add_classic_group(shard: GroupCoordinatorShard) -> ClassicGroup:
     group.add(classic_member("x", ["foo"], [("foo", [0, 1])], instance="x-static"))
     group.add(classic_member("y", ["foo"], [("foo", [2, 3])]))
     group.add(classic_member("z", ["foo"], [], assignment=b"\xc1not msgpack"))
-    group.history = [
+    shard.groups[group.group_id] = group
+    shard.classic.history[group.group_id] = [  # kept per group id, apart from the group
         RebalanceCauseEntry(1_000, 4, "member x joined", "x", "x-static"),
         RebalanceCauseEntry(2_000, 5, "topic_metadata_change"),
     ]
-    shard.groups[group.group_id] = group
     return group
 
 
@@ -261,3 +261,17 @@ def test_offsets_a_member_commits_are_exported():
     [row] = rows(shard_tables(shard)["offsets"])
     assert (row["group_id"], row["topic"], row["partition"], row["committed_offset"],
             row["leader_epoch"], row["metadata"]) == ("g", "foo", foo_p, 77, 2, "ckpt")
+
+
+def test_a_consumer_groups_epoch_bumps_are_rebalance_rows_with_their_causes():
+    shard = GroupCoordinatorShard(metadata=image(foo=4))
+    join = m.ConsumerGroupHeartbeatRequest(group_id="kg", member_id="a", member_epoch=0,
+                                           rebalance_timeout_ms=60_000,
+                                           subscribed_topic_names=["foo"], topic_partitions=[])
+    shard.handle(join)
+    shard.handle(m.ConsumerGroupHeartbeatRequest(group_id="kg", member_id="a", member_epoch=-1))
+    causes = rows(shard_tables(shard)["rebalances"], group_id="kg")
+    assert [(c["generation_id"], c["reason"], c["member_id"]) for c in causes] == [
+        (0, "new member joined", "a"),
+        (1, "member left the group", "a"),
+    ]

@@ -34,6 +34,7 @@ from protocol.records import (
     ConsumerGroupPartitionMetadataKey,
     ConsumerGroupTargetAssignmentMemberKey,
     ConsumerGroupTargetAssignmentMetadataKey,
+    GroupRebalanceHistoryKey,
 )
 from protocol.shard import CoordinatorResult, GroupCoordinatorShard
 from protocol.types import INT_BOUNDS, MAX_STRING_CHARS
@@ -424,6 +425,7 @@ def assert_only_fenced(before_groups: dict, shard, req, result: CoordinatorResul
         ConsumerGroupPartitionMetadataKey,
         ConsumerGroupTargetAssignmentMetadataKey,
         ConsumerGroupTargetAssignmentMemberKey,  # the remaining members' recomputed targets
+        GroupRebalanceHistoryKey,  # why the epoch was bumped
     )
     for r in result.records:
         assert r.key.group_id == gid
