@@ -17,6 +17,7 @@ from protocol.shard import GroupCoordinatorShard
 from tests.protocol.driver import image
 from tests.protocol.test_classic_group import (
     CONFIG,
+    FOO,
     REBALANCE_MS,
     SESSION_MS,
     Bench,
@@ -42,7 +43,7 @@ def failover(bench: Bench, *consumers: Consumer, metadata=None, records=None, no
     for r in loaded:
         new.shard.replay(decode_record(encode_record(r)))
     new.records = list(loaded)
-    new._take(new.shard.update_metadata(new.image))
+    new.update_metadata(new.image)
     for c in consumers:
         c.bench = new
     return new
@@ -272,6 +273,22 @@ def test_a_reloaded_group_in_the_sync_phase_still_enforces_the_sync_deadline():
     assert "SyncGroup" in history_reasons(new)[-1]
 
 
+def test_a_reloaded_group_admits_the_joiners_the_original_admitted():
+    """The design's replay rule ("replaying the records gives the same state") for what a
+    group accepts: a member offering two protocols must be loaded offering both (Kafka's
+    loader keeps only the chosen one), or a joiner sharing only the other is refused after
+    a failover though the original coordinator admits it."""
+    bench = Bench()
+    a = bench.consumer("a", protocols=[("cooperative-sticky", FOO), ("range", FOO)])
+    form(bench, a)
+    assert bench.describe().protocol_data == "cooperative-sticky"
+    joiner = bench.consumer("b", protocols=[("range", FOO)])
+    assert joiner.send_join().response.error_code == Errors.MEMBER_ID_REQUIRED
+    new = failover(bench, a)
+    late = new.consumer("c", protocols=[("range", FOO)])
+    assert late.send_join().response.error_code == Errors.MEMBER_ID_REQUIRED
+
+
 # ================================================================== replay equivalence
 
 
@@ -336,9 +353,8 @@ def test_replaying_the_records_rebuilds_the_group_after_each_kind_of_change():
 
 
 def test_a_group_created_by_a_first_join_survives_a_failover():
-    """The first JoinGroup creates the group (MEMBER_ID_REQUIRED, Empty). Kafka appends an
-    empty GroupMetadata record in that case so the group exists after a reload too; here the
-    live shard lists an Empty group that replaying its records does not rebuild."""
+    """The first JoinGroup creates the group (MEMBER_ID_REQUIRED, Empty); Kafka writes it at
+    once, so a reload finds the same Empty group."""
     bench = Bench()
     assert bench.consumer("a").send_join().response.error_code == Errors.MEMBER_ID_REQUIRED
     assert bench.state() == cg.EMPTY

@@ -4,15 +4,13 @@ ListGroups): one rule of Kafka's classic coordinator, or of seed 003, per test.
 ``Bench`` is a shard plus everything it answered and wrote; ``Consumer`` speaks to it as a
 classic consumer does: it learns its member id from MEMBER_ID_REQUIRED, its generation from
 the JoinGroup reply (which may come later, through another member's event) and its assignment
-from the SyncGroup reply. Static membership and KIP-800 live in ``test_classic_static``,
-failover and replay in ``test_classic_failover``, random runs in ``test_classic_stateful``.
+from the SyncGroup reply. Refused requests live in ``test_classic_validation``, static
+membership and KIP-800 in ``test_classic_static``, failover and replay in
+``test_classic_failover``, random runs in ``test_classic_stateful``.
 """
 
 from __future__ import annotations
 
-import copy
-import dataclasses
-import typing
 from dataclasses import dataclass, field
 
 import pytest
@@ -70,6 +68,10 @@ class Bench:
 
     def advance(self, ms: int) -> CoordinatorResult:
         return self.tick(self.now_ms + ms)
+
+    def update_metadata(self, metadata) -> CoordinatorResult:
+        self.image = metadata
+        return self._take(self.shard.update_metadata(metadata))
 
     def _take(self, res: CoordinatorResult) -> CoordinatorResult:
         self.records += res.records
@@ -273,186 +275,6 @@ def assert_refused(bench: Bench, req: object, error: Errors, group_id: str = "g"
     return res.response
 
 
-# ============================================================================ validation
-
-
-def valid_requests(bench: Bench, a: Consumer) -> list[object]:
-    return [
-        a.join_request(),
-        m.SyncGroupRequest("g", a.generation, a.member_id, None, "consumer", "range", []),
-        m.HeartbeatRequest("g", a.generation, a.member_id),
-        m.LeaveGroupRequest("g", [m.MemberIdentity(a.member_id)]),
-    ]
-
-
-@pytest.mark.parametrize("kind", ["join", "sync", "heartbeat", "leave"])
-def test_empty_group_id_is_invalid_group_id(kind):
-    bench = Bench()
-    a = bench.consumer("a")
-    form(bench, a)
-    req = dict(zip(["join", "sync", "heartbeat", "leave"], valid_requests(bench, a), strict=True))[
-        kind
-    ]
-    req.group_id = ""
-    assert_refused(bench, req, Errors.INVALID_GROUP_ID)
-
-
-@pytest.mark.parametrize(
-    ("session_ms", "error"),
-    [
-        (CONFIG.group_min_session_timeout_ms - 1, Errors.INVALID_SESSION_TIMEOUT),
-        (CONFIG.group_max_session_timeout_ms + 1, Errors.INVALID_SESSION_TIMEOUT),
-        (0, Errors.INVALID_SESSION_TIMEOUT),
-        (CONFIG.group_min_session_timeout_ms, Errors.MEMBER_ID_REQUIRED),
-        (CONFIG.group_max_session_timeout_ms, Errors.MEMBER_ID_REQUIRED),
-    ],
-)
-def test_session_timeout_must_lie_within_the_brokers_bounds(session_ms, error):
-    bench = Bench()
-    a = bench.consumer("a", session_timeout_ms=session_ms)
-    resp = a.send_join().response
-    assert resp.error_code == error
-
-
-def test_session_timeout_outside_the_bounds_is_refused_for_a_known_member_too():
-    bench = Bench()
-    a = bench.consumer("a")
-    form(bench, a)
-    assert_refused(bench, a.join_request(session_timeout_ms=1), Errors.INVALID_SESSION_TIMEOUT)
-
-
-@pytest.mark.parametrize(
-    "overrides",
-    [{"protocols": []}, {"protocol_type": ""}],
-    ids=["no-protocols", "empty-protocol-type"],
-)
-def test_join_without_protocols_or_protocol_type_is_inconsistent_group_protocol(overrides):
-    bench = Bench()
-    a = bench.consumer("a")
-    assert_refused(bench, a.join_request(**overrides), Errors.INCONSISTENT_GROUP_PROTOCOL)
-    b = bench.consumer("b")
-    form(bench, b)
-    assert_refused(bench, a.join_request(**overrides), Errors.INCONSISTENT_GROUP_PROTOCOL)
-
-
-def test_joiner_sharing_no_protocol_with_the_members_is_inconsistent_group_protocol():
-    bench = Bench()
-    a = bench.consumer("a", protocols=[("range", FOO), ("roundrobin", FOO)])
-    b = bench.consumer("b", protocols=[("roundrobin", FOO)])
-    form(bench, a, b)
-    c = bench.consumer("c", protocols=[("cooperative-sticky", FOO), ("range", FOO)])
-    assert_refused(bench, c.join_request(), Errors.INCONSISTENT_GROUP_PROTOCOL)
-    # ... and a known member may not switch to protocols the others lack either.
-    req = a.join_request(protocols=[m.JoinGroupRequestProtocol("range", FOO)])
-    assert_refused(bench, req, Errors.INCONSISTENT_GROUP_PROTOCOL)
-
-
-def test_joiner_with_another_protocol_type_is_inconsistent_group_protocol():
-    bench = Bench()
-    a = bench.consumer("a")
-    form(bench, a)
-    c = bench.consumer("c")
-    assert_refused(
-        bench, c.join_request(protocol_type="connect"), Errors.INCONSISTENT_GROUP_PROTOCOL
-    )
-
-
-def test_a_protocol_shared_with_every_member_is_enough_to_join():
-    bench = Bench()
-    a = bench.consumer("a", protocols=[("range", FOO), ("roundrobin", FOO)])
-    b = bench.consumer("b", protocols=[("roundrobin", FOO)])
-    form(bench, a, b)
-    c = bench.consumer("c", protocols=[("cooperative-sticky", FOO), ("roundrobin", FOO)])
-    assert c.send_join().response.error_code == Errors.MEMBER_ID_REQUIRED
-    assert c.send_join().response is None  # admitted: the group rebalances
-
-
-@pytest.mark.parametrize("reason", ["", "Restart", "because", "rebalance"])
-def test_unknown_join_reason_is_invalid_request(reason):
-    bench = Bench()
-    a, b = bench.consumer("a"), bench.consumer("b")
-    form(bench, a)
-    assert_refused(bench, a.join_request(reason), Errors.INVALID_REQUEST)
-    assert_refused(bench, b.join_request(reason), Errors.INVALID_REQUEST)
-
-
-def test_known_join_reasons_are_accepted():
-    for reason in (*cg.JOIN_REASONS, None):
-        bench = Bench()
-        assert bench.consumer("a").send_join(reason).response.error_code == (
-            Errors.MEMBER_ID_REQUIRED
-        )
-
-
-WRONG_VALUES = {str: 7, int: "7", bytes: "x", bool: 1}
-
-
-def _wrong_values(hint) -> list[object]:
-    """Values of the wrong type (or out of range) for a field annotated ``hint``."""
-    origin = typing.get_origin(hint)
-    if origin is typing.Annotated:
-        return ["7", True, 1.5, 2**63]
-    if origin is list:
-        return ["x", None, {}]
-    args = [a for a in typing.get_args(hint) if a is not type(None)]
-    if args:  # Optional[X]
-        return [v for v in _wrong_values(args[0]) if v is not None]
-    return [WRONG_VALUES.get(hint, "x"), None, b"\x00" if hint is not bytes else 0]
-
-
-def mutations(req: object, path: str = "") -> list[tuple[str, object]]:
-    """(path, copy of ``req`` with the field at ``path`` replaced by a wrongly typed value),
-    for every field, nested structs in lists included."""
-    out = []
-    hints = typing.get_type_hints(type(req), include_extras=True)
-    for f in dataclasses.fields(req):
-        value = getattr(req, f.name)
-        for wrong in _wrong_values(hints[f.name]):
-            bad = copy.deepcopy(req)
-            setattr(bad, f.name, wrong)
-            out.append((f"{path}{f.name}={wrong!r}", bad))
-        if isinstance(value, list) and value and dataclasses.is_dataclass(value[0]):
-            for sub_path, sub_bad in mutations(value[0], f"{path}{f.name}[0]."):
-                bad = copy.deepcopy(req)
-                getattr(bad, f.name)[0] = sub_bad
-                out.append((sub_path, bad))
-            bad = copy.deepcopy(req)
-            getattr(bad, f.name)[0] = "not a struct"
-            out.append((f"{path}{f.name}[0]=str", bad))
-    return out
-
-
-def _typed_requests() -> list[tuple[str, str, object]]:
-    protos = [m.JoinGroupRequestProtocol("range", FOO)]
-    reqs = {
-        "join": m.JoinGroupRequest("g", SESSION_MS, REBALANCE_MS, "m", "i", "consumer", protos),
-        "sync": m.SyncGroupRequest(
-            "g", 1, "m", "i", "consumer", "range", [m.SyncGroupRequestAssignment("m", b"x")]
-        ),
-        "heartbeat": m.HeartbeatRequest("g", 1, "m", "i"),
-        "leave": m.LeaveGroupRequest("g", [m.MemberIdentity("m", "i", "bye")]),
-        "describe": m.DescribeGroupsRequest(["g"]),
-    }
-    return [(kind, path, bad) for kind, req in reqs.items() for path, bad in mutations(req)]
-
-
-@pytest.mark.parametrize(
-    ("kind", "path", "bad"), _typed_requests(), ids=lambda v: v if isinstance(v, str) else ""
-)
-def test_any_field_of_the_wrong_type_is_invalid_request_and_changes_nothing(kind, path, bad):
-    bench = Bench()
-    a, b = bench.consumer("a"), bench.consumer("b", instance_id="i")
-    form(bench, a, b)
-    before = snapshot(bench)
-    res = bench.send(bad)
-    if kind == "describe":
-        assert all(g.error_code == Errors.INVALID_REQUEST for g in res.response.groups)
-    else:
-        assert res.response.error_code == Errors.INVALID_REQUEST, res.response
-    assert res.records == [] and [q for q, _ in res.replies] == [bad]
-    assert snapshot(bench) == before
-
-
 # ================================================================= member ids (KIP-394)
 
 
@@ -536,6 +358,13 @@ def test_a_pending_member_id_holds_the_join_phase_until_it_expires():
     assert a.join_reply is None and b.join_reply is None
     bench.advance(SESSION_MS)
     assert a.join_reply.generation_id == 2 and len(a.join_reply.members) == 2
+
+
+def test_a_static_join_with_a_made_up_member_id_and_an_unknown_instance_is_unknown_member_id():
+    bench = Bench()
+    form(bench, bench.consumer("a"))
+    s = bench.consumer("s", instance_id="s-1", member_id="made-up")
+    assert_refused(bench, s.join_request(), Errors.UNKNOWN_MEMBER_ID)
 
 
 def test_a_static_member_joins_without_member_id_required():
@@ -844,6 +673,76 @@ def test_the_group_max_size_refuses_one_member_too_many():
     assert_refused(bench, s.join_request(), Errors.GROUP_MAX_SIZE_REACHED)
 
 
+def test_a_join_without_a_rebalance_timeout_uses_its_session_timeout():
+    """JoinGroup v0 has no rebalance timeout (-1): the session timeout serves as both."""
+    bench = Bench()
+    a, b, c = (bench.consumer(n, rebalance_timeout_ms=-1) for n in "abc")
+    form(bench, a, b, c)
+    a.join("upgrade")
+    b.join()
+    keep_alive(bench, SESSION_MS - 1, c)
+    assert a.join_reply is None
+    bench.advance(1)
+    assert a.join_reply.generation_id == 2 and len(a.join_reply.members) == 2
+
+
+def test_several_joins_in_one_turn_each_get_their_reply():
+    bench = Bench()
+    a, b, c = (bench.consumer(n) for n in "abc")
+    form(bench, a, b, c)
+    reqs = [x.join_request("upgrade") for x in (a, b, c)]
+    res = bench.batch(reqs)
+    assert [id(q) for q, _ in res.replies] == [id(r) for r in reqs]
+    assert {r.generation_id for _, r in res.replies} == {2}
+    assert [r.leader for _, r in res.replies] == [a.member_id] * 3
+    assert [len(r.members) for _, r in res.replies] == [3, 0, 0]
+
+
+def test_the_group_max_size_also_holds_during_a_rebalance():
+    bench = Bench(CoordinatorConfig(group_initial_rebalance_delay_ms=DELAY_MS, group_max_size=2))
+    a, b, c = (bench.consumer(n) for n in "abc")
+    form(bench, a, b)
+    a.join("upgrade")
+    assert bench.state() == cg.PREPARING_REBALANCE
+    assert_refused(bench, c.join_request(), Errors.GROUP_MAX_SIZE_REACHED)
+
+
+# ============================================================== metadata (seed 003, point 1)
+
+
+def test_partitions_added_to_a_subscribed_topic_make_a_stable_group_rebalance():
+    bench = Bench(metadata=image(foo=4, bar=2))
+    a, b = bench.consumer("a"), bench.consumer("b")
+    form(bench, a, b)
+    res = bench.update_metadata(image(foo=5, bar=2))
+    assert bench.state() == cg.PREPARING_REBALANCE
+    assert "topic metadata" in bench.describe().rebalance_history[-1].reason
+    assert bench.group_records(res) == []  # the generation is not over until it is
+    assert a.heartbeat().error_code == Errors.REBALANCE_IN_PROGRESS
+
+
+def test_a_change_to_an_unsubscribed_topic_leaves_the_group_alone():
+    bench = Bench(metadata=image(foo=4, bar=2))
+    a = bench.consumer("a")  # subscribed to foo only
+    form(bench, a)
+    bench.update_metadata(image(foo=4, bar=9, baz=1))
+    assert bench.state() == cg.STABLE
+    assert a.heartbeat().error_code == Errors.NONE
+
+
+def test_a_metadata_change_during_the_sync_phase_restarts_the_rebalance():
+    bench = Bench(metadata=image(foo=4, bar=2))
+    a, b = bench.consumer("a"), bench.consumer("b")
+    a.join()
+    b.join()
+    end_join_phase(bench)
+    follower = b if a.is_leader else a
+    follower.sync()
+    bench.update_metadata(image(foo=8, bar=2))
+    assert bench.state() == cg.PREPARING_REBALANCE
+    assert follower.synced.error_code == Errors.REBALANCE_IN_PROGRESS
+
+
 # ============================================================================ SyncGroup
 
 
@@ -1099,6 +998,21 @@ def test_a_member_waiting_in_the_join_phase_is_not_expired_by_its_session_timeou
     assert a.join_reply.generation_id == 2 and len(bench.describe().members) == 3
 
 
+def test_a_member_waiting_for_the_leaders_sync_is_not_expired_by_its_session_timeout():
+    """Kafka's rule: a member whose SyncGroup waits on the leader counts as alive."""
+    bench = Bench()
+    a, b = bench.consumer("a"), bench.consumer("b")
+    a.join()
+    b.join()
+    end_join_phase(bench)
+    leader, follower = (a, b) if a.is_leader else (b, a)
+    assert follower.sync() is None
+    keep_alive(bench, SESSION_MS * 2, leader)  # the follower sends nothing but its sync
+    assert len(bench.describe().members) == 2
+    leader.sync({leader: b"L", follower: b"F"})
+    assert follower.synced.assignment == b"F"
+
+
 def test_failure_detection_restarts_when_the_join_reply_is_sent():
     bench = Bench()
     a, b = bench.consumer("a"), bench.consumer("b")
@@ -1332,6 +1246,13 @@ def test_list_groups_state_filter_accepts_kafkas_spelling(states, expected):
     resp = bench.shard.handle(m.ListGroupsRequest(states_filter=states)).response
     assert resp.error_code == Errors.NONE
     assert [x.group_id for x in resp.groups] == expected
+
+
+def test_list_groups_with_an_unknown_state_is_invalid_request():
+    bench = Bench()
+    form(bench, bench.consumer("a"))
+    resp = bench.shard.handle(m.ListGroupsRequest(states_filter=["Rebalancing"])).response
+    assert resp.error_code == Errors.INVALID_REQUEST
 
 
 def test_list_groups_type_filter_selects_classic_groups():
