@@ -46,6 +46,8 @@ class CoordinatorConfig:
         unknown = set(self.group_consumer_assignors) - set(SERVER_ASSIGNORS)
         if unknown:
             raise ValueError(f"unknown server assignors {sorted(unknown)}")
+        if self.group_max_size < 1 or self.group_consumer_max_size < 1:
+            raise ValueError("group sizes must be at least 1 (Kafka's lower bound)")
         if self.group_consumer_migration_policy not in (
             "disabled",
             "upgrade",
