@@ -417,9 +417,11 @@ def _timeline(args: argparse.Namespace) -> int:
         history = admin.rebalance_history(_connect(args), args.group)
     if not timelines and not history:
         raise admin.AdminError(
-            f"Nothing to draw for group '{args.group}': it has no rebalance history (KIP-848 "
-            "groups keep none); pass --timelines DIR, the files ConsumerClient(timeline_path="
-            "...) appends to.")
+            f"Nothing to draw for group '{args.group}': it has no rebalance history; pass "
+            "--timelines DIR, the files ConsumerClient(timeline_path=...) appends to.")
+    out_dir = os.path.dirname(os.path.abspath(args.out))
+    if not os.path.isdir(out_dir):
+        raise admin.AdminError(f"Cannot write {args.out}: no directory {out_dir}.")
     summary = draw_timeline(timelines, args.out, rebalances=history,
                             title=f"group {args.group}: partition ownership")
     row = {"out": summary.path, "members": len(summary.members),

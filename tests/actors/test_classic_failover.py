@@ -16,6 +16,7 @@ import ray
 from protocol import messages as m
 from protocol.consumer_protocol import Subscription, encode_subscription
 from protocol.errors import COORDINATOR_UNAVAILABLE, Errors
+from tests.actors.ray_helpers import eventually
 from tests.actors.test_partition import wait_restarted
 
 pytestmark = pytest.mark.ray
@@ -144,8 +145,8 @@ def test_point_2_an_unpersisted_rebalance_is_forgotten_and_a_known_member_rejoin
     assert describe(cluster, leader.group).group_state == "stable"
     # A member the new coordinator does not know triggers a rebalance.
     stranger = Raw(cluster, leader.group, "fo-2")
-    stranger.start_join()
-    assert describe(cluster, leader.group).group_state == "preparing_rebalance"
+    stranger.start_join()  # Ray does not order calls: wait for it to land
+    eventually(lambda: describe(cluster, leader.group).group_state == "preparing_rebalance")
 
 
 def test_point_3_some_joins_arrived_then_the_rebalance_restarts_on_membership_change(cluster):
@@ -161,7 +162,7 @@ def test_point_3_some_joins_arrived_then_the_rebalance_restarts_on_membership_ch
     # ...so it joins afresh, as a new member: a rebalance for everyone.
     newcomer.member_id = ""
     ref = newcomer.start_join()
-    assert leader.heartbeat() == Errors.REBALANCE_IN_PROGRESS
+    eventually(lambda: leader.heartbeat() == Errors.REBALANCE_IN_PROGRESS)
     refs = [leader.start_join(), follower.start_join()]
     newcomer.joined(ref)
     leader.joined(refs[0])
@@ -195,5 +196,5 @@ def test_point_5_members_with_the_reply_carry_on_and_one_without_it_forces_a_reb
     assert leader.heartbeat() == Errors.NONE  # it has the new generation: fine
     # The follower behaves as if it never got its reply: it sends JoinGroup again.
     follower.start_join()
-    assert describe(cluster, leader.group).group_state == "preparing_rebalance"
+    eventually(lambda: describe(cluster, leader.group).group_state == "preparing_rebalance")
     assert leader.heartbeat() == Errors.REBALANCE_IN_PROGRESS

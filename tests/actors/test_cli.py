@@ -127,7 +127,8 @@ def queries(groups, address):
         "state": ["groups", "--describe", "--group", RUNNING, "--state", "--json"],
         "regex": ["groups", "--validate-regex", "cli-(orders|audit)"],
         "missing": ["groups", "--describe", "--group", "cli-missing"],
-        "no_timeline": ["timeline", "--group", RUNNING, "--out", "/nonexistent/t.png"],
+        "no_timeline": ["timeline", "--group", "cli-never-seen", "--out", "/nonexistent/t.png"],
+        "bad_out": ["timeline", "--group", RUNNING, "--out", "/nonexistent/t.png"],
     }, address)
 
 
@@ -292,9 +293,12 @@ def test_timeline_draws_consumer_timeline_files_without_a_cluster(tmp_path):
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_timeline_of_a_group_without_history_or_files_says_what_to_pass(queries):
-    err = refused(queries["no_timeline"], "Error: Nothing to draw for group 'cli-running'")
-    assert "--timelines DIR" in err
+def test_timeline_of_a_group_that_does_not_exist_says_so(queries):
+    refused(queries["no_timeline"], "Error: Consumer group 'cli-never-seen' does not exist.")
+
+
+def test_timeline_to_a_directory_that_does_not_exist_is_a_clear_error(queries):
+    refused(queries["bad_out"], "Error: Cannot write /nonexistent/t.png")
 
 
 # ----------------------------------------------------------------------------- export
