@@ -132,7 +132,7 @@ def test_point_2_an_unpersisted_rebalance_is_forgotten_and_a_known_member_rejoin
     leader, follower = stable_pair(cluster, "fo-2")
     newcomer = Raw(cluster, leader.group, "fo-2")
     newcomer.start_join()  # starts a rebalance: waits in the join phase
-    assert follower.heartbeat() == Errors.REBALANCE_IN_PROGRESS
+    eventually(lambda: follower.heartbeat() == Errors.REBALANCE_IN_PROGRESS)
     kill_and_wait(cluster, leader.group)
     after = describe(cluster, leader.group)
     assert (after.group_state, after.generation_id) == ("stable", 1)
