@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping
 import pyarrow as pa
 
 from protocol.classic_group import ClassicGroup, ClassicMember
+from protocol.consumer_describe import topic_name
 from protocol.consumer_group import ConsumerGroup
 from protocol.consumer_member import MemberState
 from protocol.consumer_protocol import (
@@ -214,7 +215,7 @@ def _consumer_group(group: ConsumerGroup, image: MetadataImage, config,
 
     def name_of(topic_id: str) -> str:
         if topic_id not in names:
-            names[topic_id] = _topic_name(image, group, topic_id)
+            names[topic_id] = topic_name(image, group, topic_id)
         return names[topic_id]
 
     current = cols["current_assignment"]
@@ -253,13 +254,6 @@ def _consumer_members(groups: list[ConsumerGroup], cols: _Columns) -> None:
     )
 
 
-def _topic_name(image: MetadataImage, group: ConsumerGroup, topic_id: str) -> str:
-    """The topic's name now, or as the group last recorded it (as describe names it)."""
-    t = image.topic(topic_id)
-    if t is not None:
-        return t.name
-    entry = group.subscription_metadata.get(topic_id)
-    return entry.topic_name if entry is not None else ""
 
 
 # ---------------------------------------------------------------------- classic groups

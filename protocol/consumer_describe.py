@@ -29,7 +29,7 @@ def _member(
 ) -> m.DescribedMember:
     def described(parts: pm.PartitionMap) -> list[m.DescribedTopicPartitions]:
         return [
-            m.DescribedTopicPartitions(tid, _topic_name(image, group, tid), list(ps))
+            m.DescribedTopicPartitions(tid, topic_name(image, group, tid), list(ps))
             for tid, ps in sorted(parts.items())
         ]
 
@@ -49,7 +49,7 @@ def _member(
     )
 
 
-def _topic_name(image: MetadataImage, group: ConsumerGroup, topic_id: str) -> str:
+def topic_name(image: MetadataImage, group: ConsumerGroup, topic_id: str) -> str:
     """The topic's name now, or as the group last recorded it (a deleted topic keeps its name)."""
     t = image.topic(topic_id)
     if t is not None:

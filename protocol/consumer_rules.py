@@ -223,7 +223,12 @@ class ConsumerGroupRules:
         member: ConsumerGroupMember,
         req: m.ConsumerGroupHeartbeatRequest,
     ) -> None:
-        updated = _apply_request(member, req)
+        self._store(group, member, _apply_request(member, req))
+
+    def _store(
+        self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember
+    ) -> None:
+        """Persist a member's changed metadata (a rebalance if its subscription changed)."""
         if updated.metadata != member.metadata:
             self._check_client_assignors(group, updated)
             key = ConsumerGroupMemberMetadataKey(group.group_id, member.member_id)
@@ -307,13 +312,7 @@ class ConsumerGroupRules:
         self, group: ConsumerGroup, member: ConsumerGroupMember, fields: dict
     ) -> ConsumerGroupMember:
         updated = member.updated(**fields)
-        if updated.metadata != member.metadata:
-            key = ConsumerGroupMemberMetadataKey(group.group_id, member.member_id)
-            self.ctx.emit(Record(key, updated.metadata))
-            if _subscription_changed(member, updated):
-                self._mark(group.group_id, True, "member subscription changed", updated)
-        self._mark(group.group_id, bump=False)
-        self._reset_session(group.group_id, member.member_id)
+        self._store(group, member, updated)
         return updated
 
     def replace_member(
