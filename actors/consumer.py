@@ -96,6 +96,9 @@ class ConsumerClient:
         self._controller = ray.get_actor(CONTROLLER_NAME, namespace=NAMESPACE)
         self._timeline_path = timeline_path
         self._flushed = [0] * n
+        self._progress_by_member = {
+            id(mem): p for mem, p in zip(self._members, self._progress, strict=True)
+        }
         self._progress_flushed = [0] * n
         self._stopping = False
         self._calls = 0
@@ -209,7 +212,7 @@ class ConsumerClient:
                 self._progress_of(mem).on_reply(req, reply, now)
 
     def _progress_of(self, mem: ConsumerMemberClient) -> StreamProgress:
-        return self._progress[self._members.index(mem)]
+        return self._progress_by_member[id(mem)]
 
     async def _refresh_topic_names(self) -> None:
         try:
