@@ -8,7 +8,9 @@ event to the shard one after another (no ``await`` inside a state change), appen
 records the turn produced as one batch (one write, one fsync: group commit), and only then
 releases the turn's replies (invariant 4). Requests that arrive while a turn writes wait for
 the next turn. All heartbeats of a turn go through one ``handle_batch``, so a group's target
-assignment is computed once per turn however many members joined in it.
+assignment is computed once per turn however many members joined in it. A classic JoinGroup or
+SyncGroup may be answered in a later turn (when the rest of its group arrives or a timer
+fires): replies are matched to their requests by identity, whichever turn completes them.
 
 On (re)start it loads snapshot + log in a worker thread and answers
 COORDINATOR_LOAD_IN_PROGRESS meanwhile; the shard is built with the load time as its clock, so
