@@ -163,6 +163,9 @@ class ConsumerClient:
             now = time.monotonic()
             batch = self._poll(now)
             if batch:
+                # What was processed is on disk before its commit leaves: a killed actor's file
+                # never shows less processing than the coordinator may have committed.
+                self._flush_timeline()
                 await self._send(batch)
                 self._flush_timeline()
                 if any(mem.partitions_unresolved for mem in self._members):
