@@ -17,16 +17,12 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+import tomllib
 import yaml
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from ray.autoscaler._private.util import prepare_config, validate_config
 from ray.scripts.scripts import start as ray_start_cli
-
-try:
-    import tomllib
-except ImportError:  # Python 3.10
-    tomllib = pytest.importorskip("tomli")
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER_YAML = ROOT / "cluster.yaml"

@@ -14,8 +14,8 @@ import pytest
 
 @pytest.fixture(scope="session")
 def spark(cluster):
-    if shutil.which("java") is None:
-        pytest.skip("Spark needs a Java runtime (java on PATH)")
+    # scripts/setup.sh installs Java; without it these tests must fail, not vanish.
+    assert shutil.which("java") is not None, "Spark needs a Java runtime (java on PATH)"
     import raydp
 
     from actors.export import start_spark
