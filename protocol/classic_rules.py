@@ -22,6 +22,7 @@ from protocol.classic_group import ClassicGroup, ClassicMember
 from protocol.consumer_group import ConsumerGroup
 from protocol.consumer_protocol import PROTOCOL_TYPE, ConsumerProtocolError, decode_subscription
 from protocol.context import ShardContext
+from protocol.error_responses import error_response
 from protocol.errors import CoordinatorError, Errors
 from protocol.records import (
     GroupMetadataKey,
@@ -212,7 +213,8 @@ class ClassicGroupRules:
         was_leader = old.member_id == group.leader_id
         for pending in (old.awaiting_join, old.awaiting_sync):
             if pending is not None:
-                self.ctx.complete(pending, _fenced_reply(pending, old.group_instance_id))
+                message = f"Another member took instance id {old.group_instance_id}."
+                self._fail(pending, Errors.FENCED_INSTANCE_ID, message)
         old.awaiting_join = old.awaiting_sync = None
         self.ctx.timers.cancel(session_key(group.group_id, old.member_id))
         member = group.replace_static(old.member_id, new_id)
@@ -306,14 +308,8 @@ class ClassicGroupRules:
         self, group: ClassicGroup, member: ClassicMember, req: m.JoinGroupRequest
     ) -> None:
         if member.awaiting_join is not None and member.awaiting_join is not req:
-            self.ctx.complete(
-                member.awaiting_join,
-                m.JoinGroupResponse(
-                    error_code=Errors.REBALANCE_IN_PROGRESS,
-                    error_message="A newer JoinGroup from the same member replaced this one.",
-                    member_id=member.member_id,
-                ),
-            )
+            message = "A newer JoinGroup from the same member replaced this one."
+            self._fail(member.awaiting_join, Errors.REBALANCE_IN_PROGRESS, message, member)
         member.awaiting_join = req
         # Seed 003: no failure detection between a JoinGroup and its reply.
         self.ctx.timers.cancel(session_key(group.group_id, member.member_id))
@@ -433,13 +429,8 @@ class ClassicGroupRules:
             if member.awaiting_sync is not None:
                 request, member.awaiting_sync = member.awaiting_sync, None
                 self._reset_session(group, member)  # it gets a full session to rejoin
-                self.ctx.complete(
-                    request,
-                    m.SyncGroupResponse(
-                        error_code=Errors.REBALANCE_IN_PROGRESS,
-                        error_message="The group began another rebalance: rejoin.",
-                    ),
-                )
+                message = "The group began another rebalance: rejoin."
+                self._fail(request, Errors.REBALANCE_IN_PROGRESS, message)
 
     # ================================================================== SyncGroup
 
@@ -469,13 +460,8 @@ class ClassicGroupRules:
             )
         self._reset_session(group, member)
         if member.awaiting_sync is not None and member.awaiting_sync is not req:
-            self.ctx.complete(
-                member.awaiting_sync,
-                m.SyncGroupResponse(
-                    error_code=Errors.REBALANCE_IN_PROGRESS,
-                    error_message="A newer SyncGroup from the same member replaced this one.",
-                ),
-            )
+            message = "A newer SyncGroup from the same member replaced this one."
+            self._fail(member.awaiting_sync, Errors.REBALANCE_IN_PROGRESS, message)
         member.awaiting_sync = req
         if member.member_id != group.leader_id:
             return None
@@ -587,14 +573,8 @@ class ClassicGroupRules:
         self.ctx.timers.cancel(session_key(group.group_id, member.member_id))
         for pending in (member.awaiting_join, member.awaiting_sync):
             if pending is not None:
-                reply = (
-                    m.JoinGroupResponse(member_id=member.member_id)
-                    if isinstance(pending, m.JoinGroupRequest)
-                    else m.SyncGroupResponse()
-                )
-                reply.error_code = Errors.UNKNOWN_MEMBER_ID
-                reply.error_message = "The member was removed from the group."
-                self.ctx.complete(pending, reply)
+                message = "The member was removed from the group."
+                self._fail(pending, Errors.UNKNOWN_MEMBER_ID, message, member)
         member.awaiting_join = member.awaiting_sync = None
 
     # ================================================================== DescribeGroups
@@ -800,6 +780,20 @@ class ClassicGroupRules:
             )
         return group
 
+    def _fail(
+        self,
+        pending: object,
+        error: Errors,
+        message: str,
+        member: ClassicMember | None = None,
+    ) -> None:
+        """End a waiting JoinGroup or SyncGroup with an error (a JoinGroup keeps telling
+        the member its id)."""
+        reply = error_response(pending, error, message)
+        if member is not None and isinstance(reply, m.JoinGroupResponse):
+            reply.member_id = member.member_id
+        self.ctx.complete(pending, reply)
+
     def _new_member_id(self, prefix: str, group: ClassicGroup | None = None) -> str:
         """Random ids can repeat (a reloaded shard may reuse its seed): never hand out one
         the group already uses."""
@@ -825,12 +819,3 @@ def _illegal_generation(generation: int, group: ClassicGroup) -> CoordinatorErro
         Errors.ILLEGAL_GENERATION,
         f"Generation {generation} is not the group's current generation {group.generation_id}.",
     )
-
-
-def _fenced_reply(request: object, instance_id: str | None) -> object:
-    reply = (
-        m.JoinGroupResponse() if isinstance(request, m.JoinGroupRequest) else m.SyncGroupResponse()
-    )
-    reply.error_code = Errors.FENCED_INSTANCE_ID
-    reply.error_message = f"Another member took instance id {instance_id}."
-    return reply

@@ -26,6 +26,7 @@ from protocol.config import CoordinatorConfig, GroupConfig
 from protocol.consumer_describe import describe_group
 from protocol.consumer_group import STATES, ConsumerGroup
 from protocol.consumer_rules import Admitted, ConsumerGroupRules
+from protocol.error_responses import error_response
 from protocol.errors import CoordinatorError, Errors
 from protocol.metadata import MetadataImage
 from protocol.migration import Migration
@@ -316,54 +317,3 @@ GroupCoordinatorShard._HANDLERS = {
     m.OffsetDeleteRequest: lambda s, r: s.offsets.delete(r),
     m.DeleteGroupsRequest: lambda s, r: s.offsets.delete_groups(r),
 }
-
-_ERROR_RESPONSES: dict[type, type] = {
-    m.ConsumerGroupHeartbeatRequest: m.ConsumerGroupHeartbeatResponse,
-    m.ConsumerGroupPrepareAssignmentRequest: m.ConsumerGroupPrepareAssignmentResponse,
-    m.ConsumerGroupInstallAssignmentRequest: m.ConsumerGroupInstallAssignmentResponse,
-    m.ListGroupsRequest: m.ListGroupsResponse,
-    m.JoinGroupRequest: m.JoinGroupResponse,
-    m.SyncGroupRequest: m.SyncGroupResponse,
-    m.HeartbeatRequest: m.HeartbeatResponse,
-    m.LeaveGroupRequest: m.LeaveGroupResponse,
-    m.OffsetCommitRequest: m.OffsetCommitResponse,
-    m.OffsetFetchRequest: m.OffsetFetchResponse,
-    m.OffsetDeleteRequest: m.OffsetDeleteResponse,
-}
-
-
-def error_response(req: object, error: Errors, message: str | None) -> object:
-    """The reply type ``req`` expects, carrying ``error``: what the runtime answers with too
-    (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS) when the shard cannot take a request."""
-    if isinstance(req, m.ConsumerGroupDescribeRequest):
-        ids = req.group_ids if isinstance(req.group_ids, list) else []
-        named = [g for g in ids if isinstance(g, str)] or [""]  # an error always has an entry
-        return m.ConsumerGroupDescribeResponse(
-            groups=[
-                m.DescribedGroup(error_code=error, error_message=message, group_id=g) for g in named
-            ]
-        )
-    if isinstance(req, m.DescribeGroupsRequest):
-        ids = req.groups if isinstance(req.groups, list) else []
-        named = [g for g in ids if isinstance(g, str)] or [""]
-        return m.DescribeGroupsResponse(
-            groups=[
-                m.DescribeGroupsResponseGroup(error_code=error, error_message=message, group_id=g)
-                for g in named
-            ]
-        )
-    if isinstance(req, m.DeleteGroupsRequest):
-        ids = req.groups_names if isinstance(req.groups_names, list) else []
-        named = [g for g in ids if isinstance(g, str)] or [""]
-        return m.DeleteGroupsResponse(
-            results=[
-                m.DeletableGroupResult(group_id=g, error_code=error, error_message=message)
-                for g in named
-            ]
-        )
-    cls = _ERROR_RESPONSES.get(type(req), m.ErrorResponse)
-    resp = cls()
-    resp.error_code = error
-    if hasattr(resp, "error_message"):
-        resp.error_message = message
-    return resp
