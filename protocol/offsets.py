@@ -207,13 +207,7 @@ class OffsetRules:
     def delete(self, req: m.OffsetDeleteRequest) -> m.OffsetDeleteResponse:
         check_types(req)
         gid = req.group_id
-        if not gid:
-            raise CoordinatorError(Errors.INVALID_GROUP_ID, "The group id is empty.")
-        group = self.ctx.groups.get(gid)
-        if (group is None and gid not in self.offsets) or (
-            isinstance(group, ClassicGroup) and group.state == cg.DEAD
-        ):
-            raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {gid} not found.")
+        group = self._existing_group(gid)
         if (
             isinstance(group, ClassicGroup)
             and group.state != cg.EMPTY
@@ -248,7 +242,9 @@ class OffsetRules:
                 results.append(m.DeletableGroupResult(gid, e.error, e.message))
         return m.DeleteGroupsResponse(results=results)
 
-    def _delete_group(self, gid: str) -> None:
+    def _existing_group(self, gid: str) -> ConsumerGroup | ClassicGroup | None:
+        """The group an OffsetDelete or DeleteGroups acts on (``None``: known only by its
+        offsets); INVALID_GROUP_ID or GROUP_ID_NOT_FOUND otherwise."""
         if not gid:
             raise CoordinatorError(Errors.INVALID_GROUP_ID, "The group id is empty.")
         group = self.ctx.groups.get(gid)
@@ -256,6 +252,10 @@ class OffsetRules:
             isinstance(group, ClassicGroup) and group.state == cg.DEAD
         ):
             raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {gid} not found.")
+        return group
+
+    def _delete_group(self, gid: str) -> None:
+        group = self._existing_group(gid)
         if (isinstance(group, ConsumerGroup) and group.members) or (
             isinstance(group, ClassicGroup) and group.state != cg.EMPTY
         ):
