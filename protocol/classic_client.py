@@ -46,6 +46,7 @@ from dataclasses import dataclass
 
 from assignors.classic import ClassicSubscription, classic_assignor
 from protocol import messages as m
+from protocol.classic_group import TOPIC_METADATA_CHANGE
 from protocol.consumer_protocol import (
     PROTOCOL_TYPE,
     Assignment,
@@ -57,6 +58,7 @@ from protocol.consumer_protocol import (
     encode_subscription,
 )
 from protocol.errors import COORDINATOR_UNAVAILABLE, Errors
+from protocol.retry import backoff_s, next_retries
 
 TopicPartition = tuple[str, int]
 Partitions = list[TopicPartition]  # sorted
@@ -64,7 +66,6 @@ Callback = Callable[[Partitions], None]
 PartitionCounts = Mapping[str, int] | Callable[[], Mapping[str, int]]
 
 EAGER, COOPERATIVE = "eager", "cooperative"
-TOPIC_METADATA_CHANGE = "topic_metadata_change"  # KIP-800: the leader saw partitions change
 LEAVE_REASON = "the consumer is being closed"  # what Kafka's consumer says on close
 
 STATES = ("unjoined", "joining", "syncing", "stable", "leaving", "fenced", "failed", "stopped")
@@ -72,10 +73,6 @@ TERMINAL = frozenset({"fenced", "failed", "stopped"})
 
 # Errors after which the same step may be tried again later (Kafka's retriable ones).
 RETRIABLE = COORDINATOR_UNAVAILABLE | {Errors.UNKNOWN_SERVER_ERROR, Errors.UNRELEASED_INSTANCE_ID}
-# Retry delay: 100 ms doubling up to 1 s; the exponent is capped so the delay stays bounded.
-RETRY_BACKOFF_S = 0.1
-RETRY_BACKOFF_MAX_S = 1.0
-RETRY_EXPONENT_MAX = 4
 NO_GENERATION = -1
 
 
@@ -511,8 +508,8 @@ class ClassicMemberClient:
         self._held_since = None
         if rejoin:
             self._state = "unjoined"
-        self._due = now + min(RETRY_BACKOFF_S * 2**self._retries, RETRY_BACKOFF_MAX_S)
-        self._retries = min(self._retries + 1, RETRY_EXPONENT_MAX)
+        self._due = now + backoff_s(self._retries)
+        self._retries = next_retries(self._retries)
 
     def _end(self, t: float, event: str, parts: set[TopicPartition], cb: Callback | None) -> None:
         """Stop owning ``parts``: the callback runs while they are still listed as owned."""

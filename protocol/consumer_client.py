@@ -32,6 +32,7 @@ from protocol import partitions as pm
 from protocol.consumer_member import JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH
 from protocol.errors import COORDINATOR_UNAVAILABLE, Errors
 from protocol.records import PartitionMap
+from protocol.retry import backoff_s, next_retries
 
 Partitions = list[tuple[str, int]]  # (topic name, partition), sorted
 Callback = Callable[[Partitions], None]
@@ -44,10 +45,6 @@ RETRIABLE = COORDINATOR_UNAVAILABLE | {
     Errors.REBALANCE_IN_PROGRESS,
 }
 FENCED = frozenset({Errors.FENCED_MEMBER_EPOCH, Errors.UNKNOWN_MEMBER_ID})
-# Retry delay: 100 ms doubling up to 1 s; the exponent is capped so the delay stays bounded.
-RETRY_BACKOFF_S = 0.1
-RETRY_BACKOFF_MAX_S = 1.0
-RETRY_EXPONENT_MAX = 4
 
 
 @dataclass
@@ -286,8 +283,8 @@ class ConsumerMemberClient:
 
     def _retry(self, now: float) -> None:
         self._full = True  # the reply may have carried an assignment: ask for it again
-        self._due = now + min(RETRY_BACKOFF_S * 2**self._retries, RETRY_BACKOFF_MAX_S)
-        self._retries = min(self._retries + 1, RETRY_EXPONENT_MAX)
+        self._due = now + backoff_s(self._retries)
+        self._retries = next_retries(self._retries)
 
     def _end(self, t: float, event: str, parts: set[tuple[str, int]], cb: Callback | None) -> None:
         """Stop owning ``parts``: the callback runs while they are still listed as owned."""

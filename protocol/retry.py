@@ -1,0 +1,20 @@
+"""How long a client waits before trying again: 100 ms doubling up to 1 s.
+
+Both client halves (KIP-848 and classic) back off the same way; the exponent is capped so the
+counter stays small however long a coordinator is away.
+"""
+
+from __future__ import annotations
+
+RETRY_BACKOFF_S = 0.1
+RETRY_BACKOFF_MAX_S = 1.0
+RETRY_EXPONENT_MAX = 4
+
+
+def backoff_s(retries: int) -> float:
+    """The wait before the next attempt, after ``retries`` failed ones in a row."""
+    return min(RETRY_BACKOFF_S * 2**retries, RETRY_BACKOFF_MAX_S)
+
+
+def next_retries(retries: int) -> int:
+    return min(retries + 1, RETRY_EXPONENT_MAX)
