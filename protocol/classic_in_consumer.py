@@ -49,7 +49,8 @@ class ClassicMembersOfConsumerGroup:
         # classic group's sync phase is not.
         self._syncing: set[tuple[str, str]] = set()
         # (group, member id) handed out with MEMBER_ID_REQUIRED and not yet used.
-        self._issued: set[tuple[str, str]] = set()
+        # The id is good for one session timeout, as a classic group's pending member is.
+        self._issued: dict[tuple[str, str], int] = {}
 
     # ------------------------------------------------------------------ JoinGroup
 
@@ -90,7 +91,9 @@ class ClassicMembersOfConsumerGroup:
         elif not req.member_id:
             # Dynamic newcomer: learn an id first (KIP-394), as in a classic group.
             member_id = self._fresh_id(group, req.client_id or "consumer")
-            self._issued.add((group.group_id, member_id))
+            now = self.ctx.now_ms
+            self._issued = {k: t for k, t in self._issued.items() if t > now}  # stays bounded
+            self._issued[(group.group_id, member_id)] = now + req.session_timeout_ms
             return m.JoinGroupResponse(
                 error_code=Errors.MEMBER_ID_REQUIRED,
                 error_message="The group requires a member id: rejoin with the one given.",
@@ -98,7 +101,8 @@ class ClassicMembersOfConsumerGroup:
             )
         else:
             member = group.members.get(req.member_id)
-            if member is None and (gid, req.member_id) not in self._issued:
+            issued_until = self._issued.get((gid, req.member_id), -1)
+            if member is None and issued_until <= self.ctx.now_ms:
                 raise CoordinatorError(
                     Errors.UNKNOWN_MEMBER_ID,
                     f"Member {req.member_id} is not a member of group {gid}.",
@@ -108,7 +112,7 @@ class ClassicMembersOfConsumerGroup:
         if member is None:
             member_id = req.member_id or self._fresh_id(group, req.group_instance_id)
             member = rules.add_member(group, member_id, metadata)
-            self._issued.discard((gid, member_id))
+            self._issued.pop((gid, member_id), None)
         elif not req.member_id:
             # A static member's new process: a new id in the old place (the old id is fenced).
             new_id = self._fresh_id(group, req.group_instance_id)
