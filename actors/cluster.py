@@ -21,17 +21,17 @@ from typing import Any
 import ray
 from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
-from actors.controller import (
+from actors.runtime.controller import (
     CONTROLLER_NAME,
     NAMESPACE,
     Controller,
     partition_actor_name,
 )
-from actors.partition import OffsetsPartition
-from actors.placement import partition_for
+from actors.runtime.partition import OffsetsPartition
 from protocol import messages as m
 from protocol.config import CoordinatorConfig
 from protocol.errors import COORDINATOR_UNAVAILABLE, CoordinatorError, Errors
+from protocol.placement import partition_for
 
 log = logging.getLogger(__name__)
 
@@ -202,9 +202,9 @@ class Cluster:
     # ------------------------------------------------------------------ export
 
     def export(self, spark: Any) -> dict:
-        """The coordinator's state as Spark DataFrames (``actors.export``): groups, members,
+        """The coordinator's state as Spark DataFrames (``actors.tools.export``): groups, members,
         target_assignment, current_assignment, offsets, rebalances."""
-        from actors.export import export_to_spark
+        from actors.tools.export import export_to_spark
 
         return export_to_spark(self, spark)
 
@@ -234,7 +234,7 @@ class Cluster:
         if protocol == "classic":
             if n != 1:
                 raise ValueError("a classic consumer actor hosts exactly one member")
-            from actors.classic_consumer import ClassicConsumer
+            from actors.clients.classic_consumer import ClassicConsumer
 
             options.setdefault("session_timeout_ms", self._classic_session_timeout_ms(group_id))
             handle = ClassicConsumer.options(namespace=NAMESPACE).remote(
@@ -245,7 +245,7 @@ class Cluster:
             return handle
         if protocol != "consumer":
             raise ValueError(f"unknown protocol {protocol!r}: 'consumer' or 'classic'")
-        from actors.consumer import ConsumerClient
+        from actors.clients.consumer import ConsumerClient
 
         handle = ConsumerClient.options(namespace=NAMESPACE).remote(
             group_id, self.num_partitions, n=n, topics=topics, instance_id=instance_id,

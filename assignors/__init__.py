@@ -3,10 +3,11 @@
 The bottom floor of Cohort: imports only the standard library and numpy. The coordinator
 adapts its group state into an :class:`AssignmentSpec` and asks an assignor from
 :data:`SERVER_ASSIGNORS` for the new target assignment. Client-side assignor interfaces
-live in :mod:`assignors.client`.
+live in :mod:`assignors.client.interfaces`.
 """
 
-from assignors.range import RangeAssignor
+from assignors.server.range import RangeAssignor
+from assignors.server.uniform import UniformAssignor
 from assignors.spec import (
     Assignment,
     AssignmentSpec,
@@ -16,7 +17,6 @@ from assignors.spec import (
     PartitionAssignorError,
     TopicSpec,
 )
-from assignors.uniform import UniformAssignor
 
 # Name -> assignor, as ``group.consumer.assignors`` lists them; the first is the default.
 SERVER_ASSIGNORS: dict[str, PartitionAssignor] = {

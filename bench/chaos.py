@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from actors.cli import main as cohort
+from actors.tools.cli import main as cohort
 
 
 def main() -> int:

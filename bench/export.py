@@ -11,7 +11,7 @@ Timed: first ``shard_tables`` in every actor at once (the Arrow tables both path
 kept by the actors); then each path, until Spark has read every row of every table (a
 ``noop`` write of each DataFrame):
 
-1. ray.data + RayDP (``actors.export.export_to_spark``): the Arrow tables stay in the object
+1. ray.data + RayDP (``actors.tools.export.export_to_spark``): the Arrow tables stay in the object
    store; ray.data repartitions them; Spark's executors read Arrow IPC blocks in the JVM;
 2. driver: the tables are fetched to the driver, turned into Python rows and handed to
    ``spark.createDataFrame`` (what one writes without RayDP).
@@ -32,8 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import pyarrow as pa
 import ray
 
-from actors.export import export_schema, export_to_spark, start_spark
-from actors.state_tables import TABLES
+from actors.tools.export import export_schema, export_to_spark, start_spark
+from actors.tools.state_tables import TABLES
 from protocol.records import (
     ConsumerGroupMemberMetadataKey,
     ConsumerGroupMemberMetadataValue,
@@ -85,7 +85,7 @@ class ShardHolder:
         self.tables: dict[str, pa.Table] | None = None
 
     def make_tables(self) -> int:
-        from actors.state_tables import shard_tables
+        from actors.tools.state_tables import shard_tables
 
         self.tables = shard_tables(self.shard)
         return sum(t.num_rows for t in self.tables.values())
@@ -119,7 +119,7 @@ def via_raydp(cluster: HolderCluster, spark, blocks: int | None) -> float:
 
 
 def via_driver(cluster: HolderCluster, spark) -> float:
-    from actors.export import _spark_schema
+    from actors.tools.export import _spark_schema
 
     started = time.perf_counter()
     per_partition = ray.get([h.export_tables.remote() for h in cluster.holders])

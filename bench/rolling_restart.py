@@ -28,9 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import ray
 
-from actors.chaos import _read_timeline
 from actors.cluster import Cluster
-from actors.invariants import check_exclusive_ownership, ownership_intervals, unowned_seconds
+from actors.tools.chaos import _read_timeline
+from actors.tools.invariants import check_exclusive_ownership, ownership_intervals, unowned_seconds
 from protocol import messages as m
 from protocol.config import CoordinatorConfig
 

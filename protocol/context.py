@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from protocol.classic_group import ClassicGroup
+from protocol.classic.group import ClassicGroup
 
 if TYPE_CHECKING:
-    from protocol.classic_rules import ClassicGroupRules
+    from protocol.classic.rules import ClassicGroupRules
 from protocol.config import CoordinatorConfig, GroupConfig
-from protocol.consumer_group import ConsumerGroup
+from protocol.consumer.group import ConsumerGroup
 from protocol.metadata import MetadataImage
 from protocol.records import Record
 from protocol.timers import Timers

@@ -16,21 +16,21 @@ import logging
 import random
 from dataclasses import dataclass, field
 
-from protocol import classic_group as cg
 from protocol import messages as m
-from protocol.classic_group import ClassicGroup
-from protocol.classic_in_consumer import ClassicMembersOfConsumerGroup
-from protocol.classic_rules import ClassicGroupRules
-from protocol.client_assignment import install_assignment, prepare_assignment
+from protocol.classic import group as cg
+from protocol.classic.group import ClassicGroup
+from protocol.classic.rules import ClassicGroupRules
 from protocol.config import CoordinatorConfig, GroupConfig
-from protocol.consumer_describe import describe_group
-from protocol.consumer_group import STATES, ConsumerGroup
-from protocol.consumer_rules import Admitted, ConsumerGroupRules
+from protocol.consumer.client_assignment import install_assignment, prepare_assignment
+from protocol.consumer.describe import describe_group
+from protocol.consumer.group import STATES, ConsumerGroup
+from protocol.consumer.rules import Admitted, ConsumerGroupRules
 from protocol.error_responses import error_response
 from protocol.errors import CoordinatorError, Errors
 from protocol.metadata import MetadataImage
-from protocol.migration import Migration
-from protocol.offsets import OffsetRules
+from protocol.migration.classic_members import ClassicMembersOfConsumerGroup
+from protocol.migration.conversion import Migration
+from protocol.offsets.rules import OffsetRules
 from protocol.records import (
     ConsumerGroupMetadataKey,
     GroupMetadataKey,

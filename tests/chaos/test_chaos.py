@@ -2,7 +2,7 @@
 
 import pytest
 
-from actors.chaos import run_chaos
+from actors.tools.chaos import run_chaos
 
 pytestmark = pytest.mark.ray
 

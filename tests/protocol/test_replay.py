@@ -20,7 +20,7 @@ from protocol import messages as m
 from protocol.codec import decode_record, encode_record
 from protocol.records import Record
 from protocol.shard import GroupCoordinatorShard
-from tests.protocol.test_stateful import JOINED, GroupEvents
+from tests.protocol.consumer.test_stateful import JOINED, GroupEvents
 
 SETTINGS = settings(
     max_examples=150,

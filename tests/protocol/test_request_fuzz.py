@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 from protocol import messages as m
 from protocol import partitions as pm
 from protocol.codec import decode_record, encode_record
-from protocol.consumer_group import STATES
-from protocol.consumer_rules import rebalance_key, session_key
+from protocol.consumer.group import STATES
+from protocol.consumer.rules import rebalance_key, session_key
 from protocol.errors import Errors
 from protocol.metadata import MetadataImage, TopicMetadata
 from protocol.records import (

@@ -18,7 +18,7 @@ def spark(cluster):
     assert shutil.which("java") is not None, "Spark needs a Java runtime (java on PATH)"
     import raydp
 
-    from actors.export import start_spark
+    from actors.tools.export import start_spark
 
     session = start_spark(app_name="cohort-tests", num_executors=1, executor_cores=1,
                           executor_memory="1GB")

@@ -10,8 +10,8 @@ from __future__ import annotations
 import pyarrow.parquet as pq
 import pytest
 
-from actors.export import PARTITION_COLUMN, export_parquet, export_schema, export_via_actor
-from actors.state_tables import TABLES
+from actors.tools.export import PARTITION_COLUMN, export_parquet, export_schema, export_via_actor
+from actors.tools.state_tables import TABLES
 from protocol import messages as m
 from protocol.errors import Errors
 

@@ -1,0 +1,241 @@
+"""``ClassicConsumer``: a Ray actor running the classic (JoinGroup/SyncGroup) consumer protocol.
+
+The member itself is a pure ``ClassicMemberClient``; this actor is its I/O: it sends what the
+client's ``poll`` returns to the coordinator partition the group hashes to, one request at a
+time (Kafka's clients keep one in flight; Ray does not order calls to an async actor), and
+feeds the reply back. A JoinGroup reply may be held by the coordinator until the whole group
+has rejoined, so a call may last up to the rebalance timeout; while it waits the actor still
+polls the client, so a partition whose ownership deadline passes is given up on time.
+
+A group leader runs the assignor, which needs partition counts: the actor reads them from
+the controller's image before each JoinGroup (any join may make it the leader) and, while
+leading, every ``METADATA_REFRESH_S``, telling the client to rejoin when they changed (KIP-800
+``topic_metadata_change``). A dead or restarting coordinator shows up as a failed call: the
+client backs off and rejoins. Timeline events can also be appended to a file
+(``timeline_path``), so a chaos run can read the history of a consumer it killed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import time
+from typing import Any
+
+import ray
+
+from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE, partition_actor_name
+from protocol import messages as m
+from protocol.client.classic import ClassicMemberClient
+from protocol.placement import partition_for
+
+log = logging.getLogger(__name__)
+
+# The loop wakes at least this often, to notice stop() and due requests.
+MAX_SLEEP_S = 0.5
+# A call that is not held by the coordinator (heartbeat, SyncGroup, LeaveGroup) fails after this.
+CALL_TIMEOUT_S = 30.0
+# A JoinGroup may be held for the group's rebalance timeout: wait that long and then some.
+JOIN_CALL_MARGIN_S = 10.0
+LEAVE_TIMEOUT_S = 10.0
+METADATA_REFRESH_S = 1.0
+
+
+@ray.remote(num_cpus=0, max_restarts=0)
+class ClassicConsumer:
+    def __init__(
+        self,
+        group_id: str,
+        num_partitions: int,
+        topics: list[str] | None = None,
+        instance_id: str | None = None,
+        timeline_path: str | None = None,
+        **options: Any,
+    ) -> None:
+        """``options`` go to ``ClassicMemberClient``: ``assignors``, ``session_timeout_ms``,
+        ``rebalance_timeout_ms``, ``heartbeat_interval_ms``, ``join_reason``, ``rack_id``
+        and the ``on_revoke`` / ``on_assign`` / ``on_lost`` callbacks."""
+        if not topics:
+            raise ValueError("a classic consumer subscribes to a list of topic names")
+        self.group_id = group_id
+        self._counts: dict[str, int] = {}
+        self.client = ClassicMemberClient(
+            group_id,
+            topics=topics,
+            instance_id=instance_id,
+            partitions_per_topic=self._counts,
+            **options,
+        )
+        self._coordinator = ray.get_actor(
+            partition_actor_name(partition_for(group_id, num_partitions)), namespace=NAMESPACE
+        )
+        self._controller = ray.get_actor(CONTROLLER_NAME, namespace=NAMESPACE)
+        self._timeline_path = timeline_path
+        self._flushed = 0  # timeline events already appended to the file
+        self._metadata_checked_at = -float("inf")
+        self._stopping = False
+        self._stats = {"calls": 0, "failed_calls": 0, "joins": 0, "syncs": 0, "heartbeats": 0}
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    # ------------------------------------------------------------------ the contract
+
+    async def assignment(self) -> list[tuple[str, int]]:
+        return self.client.assignment
+
+    async def assignments(self) -> dict[str, list[tuple[str, int]]]:
+        return {self.client.member_id: self.client.assignment}
+
+    async def timeline(self) -> list[dict]:
+        return [dict(e, group_id=self.group_id) for e in self.client.timeline]
+
+    async def state(self) -> str:
+        return self.client.state
+
+    async def generation(self) -> int:
+        return self.client.generation
+
+    async def members(self) -> list[dict[str, Any]]:
+        c = self.client
+        return [
+            {
+                "member_id": c.member_id,
+                "epoch": c.generation,
+                "state": c.state,
+                "error": c.error,
+                "assignment": c.assignment,
+                "leader": c.is_leader,
+            }
+        ]
+
+    async def stats(self) -> dict[str, Any]:
+        return {
+            **self._stats,
+            "pid": os.getpid(),
+            "member_id": self.client.member_id,
+            "generation": self.client.generation,
+            "state": self.client.state,
+            "leader": self.client.is_leader,
+        }
+
+    async def stop(self, leave: bool = True, force: bool = False) -> None:
+        """Close the consumer: revoke everything and, if dynamic (or ``force``), send
+        LeaveGroup; a static member keeps its place until its session ends (Kafka's rule).
+        With ``leave=False`` just stop calling, as a process that dies would."""
+        self._stopping = True
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        c = self.client
+        if leave:
+            if c.in_flight:
+                c.on_failure(time.monotonic())  # abandoned: the leave must not wait behind it
+            c.leave(force=force)
+            req = c.poll(time.monotonic())
+            if req is not None:
+                await self._call(req, LEAVE_TIMEOUT_S)
+        self._flush_timeline()
+
+    # ------------------------------------------------------------------ the loop
+
+    async def _run(self) -> None:
+        try:
+            await self._loop()
+        except Exception:
+            log.exception("classic consumer of %s stopped on a bug", self.group_id)
+            raise
+
+    async def _loop(self) -> None:
+        while not self._stopping:
+            await self._maybe_check_metadata()
+            req = self.client.poll(time.monotonic())
+            if isinstance(req, m.JoinGroupRequest):
+                await self._refresh_counts()  # this join may make us the leader
+            if req is not None:
+                await self._call(req, self._timeout_s(req))
+                self._flush_timeline()
+                continue
+            self._flush_timeline()  # a poll may have recorded a loss at its deadline
+            due = self.client.next_due()
+            wait = MAX_SLEEP_S if due is None else min(MAX_SLEEP_S, due - time.monotonic())
+            await asyncio.sleep(max(wait, 0.001))
+
+    async def _call(self, req: object, timeout_s: float) -> None:
+        """Send ``req``, feed the reply (or the failure) to the client. While waiting, poll
+        the client so that an ownership deadline passing mid-call is recorded on time."""
+        kind = type(req).__name__
+        self._stats["calls"] += 1
+        for name, cls in (
+            ("joins", m.JoinGroupRequest),
+            ("syncs", m.SyncGroupRequest),
+            ("heartbeats", m.HeartbeatRequest),
+        ):
+            if isinstance(req, cls):
+                self._stats[name] += 1
+        call = asyncio.ensure_future(self._coordinator.handle.remote(req))
+        give_up = time.monotonic() + timeout_s
+        try:
+            while not call.done():
+                now = time.monotonic()
+                if now >= give_up:
+                    raise asyncio.TimeoutError
+                deadline = self.client.ownership_deadline
+                wait = min(MAX_SLEEP_S, give_up - now)
+                if deadline is not None:
+                    wait = min(wait, deadline - now)
+                await asyncio.wait({call}, timeout=max(wait, 0.001))
+                if not call.done():
+                    self.client.poll(time.monotonic())  # in flight: only checks the deadline
+                    self._flush_timeline()
+            reply = call.result()
+        except (asyncio.TimeoutError, ray.exceptions.RayError) as e:
+            call.cancel()
+            self._stats["failed_calls"] += 1
+            log.debug("%s to the coordinator of %s failed: %r", kind, self.group_id, e)
+            self.client.on_failure(time.monotonic())
+            return
+        self.client.on_response(time.monotonic(), reply)
+
+    def _timeout_s(self, req: object) -> float:
+        if isinstance(req, m.JoinGroupRequest):
+            c = self.client
+            held_s = (c.rebalance_timeout_ms + c.session_timeout_ms) / 1000
+            return held_s + JOIN_CALL_MARGIN_S
+        return CALL_TIMEOUT_S
+
+    async def _maybe_check_metadata(self) -> None:
+        """The leader watches the partition counts it assigned with (Kafka's metadata
+        snapshot): a change makes it rejoin with reason ``topic_metadata_change``."""
+        now = time.monotonic()
+        if not self.client.is_leader or now - self._metadata_checked_at < METADATA_REFRESH_S:
+            return
+        self._metadata_checked_at = now
+        if await self._refresh_counts():
+            self.client.check_metadata()
+
+    async def _refresh_counts(self) -> bool:
+        try:
+            image = await self._controller.image.remote()
+        except ray.exceptions.RayError as e:
+            log.debug("partition counts not refreshed: %s", e)
+            return False
+        counts = {t.name: t.num_partitions for t in image.metadata.topics()}
+        self._counts.clear()
+        self._counts.update(counts)
+        return True
+
+    def _flush_timeline(self) -> None:
+        """Append new timeline events to ``timeline_path`` (survives this actor's death)."""
+        if self._timeline_path is None:
+            return
+        recorded = self.client.events_recorded
+        new = recorded - self._flushed
+        if new <= 0:
+            return
+        events = self.client.timeline[-new:]  # the oldest may be gone from a bounded timeline
+        self._flushed = recorded
+        lines = [json.dumps(dict(e, group_id=self.group_id)) for e in events]
+        with open(self._timeline_path, "a") as f:
+            f.write("\n".join(lines) + "\n")

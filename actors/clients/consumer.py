@@ -1,0 +1,269 @@
+"""``ConsumerClient``: a Ray actor running the client half of KIP-848 for one or many members.
+
+Each member is a pure ``ConsumerMemberClient``; this actor is their I/O: it polls them for
+due heartbeats, sends the heartbeats of all its members to their coordinator as *one*
+``handle_batch`` call (one Ray call carrying many requests, each answered on its own, since a
+Python actor handles only a few thousand calls a second), and feeds the replies back. It
+keeps one call in flight to its coordinator at a time, as Kafka's clients keep one request in
+flight, because Ray does not order calls to an async actor.
+
+A dead or restarting coordinator shows up as a failed call: every member in it backs off and
+retries, keeping its partitions until its own session deadline says the coordinator must
+have fenced it. Timeline events can also be appended to a file (``timeline_path``), so a
+chaos run can read the history of a consumer actor it killed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import logging
+import os
+import time
+import uuid
+from typing import Any
+
+import ray
+from ray.exceptions import RayActorError
+
+from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE, partition_actor_name
+from protocol import messages as m
+from protocol.client.consumer import ConsumerMemberClient
+from protocol.client.stream_progress import StreamProgress
+from protocol.placement import partition_for
+
+log = logging.getLogger(__name__)
+
+# How long one batched call may take before its members count it as failed.
+CALL_TIMEOUT_S = 30.0
+# The loop wakes at least this often, to notice stop() and due heartbeats.
+MAX_SLEEP_S = 0.5
+LEAVE_TIMEOUT_S = 10.0
+MAX_MEMBERS_PER_ACTOR = 100_000
+
+
+def new_member_id() -> str:
+    """Kafka 4's clients make their own member id: a random UUID, base64 without padding."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+@ray.remote(num_cpus=0, max_restarts=0)
+class ConsumerClient:
+    def __init__(
+        self,
+        group_id: str,
+        num_partitions: int,
+        n: int = 1,
+        instance_id: str | None = None,
+        timeline_path: str | None = None,
+        **member_options: Any,
+    ) -> None:
+        """``member_options`` go to every hosted ``ConsumerMemberClient``: ``topics`` or
+        ``topic_regex``, ``rack_id``, ``rebalance_timeout_ms``, ``server_assignor``,
+        ``session_timeout_ms``, and the ``on_revoke`` / ``on_assign`` / ``on_lost`` callbacks.
+        With ``n > 1`` and an ``instance_id``, member ``i`` is the static member
+        ``<instance_id>-<i>``."""
+        if not 0 < n <= MAX_MEMBERS_PER_ACTOR:
+            raise ValueError(f"n must be in 1..{MAX_MEMBERS_PER_ACTOR}")
+        self.group_id = group_id
+        self._topic_names: dict[str, str] = {}
+        stream = member_options.pop("stream", True)
+        records_per_s = member_options.pop("records_per_s", 50.0)
+        commit_interval_s = member_options.pop("commit_interval_s", 0.5)
+        self._members: list[ConsumerMemberClient] = []
+        self._progress: list[StreamProgress | None] = []
+        for i in range(n):
+            progress = (
+                StreamProgress(group_id, records_per_s, commit_interval_s) if stream else None
+            )
+            self._progress.append(progress)
+            self._members.append(
+                ConsumerMemberClient(
+                    group_id,
+                    new_member_id(),
+                    instance_id=None if instance_id is None else (
+                        instance_id if n == 1 else f"{instance_id}-{i}"
+                    ),
+                    topic_names=self._topic_names,
+                    **_with_progress(member_options, progress),
+                )
+            )
+        self._coordinator = ray.get_actor(
+            partition_actor_name(partition_for(group_id, num_partitions)), namespace=NAMESPACE
+        )
+        self._controller = ray.get_actor(CONTROLLER_NAME, namespace=NAMESPACE)
+        self._timeline_path = timeline_path
+        self._flushed = [0] * n
+        self._progress_by_member = {
+            id(mem): p for mem, p in zip(self._members, self._progress, strict=True)
+        }
+        self._progress_flushed = [0] * n
+        self._stopping = False
+        self._calls = 0
+        self._requests = 0
+        self._failed_calls = 0
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    # ------------------------------------------------------------------ the contract
+
+    async def assignment(self) -> list[tuple[str, int]]:
+        """What this actor's members own now (all of them, for a multi-member actor)."""
+        return sorted(tp for mem in self._members for tp in mem.assignment)
+
+    async def assignments(self) -> dict[str, list[tuple[str, int]]]:
+        return {mem.member_id: mem.assignment for mem in self._members}
+
+    async def timeline(self) -> list[dict]:
+        events = [dict(e, group_id=self.group_id) for mem in self._members for e in mem.timeline]
+        return sorted(events, key=lambda e: e["t"])
+
+    async def stop(self, leave: bool = True) -> None:
+        """Leave the group (or, with ``leave=False``, just stop heartbeating) and halt."""
+        if leave:
+            for mem in self._members:
+                mem.leave()
+            deadline = time.monotonic() + LEAVE_TIMEOUT_S
+            while time.monotonic() < deadline and any(
+                mem.state not in ("stopped", "failed") for mem in self._members
+            ):
+                await asyncio.sleep(0.05)
+        self._stopping = True
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        self._flush_timeline()
+
+    async def members(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "member_id": mem.member_id,
+                "epoch": mem.member_epoch,
+                "state": mem.state,
+                "error": mem.error,
+                "assignment": mem.assignment,
+            }
+            for mem in self._members
+        ]
+
+    async def stats(self) -> dict[str, int]:
+        return {
+            "calls": self._calls,
+            "requests": self._requests,
+            "failed_calls": self._failed_calls,
+            "pid": os.getpid(),
+        }
+
+    # ------------------------------------------------------------------ the loop
+
+    async def _run(self) -> None:
+        await self._refresh_topic_names()
+        while not self._stopping:
+            now = time.monotonic()
+            batch = self._poll(now)
+            if batch:
+                # What was processed is on disk before its commit leaves: a killed actor's file
+                # never shows less processing than the coordinator may have committed.
+                self._flush_timeline()
+                await self._send(batch)
+                self._flush_timeline()
+                if any(mem.partitions_unresolved for mem in self._members):
+                    await self._refresh_topic_names()
+                continue  # acknowledgements are due at once
+            self._flush_timeline()  # a poll may have recorded a loss at its deadline
+            dues = [d for mem in self._members if (d := mem.next_due()) is not None]
+            wait = min([MAX_SLEEP_S, *[d - time.monotonic() for d in dues]])
+            await asyncio.sleep(max(wait, 0.001))
+
+    def _poll(self, now: float) -> list[tuple[ConsumerMemberClient, object]]:
+        """Each member's due requests: its offset fetches and commits first, then its
+        heartbeat, so a revoked partition's last commit lands before the acknowledgement."""
+        batch: list[tuple[ConsumerMemberClient, object]] = []
+        for mem, progress in zip(self._members, self._progress, strict=True):
+            epoch = mem.member_epoch  # a leave changes it inside poll; commit with this one
+            heartbeat = mem.poll(now)
+            if progress is not None:
+                progress.advance(now)
+                for req in progress.requests(mem.member_id, epoch, now):
+                    batch.append((mem, req))
+            if heartbeat is not None:
+                batch.append((mem, heartbeat))
+        return batch
+
+    async def _send(self, batch: list[tuple[ConsumerMemberClient, object]]) -> None:
+        self._calls += 1
+        self._requests += len(batch)
+        try:
+            ref = self._coordinator.handle_batch.remote([req for _, req in batch])
+            replies = await asyncio.wait_for(ref, CALL_TIMEOUT_S)
+        except (RayActorError, asyncio.TimeoutError, ray.exceptions.RayError) as e:
+            self._failed_calls += 1
+            log.debug("heartbeat batch failed: %s", e)
+            now = time.monotonic()
+            for mem, req in batch:
+                if isinstance(req, m.ConsumerGroupHeartbeatRequest):
+                    mem.on_failure(now)
+                else:
+                    self._progress_of(mem).on_failure(req)
+            return
+        now = time.monotonic()
+        for (mem, req), reply in zip(batch, replies, strict=True):
+            if isinstance(req, m.ConsumerGroupHeartbeatRequest):
+                mem.on_response(now, reply)
+            else:
+                self._progress_of(mem).on_reply(req, reply, now)
+
+    def _progress_of(self, mem: ConsumerMemberClient) -> StreamProgress:
+        return self._progress_by_member[id(mem)]
+
+    async def _refresh_topic_names(self) -> None:
+        try:
+            topics = await self._controller.topics.remote()
+        except ray.exceptions.RayError as e:
+            log.debug("topic names not refreshed: %s", e)
+            return
+        self._topic_names.update({t.topic_id: t.name for t in topics})
+
+    def _flush_timeline(self) -> None:
+        """Append new timeline events to ``timeline_path`` (survives this actor's death)."""
+        if self._timeline_path is None:
+            return
+        lines = []
+        for i, mem in enumerate(self._members):
+            events = mem.timeline
+            for e in events[self._flushed[i] :]:
+                lines.append(json.dumps(dict(e, group_id=self.group_id)))
+            self._flushed[i] = len(events)
+            progress = self._progress[i]
+            if progress is not None:
+                for e in progress.events[self._progress_flushed[i] :]:
+                    lines.append(
+                        json.dumps(dict(e, group_id=self.group_id, member_id=mem.member_id))
+                    )
+                self._progress_flushed[i] = len(progress.events)
+        if lines:
+            with open(self._timeline_path, "a") as f:
+                f.write("\n".join(lines) + "\n")
+
+
+def _with_progress(options: dict[str, Any], progress: StreamProgress | None) -> dict[str, Any]:
+    """The member's callbacks, with the stream's bookkeeping run first (a user callback
+    given in ``options`` still runs after it)."""
+    if progress is None:
+        return options
+    out = dict(options)
+    user = {k: options.get(k) for k in ("on_assign", "on_revoke", "on_lost")}
+
+    def chain(own, theirs):
+        def callback(parts):
+            own(parts)
+            if theirs is not None:
+                theirs(parts)
+
+        return callback
+
+    out["on_assign"] = chain(progress.assigned, user["on_assign"])
+    out["on_revoke"] = chain(lambda p: progress.revoked(p, time.monotonic()), user["on_revoke"])
+    out["on_lost"] = chain(lambda p: progress.lost(p, time.monotonic()), user["on_lost"])
+    return out

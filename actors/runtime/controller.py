@@ -1,0 +1,283 @@
+"""The controller: topics and dynamic group configs, durable, pushed to every partition.
+
+Kafka keeps both in its metadata log (KRaft); here one detached actor owns them and writes
+them to its own ``PartitionLog`` under ``<storage_path>/controller``. Every change bumps a
+version and is pushed to each ``OffsetsPartition``; a partition that was down at push time
+pulls the current image when it loads, and ignores any push older than what it has. Group
+configs are keyed by group id only (seed 000): they can be set before the group exists and
+outlive its deletion.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import re
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgpack
+import ray
+
+from actors.runtime.log import PartitionLog
+from protocol.config import CoordinatorConfig, GroupConfig
+from protocol.errors import CoordinatorError, Errors
+from protocol.metadata import MetadataImage, TopicMetadata
+
+log = logging.getLogger(__name__)
+
+NAMESPACE = "cohort"
+CONTROLLER_NAME = "controller"
+# Kafka's topic name rule (Topic.validate): legal characters and at most 249 of them.
+TOPIC_NAME_MAX_CHARS = 249
+_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
+MAX_PARTITIONS_PER_TOPIC = 1_000_000
+# How long a change waits for the partitions to take it before returning anyway.
+PUSH_TIMEOUT_S = 5.0
+SNAPSHOT_AFTER_BYTES = 1 << 20
+
+
+def partition_actor_name(p: int) -> str:
+    return f"offsets-{p}"
+
+
+@dataclass(frozen=True)
+class ControllerImage:
+    """What a partition needs from the controller; ``version`` only ever grows."""
+
+    version: int
+    metadata: MetadataImage
+    group_configs: dict[str, GroupConfig]
+
+
+@ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=-1)
+class Controller:
+    def __init__(self, num_partitions: int, storage_path: str, config: CoordinatorConfig) -> None:
+        self.num_partitions = num_partitions
+        self.storage_path = storage_path
+        self.config = config
+        self._topics: dict[str, TopicMetadata] = {}
+        self._configs: dict[str, GroupConfig] = {}
+        self._version = 0
+        self._log = PartitionLog(Path(storage_path) / "controller")
+        loaded = self._log.load()
+        for data in loaded.snapshot:
+            self._replay(data)
+        for batch in loaded.batches:
+            for data in batch:
+                self._replay(data)
+
+    # ---------------------------------------------------------------- cluster info
+
+    def info(self) -> dict:
+        return {
+            "num_partitions": self.num_partitions,
+            "storage_path": self.storage_path,
+            "config": self.config,
+        }
+
+    def image(self) -> ControllerImage:
+        return ControllerImage(
+            self._version, MetadataImage(self._topics.values()), dict(self._configs)
+        )
+
+    # --------------------------------------------------------------------- topics
+
+    async def create_topic(
+        self, name: str, num_partitions: int, racks: list[list[str]] | None = None
+    ) -> str:
+        _check_topic_name(name)
+        if name in self._topics:
+            raise CoordinatorError(Errors.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        _check_partition_count(num_partitions)
+        topic_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        topic = _topic(topic_id, name, num_partitions, racks)
+        await self._commit([_topic_record(topic)])
+        return topic_id
+
+    async def add_partitions(
+        self, name: str, total: int, racks: list[list[str]] | None = None
+    ) -> None:
+        """Grow ``name`` to ``total`` partitions, as ``kafka-topics --alter --partitions``."""
+        old = self._known(name)
+        _check_partition_count(total)
+        if total <= old.num_partitions:
+            raise CoordinatorError(
+                Errors.INVALID_PARTITIONS,
+                f"Topic currently has {old.num_partitions} partitions, which is higher than or "
+                f"equal to the requested {total}.",
+            )
+        if old.partition_racks is None:
+            new_racks = None
+        else:
+            added = racks or [
+                sorted(old.partition_racks[p % old.num_partitions])
+                for p in range(old.num_partitions, total)
+            ]
+            new_racks = [sorted(r) for r in old.partition_racks] + list(added)
+        await self._commit([_topic_record(_topic(old.topic_id, name, total, new_racks))])
+
+    async def delete_topic(self, name: str) -> None:
+        self._known(name)
+        await self._commit([_encode("topic", name, None)])
+
+    def topics(self) -> list[TopicMetadata]:
+        return list(self._topics.values())
+
+    # -------------------------------------------------------------- group configs
+
+    async def set_group_config(
+        self,
+        group_id: str,
+        consumer_session_timeout_ms: int | None = None,
+        consumer_heartbeat_interval_ms: int | None = None,
+    ) -> None:
+        if not isinstance(group_id, str) or not group_id:
+            raise CoordinatorError(Errors.INVALID_GROUP_ID, "group id must be a non-empty string")
+        cfg = GroupConfig(consumer_session_timeout_ms, consumer_heartbeat_interval_ms)
+        _check_group_config(cfg, self.config)
+        payload = None if cfg == GroupConfig() else [
+            cfg.consumer_session_timeout_ms,
+            cfg.consumer_heartbeat_interval_ms,
+        ]
+        await self._commit([_encode("config", group_id, payload)])
+
+    def group_config(self, group_id: str) -> GroupConfig:
+        return self._configs.get(group_id) or GroupConfig()
+
+    # ------------------------------------------------------------------- internals
+
+    def _known(self, name: str) -> TopicMetadata:
+        topic = self._topics.get(name) if isinstance(name, str) else None
+        if topic is None:
+            raise CoordinatorError(
+                Errors.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist."
+            )
+        return topic
+
+    async def _commit(self, records: list[bytes]) -> None:
+        """Durable first, then applied, then pushed: a partition never sees an unsaved topic."""
+        records = [*records, _encode("version", "", self._version + 1)]
+        self._log.append(records)
+        for data in records:
+            self._replay(data)
+        if self._log.bytes_since_snapshot > SNAPSHOT_AFTER_BYTES:
+            self._log.write_snapshot(self._compacted())
+        await self._push()
+
+    async def _push(self) -> None:
+        image = self.image()
+        calls = []
+        for p in range(self.num_partitions):
+            try:
+                actor = ray.get_actor(partition_actor_name(p), namespace=NAMESPACE)
+            except ValueError:
+                continue  # not started yet: it pulls the image when it loads
+            calls.append(actor.update_image.remote(image))
+        if calls:
+            done, _ = await asyncio.wait(
+                [asyncio.ensure_future(_quiet(c)) for c in calls], timeout=PUSH_TIMEOUT_S
+            )
+            log.debug("pushed image %d to %d/%d partitions", image.version, len(done), len(calls))
+
+    def _compacted(self) -> list[bytes]:
+        out = [_topic_record(t) for t in self._topics.values()]
+        out += [
+            _encode("config", g, [c.consumer_session_timeout_ms, c.consumer_heartbeat_interval_ms])
+            for g, c in self._configs.items()
+        ]
+        out.append(_encode("version", "", self._version))
+        return out
+
+    def _replay(self, data: bytes) -> None:
+        kind, name, payload = msgpack.unpackb(data, raw=False)
+        if kind == "version":
+            self._version = payload
+        elif kind == "topic":
+            if payload is None:
+                self._topics.pop(name, None)
+            else:
+                topic_id, n, racks = payload
+                self._topics[name] = _topic(topic_id, name, n, racks)
+        elif kind == "config":
+            if payload is None:
+                self._configs.pop(name, None)
+            else:
+                self._configs[name] = GroupConfig(*payload)
+
+
+async def _quiet(ref) -> None:
+    try:
+        await ref
+    except Exception as e:  # a partition mid-restart pulls the image itself when it loads
+        log.info("push failed: %s", e)
+
+
+def _encode(kind: str, name: str, payload: object) -> bytes:
+    return msgpack.packb([kind, name, payload], use_bin_type=True)
+
+
+def _topic_record(t: TopicMetadata) -> bytes:
+    racks = None if t.partition_racks is None else [sorted(r) for r in t.partition_racks]
+    return _encode("topic", t.name, [t.topic_id, t.num_partitions, racks])
+
+
+def _topic(topic_id: str, name: str, n: int, racks: list[list[str]] | None) -> TopicMetadata:
+    try:
+        rack_sets = None if racks is None else tuple(frozenset(r) for r in racks)
+        return TopicMetadata(topic_id, name, n, rack_sets)
+    except (TypeError, ValueError) as e:
+        raise CoordinatorError(Errors.INVALID_PARTITIONS, f"bad racks: {e}") from None
+
+
+def _check_topic_name(name: object) -> None:
+    ok = (
+        isinstance(name, str)
+        and 0 < len(name) <= TOPIC_NAME_MAX_CHARS
+        and name not in (".", "..")
+        and _TOPIC_NAME.fullmatch(name) is not None
+    )
+    if not ok:
+        raise CoordinatorError(
+            Errors.INVALID_TOPIC_EXCEPTION,
+            f"Topic name {name!r} is illegal: it must be 1-{TOPIC_NAME_MAX_CHARS} of "
+            "[a-zA-Z0-9._-] and not '.' or '..'.",
+        )
+
+
+def _check_partition_count(n: object) -> None:
+    if type(n) is not int or not 0 < n <= MAX_PARTITIONS_PER_TOPIC:
+        raise CoordinatorError(
+            Errors.INVALID_PARTITIONS,
+            f"Number of partitions must be an int in 1..{MAX_PARTITIONS_PER_TOPIC}, got {n!r}.",
+        )
+
+
+def _check_group_config(cfg: GroupConfig, broker: CoordinatorConfig) -> None:
+    """Kafka's GroupConfig validation: within the broker's bounds, interval below timeout."""
+    session, interval = cfg.consumer_session_timeout_ms, cfg.consumer_heartbeat_interval_ms
+    checks = [
+        (session, "consumer.session.timeout.ms", broker.group_consumer_min_session_timeout_ms,
+         broker.group_consumer_max_session_timeout_ms),
+        (interval, "consumer.heartbeat.interval.ms",
+         broker.group_consumer_min_heartbeat_interval_ms,
+         broker.group_consumer_max_heartbeat_interval_ms),
+    ]
+    for value, key, low, high in checks:
+        if value is None:
+            continue
+        if type(value) is not int or not low <= value <= high:
+            raise CoordinatorError(
+                Errors.INVALID_CONFIG, f"{key} must be an int in [{low}, {high}], got {value!r}."
+            )
+    effective_session = session if session is not None else broker.group_consumer_session_timeout_ms
+    effective_interval = (
+        interval if interval is not None else broker.group_consumer_heartbeat_interval_ms
+    )
+    if effective_interval >= effective_session:
+        raise CoordinatorError(
+            Errors.INVALID_CONFIG,
+            "consumer.heartbeat.interval.ms must be less than consumer.session.timeout.ms.",
+        )

@@ -1,0 +1,443 @@
+"""The ``cohort`` command: the Ray demo, chaos runs, the pure case study, and the admin tools.
+
+``cohort groups`` and ``cohort configs`` mirror Kafka's ``kafka-consumer-groups.sh`` and
+``kafka-configs.sh`` against a running Cohort; ``cohort export`` and ``cohort timeline`` turn
+its state into Parquet files and a picture. The logic lives in ``actors/admin.py``; this
+module parses arguments, connects and prints. Exit codes: 0 done, 1 refused or failed (the
+message names the Kafka error), 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+
+RESET_LATEST_HELP = (
+    "reset to the latest offset. Cohort keeps no log, so 'latest' is the highest offset any "
+    "group has committed for the partition (a lower bound of the log end), or 0 when no group "
+    "has committed one"
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="cohort", description="Kafka group coordination on Ray")
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="a group of consumers on a local Ray; kill its coordinator")
+    demo.add_argument("--storage-path", default="./cohort-data")
+    demo.add_argument("--partitions", type=int, default=4)
+    chaos = sub.add_parser("chaos", help="kill actors at random while groups run; check invariants")
+    chaos.add_argument("--seconds", type=float, default=60.0)
+    chaos.add_argument("--groups", type=int, default=3)
+    chaos.add_argument("--consumers", type=int, default=3, help="initial consumers per group")
+    chaos.add_argument("--topic-partitions", type=int, default=6)
+    chaos.add_argument("--partitions", type=int, default=4, help="__consumer_offsets partitions")
+    chaos.add_argument("--seed", type=int, default=0)
+    chaos.add_argument("--storage-path", default="./cohort-data")
+    sub.add_parser("case-study", help="seed 002's Basic case study on the pure coordinator core")
+    _add_admin_parsers(sub)
+    args = parser.parse_args(argv)
+
+    if args.command == "demo":
+        from actors.tools.demo import run_demo
+
+        return run_demo(args.storage_path, args.partitions)
+    if args.command == "chaos":
+        return _chaos(args)
+    if args.command == "case-study":
+        from actors.tools.case_study import run_basic_case_study
+
+        shard = run_basic_case_study()
+        return 0 if shard.groups["demo-group"].state == "stable" else 1
+    if args.command in ADMIN_COMMANDS:
+        return _admin(args, ADMIN_COMMANDS[args.command])
+    return 2
+
+
+def _chaos(args: argparse.Namespace) -> int:
+    from actors.cluster import Cluster
+    from actors.tools.chaos import run_chaos
+    from actors.tools.demo import DEMO_CONFIG
+
+    cluster = Cluster.start(num_partitions=args.partitions, storage_path=args.storage_path,
+                            config=DEMO_CONFIG)
+    try:
+        with tempfile.TemporaryDirectory(prefix="cohort-chaos-") as workdir:
+            report = run_chaos(cluster, args.seconds, workdir, groups=args.groups,
+                               consumers=args.consumers, partitions=args.topic_partitions,
+                               seed=args.seed)
+        print(report.summary())
+        return 0 if not report.violations else 1
+    finally:
+        cluster.shutdown()
+
+
+# ---------------------------------------------------------------------------- admin parsers
+
+
+def _add_admin_parsers(sub) -> None:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--address", default=None,
+                        help="the Ray cluster: host:port of its GCS or ray://head:10001 "
+                             "(default: RAY_ADDRESS, else the local running Ray)")
+    common.add_argument("--json", action="store_true", help="print JSON for scripts")
+
+    groups = sub.add_parser(
+        "groups", parents=[common], help="list, describe, reset offsets of, delete groups",
+        description="Consumer groups, as kafka-consumer-groups.sh shows and changes them.",
+        epilog="Cohort keeps committed offsets but no log: LOG-END-OFFSET and LAG show '-'. "
+               "--reset-offsets commits as an admin (no member, generation -1) and only for "
+               "an existing group that is inactive (Empty); the plan is printed either way. "
+               "A group known only by its committed offsets is described as an empty classic "
+               "group, as Kafka shows it.",
+    )
+    action = groups.add_mutually_exclusive_group(required=True)
+    action.add_argument("--list", action="store_true", help="list the groups")
+    action.add_argument("--describe", action="store_true", help="describe --group G")
+    action.add_argument("--delete", action="store_true", help="delete --group G (must be empty)")
+    action.add_argument("--reset-offsets", action="store_true",
+                        help="reset the committed offsets of an inactive --group on --topic")
+    action.add_argument("--validate-regex", metavar="PATTERN",
+                        help="which existing topics a subscription regex (RE2) matches")
+    groups.add_argument("--group", action="append", default=[], metavar="G",
+                        help="the group (repeatable for --describe / --delete)")
+    groups.add_argument("--all-groups", action="store_true", help="--describe every group")
+    groups.add_argument("--state", nargs="*", metavar="S",
+                        help="with --list: only groups in these states (Stable, Empty, "
+                             "Assigning, Reconciling, PreparingRebalance, ...); with "
+                             "--describe: the state view")
+    groups.add_argument("--type", nargs="*", metavar="T",
+                        help="with --list: only groups of these types (consumer, classic)")
+    groups.add_argument("--members", action="store_true", help="--describe: the members view")
+    groups.add_argument("--offsets", action="store_true",
+                        help="--describe: the offsets view (the default)")
+    groups.add_argument("--verbose", action="store_true",
+                        help="--describe --members: epochs and assignments too")
+    groups.add_argument("--topic", action="append", default=[], metavar="T[:P,P]",
+                        help="--reset-offsets: a topic, or some of its partitions (repeatable)")
+    to = groups.add_mutually_exclusive_group()
+    to.add_argument("--to-earliest", action="store_true", help="reset to offset 0")
+    to.add_argument("--to-latest", action="store_true", help=RESET_LATEST_HELP)
+    to.add_argument("--to-offset", type=int, metavar="N", help="reset to offset N")
+    run = groups.add_mutually_exclusive_group()
+    run.add_argument("--execute", action="store_true", help="commit the reset (else: plan only)")
+    run.add_argument("--dry-run", action="store_true", help="only print the plan (the default)")
+
+    configs = sub.add_parser(
+        "configs", parents=[common], help="describe or alter dynamic group configs",
+        description="Dynamic group configs, as kafka-configs.sh --entity-type groups handles "
+                    "them. They need no existing group: set before it exists, kept after it "
+                    "is deleted.",
+    )
+    configs.add_argument("--group", "--entity-name", dest="group", required=True, metavar="G")
+    configs.add_argument("--entity-type", choices=["groups"], default="groups",
+                         help="only 'groups' (accepted for kafka-configs.sh compatibility)")
+    what = configs.add_mutually_exclusive_group(required=True)
+    what.add_argument("--describe", action="store_true", help="the group's dynamic configs")
+    what.add_argument("--alter", action="store_true", help="change them (--add/--delete-config)")
+    configs.add_argument("--all", action="store_true",
+                         help="--describe: the broker defaults of the unset configs too")
+    configs.add_argument("--add-config", action="append", default=[], metavar="k=v[,k=v]",
+                         help="consumer.session.timeout.ms, consumer.heartbeat.interval.ms")
+    configs.add_argument("--delete-config", action="append", default=[], metavar="k[,k]",
+                         help="back to the broker default")
+
+    export = sub.add_parser(
+        "export", parents=[common], help="the coordinator's state as Parquet tables",
+        description="Write groups, members, target_assignment, current_assignment, offsets "
+                    "and rebalances as Parquet under DIR/<table>/ (replacing an earlier "
+                    "export). From a ray:// client the files are written by an actor inside "
+                    "the cluster, on its node.",
+    )
+    export.add_argument("--out", required=True, metavar="DIR")
+    export.add_argument("--spark", action="store_true",
+                        help="write through a Spark session on Ray (RayDP; needs Java and a "
+                             "free CPU) instead of ray.data's writers")
+    export.add_argument("--executors", type=int, default=1, help="--spark: executors")
+    export.add_argument("--executor-memory", default="1GB", help="--spark: per executor")
+
+    timeline = sub.add_parser("timeline", parents=[common],
+                              help="draw who owned which partition when, for one group")
+    timeline.add_argument("--group", required=True, metavar="G")
+    timeline.add_argument("--out", default="timeline.png", metavar="PNG")
+    timeline.add_argument("--timelines", metavar="DIR",
+                          help="JSON-lines files consumers appended to (ConsumerClient "
+                               "timeline_path), one per consumer; read offline")
+    timeline.add_argument("--rebalances", action="store_true",
+                          help="with --timelines: also mark the group's rebalance history "
+                               "from the coordinator (the default without --timelines)")
+
+
+# ---------------------------------------------------------------------------- admin commands
+
+
+class UsageError(Exception):
+    pass
+
+
+def _admin(args: argparse.Namespace, command: Callable[[argparse.Namespace], int]) -> int:
+    from actors.tools.admin import AdminError, to_json
+    from protocol.errors import CoordinatorError
+
+    _ray_environment()
+    try:
+        return command(args)
+    except BrokenPipeError:  # the reader went away (``| head``): not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except UsageError as e:
+        print(f"cohort {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except (AdminError, CoordinatorError) as e:
+        name = e.error.name if e.error is not None else None
+        message = e.message if isinstance(e, AdminError) else (e.message or name)
+        if args.json:
+            print(to_json({"error": name, "message": message}))
+        print(f"Error: {e}" if isinstance(e, AdminError) else f"Error: {message} ({name})",
+              file=sys.stderr)
+        return 1
+    except (ConnectionError, RuntimeError, TimeoutError) as e:
+        if args.json:
+            print(to_json({"error": type(e).__name__, "message": str(e)}))
+        print(f"Error: {e}", file=sys.stderr)
+        return 1
+
+
+def _ray_environment() -> None:
+    """What Ray reads from the environment when it is imported, so set before any import.
+
+    Ray 2.60 clusters want a token by default and a driver sends its token only in token mode,
+    which ``ray.init`` sets for its own process but an operator's shell has not; a cluster
+    without auth accepts a token-mode driver too.
+    """
+    os.environ.setdefault("RAY_LOGGER_LEVEL", "warning")  # no "Connecting to..." chatter
+    has_token = (
+        os.environ.get("RAY_AUTH_TOKEN")
+        or os.environ.get("RAY_AUTH_TOKEN_PATH")
+        or os.path.exists(os.path.expanduser("~/.ray/auth_token"))
+    )
+    if has_token:
+        os.environ.setdefault("RAY_AUTH_MODE", "token")
+
+
+def _connect(args: argparse.Namespace):
+    from actors.cluster import Cluster
+
+    try:
+        return Cluster.connect(args.address)
+    except (ConnectionError, ValueError) as e:
+        where = args.address or "RAY_ADDRESS / the local Ray"
+        raise ConnectionError(f"cannot connect to Ray at {where}: {e}") from None
+
+
+def _emit(args: argparse.Namespace, columns, rows: list[dict], notes: list[str] = ()) -> None:
+    from actors.tools.admin import display_rows, format_table, to_json
+
+    if args.json:
+        print(to_json(rows))
+        return
+    for note in notes:
+        print(note)
+    if rows or not notes:
+        print(format_table(columns, display_rows(rows)))
+
+
+def _split(values: list[str] | None) -> list[str]:
+    """``--type consumer,classic`` and ``--type consumer classic`` alike."""
+    return [v for item in values or () for v in item.split(",") if v]
+
+
+def _groups(args: argparse.Namespace) -> int:
+    if args.validate_regex is not None:
+        return _validate_regex(args)
+    if args.list:
+        return _list(args)
+    if args.all_groups and not args.describe:
+        raise UsageError("--all-groups goes with --describe only")
+    if not args.group and not args.all_groups:
+        raise UsageError("--group is required")
+    if args.describe:
+        return _describe(args)
+    if len(args.group) != 1 and args.reset_offsets:
+        raise UsageError("--reset-offsets takes one --group")
+    if args.reset_offsets:
+        return _reset(args)
+    return _delete(args)
+
+
+def _validate_regex(args: argparse.Namespace) -> int:
+    from actors.tools import admin
+
+    admin.check_regex(args.validate_regex)  # a bad pattern fails before any Ray connect
+    rows = admin.validate_regex(args.validate_regex, _connect(args).topics())
+    notes = [] if rows else [f"No existing topic matches '{args.validate_regex}'."]
+    _emit(args, admin.REGEX_COLUMNS, rows, notes)
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    from actors.tools import admin
+
+    rows = admin.list_groups(_connect(args), _split(args.state), _split(args.type))
+    _emit(args, admin.LIST_COLUMNS, rows)
+    return 0
+
+
+def _describe(args: argparse.Namespace) -> int:
+    from actors.tools import admin
+
+    views = [v for v in ("members", "offsets") if getattr(args, v)]
+    if args.state is not None:
+        if args.state:
+            raise UsageError("--describe --state takes no values (it selects the state view)")
+        views.append("state")
+    if len(views) > 1:
+        raise UsageError("pick one of --members, --state, --offsets")
+    view = views[0] if views else "offsets"
+    cluster = _connect(args)
+    group_ids = args.group or [g["group"] for g in admin.list_groups(cluster)]
+    describe, columns = {
+        "offsets": (admin.describe_offsets, admin.OFFSETS_COLUMNS),
+        "members": (admin.describe_members,
+                    admin.MEMBERS_VERBOSE_COLUMNS if args.verbose else admin.MEMBERS_COLUMNS),
+        "state": (admin.describe_state, admin.STATE_COLUMNS),
+    }[view]
+    rows, notes = [], []
+    for g in group_ids:
+        got, said = describe(cluster, g)
+        rows += got
+        notes += said
+    _emit(args, columns, rows, notes)
+    return 0
+
+
+def _reset(args: argparse.Namespace) -> int:
+    from actors.tools import admin
+
+    if not args.topic:
+        raise UsageError("--reset-offsets needs --topic")
+    if args.to_earliest:
+        to = "earliest"
+    elif args.to_latest:
+        to = "latest"
+    elif args.to_offset is not None:
+        to = "offset"
+    else:
+        raise UsageError("--reset-offsets needs one of --to-earliest, --to-latest, --to-offset")
+    cluster = _connect(args)
+    group_id = args.group[0]
+    plan = admin.plan_reset(cluster, group_id, args.topic, to, args.to_offset)
+    notes = []
+    if args.execute:
+        admin.execute_reset(cluster, group_id, plan)
+    else:
+        notes.append("WARN: No action will be performed as the --execute option is missing; "
+                     "this is the plan.")
+    _emit(args, admin.RESET_COLUMNS, plan, notes)
+    return 0
+
+
+def _delete(args: argparse.Namespace) -> int:
+    from actors.tools import admin
+
+    cluster = _connect(args)
+    for g in args.group:
+        admin.delete_group(cluster, g)
+    if args.json:
+        print(admin.to_json({"deleted": args.group}))
+    else:
+        names = ", ".join(f"'{g}'" for g in args.group)
+        print(f"Deletion of requested consumer groups ({names}) was successful.")
+    return 0
+
+
+def _configs(args: argparse.Namespace) -> int:
+    from actors.tools import admin
+
+    add = {k: v for text in args.add_config for k, v in admin.parse_config_pairs(text).items()}
+    delete = _split(args.delete_config)
+    if args.describe and (add or delete):
+        raise UsageError("--add-config / --delete-config go with --alter")
+    if args.alter and not (add or delete):
+        raise UsageError("--alter needs --add-config or --delete-config")
+    if args.alter:
+        admin.altered_config(admin.GroupConfig(), add, delete)  # bad names fail before connect
+    cluster = _connect(args)
+    if args.alter:
+        new = admin.alter_configs(cluster, args.group, add, delete)
+        if args.json:
+            print(admin.to_json(admin.describe_configs(args.group, new, cluster.config)))
+        else:
+            print(f"Completed updating config for group {args.group}.")
+        return 0
+    current = admin.group_config(cluster, args.group)
+    rows = admin.describe_configs(args.group, current, cluster.config, args.all)
+    notes = [] if rows else [f"Group '{args.group}' has no dynamic configs."]
+    _emit(args, admin.CONFIG_COLUMNS, rows, notes)
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    import ray
+
+    from actors.tools import admin, export
+
+    os.environ.setdefault("RAY_DATA_LOG_LEVEL", "WARNING")  # no per-table progress chatter
+    cluster = _connect(args)
+    if ray.util.client.ray.is_connected():  # a Ray client cannot host Spark: an actor does
+        counts = export.export_via_actor(cluster, args.out, use_spark=args.spark)
+    elif args.spark:
+        import raydp
+
+        spark = export.start_spark(num_executors=args.executors,
+                                   executor_memory=args.executor_memory)
+        try:
+            counts = export.export_parquet(cluster, args.out, spark)
+        finally:
+            raydp.stop_spark()
+    else:
+        counts = export.export_parquet(cluster, args.out)
+    rows = [{"table": name, "rows": n, "path": os.path.join(args.out, name)}
+            for name, n in counts.items()]
+    _emit(args, admin.EXPORT_COLUMNS, rows)
+    return 0
+
+
+def _timeline(args: argparse.Namespace) -> int:
+    from actors.tools import admin
+    from actors.tools.timeline_plot import draw_timeline
+
+    timelines: dict[str, list[dict]] = {}
+    history: list[dict] = []
+    if args.timelines:
+        timelines = admin.load_timelines(args.timelines, args.group)
+    if args.rebalances or not args.timelines:
+        history = admin.rebalance_history(_connect(args), args.group)
+    if not timelines and not history:
+        raise admin.AdminError(
+            f"Nothing to draw for group '{args.group}': it has no rebalance history; pass "
+            "--timelines DIR, the files ConsumerClient(timeline_path=...) appends to.")
+    out_dir = os.path.dirname(os.path.abspath(args.out))
+    if not os.path.isdir(out_dir):
+        raise admin.AdminError(f"Cannot write {args.out}: no directory {out_dir}.")
+    summary = draw_timeline(timelines, args.out, rebalances=history,
+                            title=f"group {args.group}: partition ownership")
+    row = {"out": summary.path, "members": len(summary.members),
+           "partitions": len(summary.lanes), "ownerships": len(summary.bars),
+           "rebalances": summary.rebalances}
+    _emit(args, admin.TIMELINE_COLUMNS, [row])
+    return 0
+
+
+ADMIN_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "groups": _groups,
+    "configs": _configs,
+    "export": _export,
+    "timeline": _timeline,
+}
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""assignors.server."""

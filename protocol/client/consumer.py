@@ -1,0 +1,345 @@
+"""The client half of KIP-848: one group member's heartbeat loop, as a pure object.
+
+``ConsumerMemberClient`` is to a KIP-848 consumer what ``h11.Connection`` is to an HTTP client:
+it decides which ``ConsumerGroupHeartbeatRequest`` to send and when, and what each reply means
+for the partitions the member owns, but it never sends, sleeps or reads a clock. The caller (a
+Ray actor hosting one or many members) passes ``now`` (seconds, monotonic) into every call,
+sends what ``poll`` returns, and feeds back ``on_response`` or ``on_failure``.
+
+It follows Kafka 4.x's AsyncKafkaConsumer:
+
+* revoke before acknowledging: partitions a reply takes away stop being used (timeline
+  "revoked", ``on_revoke``) before the next heartbeat reports what the member still owns; only
+  that acknowledgement lets the coordinator hand them to another member (invariant 1);
+* FENCED_MEMBER_EPOCH / UNKNOWN_MEMBER_ID lose everything (``on_lost``) and rejoin at epoch 0
+  under the same member id; a lost reply makes the next heartbeat a full one, so the
+  coordinator resends the assignment the member may have missed;
+* a member that cannot prove it is still in the group gives its partitions up at the earliest
+  moment the coordinator could have fenced it (session or rebalance timeout, counted from when
+  the requests were *sent*), so two members' ownership never overlaps, even when the process
+  stalls or replies go missing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from protocol import messages as m
+from protocol import partitions as pm
+from protocol.consumer.member import JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH
+from protocol.errors import COORDINATOR_UNAVAILABLE, Errors
+from protocol.records import PartitionMap
+from protocol.retry import backoff_s, next_retries
+
+Partitions = list[tuple[str, int]]  # (topic name, partition), sorted
+Callback = Callable[[Partitions], None]
+
+# Errors after which the same request may simply be tried again (Kafka's retriable ones).
+# REBALANCE_IN_PROGRESS: a classic group converts to the new protocol only once it is stable.
+RETRIABLE = COORDINATOR_UNAVAILABLE | {
+    Errors.UNKNOWN_SERVER_ERROR,
+    Errors.UNRELEASED_INSTANCE_ID,
+    Errors.REBALANCE_IN_PROGRESS,
+}
+FENCED = frozenset({Errors.FENCED_MEMBER_EPOCH, Errors.UNKNOWN_MEMBER_ID})
+
+
+@dataclass
+class _Sent:
+    """The request in flight: when it left (the session safety rule counts from there)."""
+
+    at: float
+    leave: bool
+    stale: bool = False  # the member gave up its state meanwhile: the reply means nothing now
+
+
+class ConsumerMemberClient:
+    """One member of one consumer group: what to send when, and what it owns meanwhile.
+
+    Guarantees: at most one request in flight; partitions are used only between the reply
+    that granted them and the moment they were revoked, lost, or could have been fenced away;
+    ``timeline`` records those moments (bounded: the oldest events are dropped first).
+    """
+
+    def __init__(
+        self,
+        group_id: str,
+        member_id: str,
+        *,
+        topics: list[str] | None = None,
+        topic_regex: str | None = None,
+        instance_id: str | None = None,
+        rack_id: str | None = None,
+        rebalance_timeout_ms: int = 60_000,
+        server_assignor: str | None = None,
+        session_timeout_ms: int = 45_000,
+        on_revoke: Callback | None = None,
+        on_assign: Callback | None = None,
+        on_lost: Callback | None = None,
+        topic_names: Mapping[str, str] | None = None,
+        timeline_max_events: int = 100_000,
+    ) -> None:
+        if (topics is None) == (topic_regex is None):
+            raise ValueError("subscribe to topic names or to a regex, exactly one of them")
+        if rebalance_timeout_ms <= 0 or session_timeout_ms <= 0 or timeline_max_events <= 0:
+            raise ValueError("timeouts and the timeline bound must be positive")
+        self.group_id, self.member_id = group_id, member_id
+        self.topics = sorted(set(topics)) if topics is not None else None
+        self.topic_regex, self.instance_id, self.rack_id = topic_regex, instance_id, rack_id
+        self.rebalance_timeout_ms, self.server_assignor = rebalance_timeout_ms, server_assignor
+        self.session_timeout_ms = session_timeout_ms
+        self.on_revoke, self.on_assign, self.on_lost = on_revoke, on_assign, on_lost
+        self.topic_names: Mapping[str, str] = topic_names if topic_names is not None else {}
+        self.member_epoch = JOIN_EPOCH
+        self.heartbeat_interval_ms = 0  # unknown until the first reply
+        self.error: int | None = None
+        self._owned: PartitionMap = {}
+        self._pending: PartitionMap = {}
+        self._timeline: deque[dict] = deque(maxlen=timeline_max_events)  # oldest dropped first
+        self._in_flight: _Sent | None = None
+        self._due = -math.inf  # when the next heartbeat is due; -inf: at once
+        self._full = True  # restate every field: a join, or a retry after a lost reply
+        self._ack_due = False
+        self._retries = 0
+        self._alive_until: float | None = None  # no session fence before this
+        self._unconfirmed_since: float | None = None  # a revocation may be timing since then
+        self._maybe_member = False  # the coordinator may know us: a leave must be sent
+        self._leaving = self._stopped = False
+
+    # ------------------------------------------------------------------ what the caller sees
+
+    @property
+    def assignment(self) -> Partitions:
+        return self._render(self._owned)
+
+    @property
+    def pending(self) -> Partitions:
+        """Assigned but still held by their previous owners: not ours yet (debugging only)."""
+        return self._render(self._pending)
+
+    @property
+    def timeline(self) -> list[dict]:
+        return list(self._timeline)
+
+    @property
+    def partitions_unresolved(self) -> list[str]:
+        return sorted((self._owned.keys() | self._pending.keys()) - self.topic_names.keys())
+
+    @property
+    def state(self) -> str:
+        if self.error is not None:
+            return "failed"
+        if self._stopped:
+            return "stopped"
+        if self._leaving:
+            return "leaving"
+        if self.member_epoch <= 0:
+            return "joining"
+        return "reconciling" if self._ack_due or self._pending else "stable"
+
+    @property
+    def ownership_deadline(self) -> float | None:
+        """The earliest time the coordinator may have fenced this member, given what it knows.
+
+        From then on the partitions count as lost (the next call records it); a host should
+        stop processing them then even if it has not called in.
+        """
+        return self._fence_deadline() if self.member_epoch > 0 else None
+
+    def next_due(self) -> float | None:
+        """When the caller should next call ``poll`` (-inf: now; None: only after a reply)."""
+        if self.state in ("stopped", "failed"):
+            return None
+        deadline = self.ownership_deadline
+        if self._in_flight is not None:
+            return deadline
+        return self._due if deadline is None else min(self._due, deadline)
+
+    # -------------------------------------------------------------------------- the loop
+
+    def poll(self, now: float) -> m.ConsumerGroupHeartbeatRequest | None:
+        """The request to send now, marked in flight, or None (not due, busy, stopped)."""
+        self._check_deadline(now)
+        if self._in_flight is not None or self.state in ("stopped", "failed") or now < self._due:
+            return None
+        if self._leaving:
+            return self._send_leave(now)
+        self._in_flight = _Sent(now, leave=False)
+        self._maybe_member = True
+        if self._unconfirmed_since is None:
+            self._unconfirmed_since = now
+        return self._request()
+
+    def leave(self) -> None:
+        """Leave the group: the next poll revokes everything and sends the leave heartbeat."""
+        if self.state in ("stopped", "failed"):
+            return
+        self._leaving, self._due = True, -math.inf
+        if not self._maybe_member and self._in_flight is None:
+            self._stopped = True  # the coordinator never heard of us: nothing to say
+
+    def on_response(self, now: float, response: m.ConsumerGroupHeartbeatResponse) -> None:
+        """The reply to the request in flight, read at ``now``."""
+        sent = self._finish()
+        if sent is None:
+            return
+        code = response.error_code
+        if code == Errors.NONE:
+            self._on_success(now, sent.at, response)
+            return
+        self._check_deadline(now)
+        if code in FENCED:
+            self._lose(sent.at)  # the coordinator may have acted on it as soon as it arrived
+            self._maybe_member = False  # it removed us (or never had us)
+        elif code in RETRIABLE:
+            self._retry(now)
+        else:
+            self._lose(sent.at)
+            self.error = code
+
+    def on_failure(self, now: float) -> None:
+        """No reply (transport failure, dead coordinator): keep state and retry with backoff."""
+        if self._finish() is not None:
+            self._check_deadline(now)
+            self._retry(now)
+
+    # -------------------------------------------------------------------------- internals
+
+    def _finish(self) -> _Sent | None:
+        """Take the request in flight; None when its reply no longer matters."""
+        sent = self._in_flight
+        if sent is None:
+            raise RuntimeError(f"member {self.member_id}: a reply with no request in flight")
+        self._in_flight = None
+        if sent.leave:
+            self._stopped = True  # whatever the coordinator said, this member is done
+            return None
+        return None if sent.stale else sent
+
+    def _on_success(
+        self, now: float, sent_at: float, resp: m.ConsumerGroupHeartbeatResponse
+    ) -> None:
+        owned, assignment = pm.pairs(self._owned), resp.assignment
+        target = (
+            owned
+            if assignment is None
+            else pm.pairs(pm.from_wire(assignment.assigned_topic_partitions))
+        )
+        revoked, added = owned - target, target - owned
+        # The coordinator heard from us at or after sent_at: no session fence before this.
+        self._alive_until = sent_at + self.session_timeout_ms / 1000
+        if not revoked:
+            self._unconfirmed_since = None  # the coordinator waits for no revocation from us
+        deadline = self._fence_deadline()
+        if deadline is not None and now >= deadline:
+            self._lose(deadline)  # read too late to trust (even a join's reply): start over
+            return
+        assert resp.member_epoch >= self.member_epoch, "member epochs never go down"
+        self.member_epoch = resp.member_epoch
+        self.member_id = resp.member_id or self.member_id
+        if resp.heartbeat_interval_ms > 0:
+            self.heartbeat_interval_ms = resp.heartbeat_interval_ms
+        self._retries, self._full = 0, False
+        if self._leaving:
+            return  # everything goes at the leave; take nothing new
+        if assignment is not None:
+            self._pending = pm.from_wire(assignment.pending_topic_partitions)
+            if revoked:
+                self._end(now, "revoked", revoked, self.on_revoke)
+            if added:
+                self._owned = pm.union(self._owned, pm.from_pairs(added))
+                self._record(now, "assigned", added)
+                if self.on_assign is not None:
+                    self.on_assign(self._render(pm.from_pairs(added)))
+        self._ack_due = bool(revoked or added)
+        self._due = now if self._ack_due else now + self.heartbeat_interval_ms / 1000
+
+    def _fence_deadline(self) -> float | None:
+        """Session: from the last answered send; rebalance: from the first unconfirmed one."""
+        if self._alive_until is None or self._unconfirmed_since is None:
+            return self._alive_until
+        return min(self._alive_until, self._unconfirmed_since + self.rebalance_timeout_ms / 1000)
+
+    def _check_deadline(self, now: float) -> bool:
+        """Give everything up if the coordinator may have fenced us by now; True if it did."""
+        deadline = self.ownership_deadline
+        if deadline is None or now < deadline:
+            return False
+        self._lose(deadline)
+        if self._in_flight is not None:
+            self._in_flight.stale = True
+        return True
+
+    def _lose(self, t: float) -> None:
+        """Drop all partitions without revoking (Kafka's onPartitionsLost) and start over."""
+        if self._owned:
+            self._end(t, "lost", pm.pairs(self._owned), self.on_lost)
+        self._pending = {}
+        self.member_epoch, self._due, self._full, self._ack_due = JOIN_EPOCH, -math.inf, True, False
+        self._alive_until = self._unconfirmed_since = None
+
+    def _retry(self, now: float) -> None:
+        self._full = True  # the reply may have carried an assignment: ask for it again
+        self._due = now + backoff_s(self._retries)
+        self._retries = next_retries(self._retries)
+
+    def _end(self, t: float, event: str, parts: set[tuple[str, int]], cb: Callback | None) -> None:
+        """Stop owning ``parts``: the callback runs while they are still listed as owned."""
+        self._record(t, event, parts)
+        try:
+            if cb is not None:
+                cb(self._render(pm.from_pairs(parts)))
+        finally:
+            self._owned = pm.minus(self._owned, pm.from_pairs(parts))
+
+    def _send_leave(self, now: float) -> m.ConsumerGroupHeartbeatRequest | None:
+        if self._owned:
+            self._end(now, "revoked", pm.pairs(self._owned), self.on_revoke)
+        self._pending = {}
+        if not self._maybe_member:
+            self._stopped = True
+            return None
+        self._in_flight = _Sent(now, leave=True)
+        static = self.instance_id is not None  # a static member keeps its place for a while
+        self.member_epoch = STATIC_LEAVE_EPOCH if static else LEAVE_EPOCH
+        return m.ConsumerGroupHeartbeatRequest(
+            group_id=self.group_id,
+            member_id=self.member_id,
+            member_epoch=self.member_epoch,
+            instance_id=self.instance_id,
+        )
+
+    def _request(self) -> m.ConsumerGroupHeartbeatRequest:
+        """A join (epoch 0), a full heartbeat, or a lean one: ids, epoch and what we own."""
+        assert self.member_epoch > 0 or not self._owned, "a joining member owns nothing"
+        req = m.ConsumerGroupHeartbeatRequest(
+            group_id=self.group_id,
+            member_id=self.member_id,
+            member_epoch=self.member_epoch,
+            topic_partitions=pm.to_wire(self._owned),
+        )
+        if self._full or self.member_epoch == JOIN_EPOCH:
+            req.instance_id, req.rack_id = self.instance_id, self.rack_id
+            req.rebalance_timeout_ms = self.rebalance_timeout_ms
+            req.subscribed_topic_names = list(self.topics) if self.topics is not None else None
+            req.subscribed_topic_regex = self.topic_regex
+            req.server_assignor = self.server_assignor
+        return req
+
+    def _record(self, t: float, event: str, parts: Iterable[tuple[str, int]]) -> None:
+        self._timeline.append(
+            {
+                "t": t,
+                "event": event,
+                "partitions": self._render(pm.from_pairs(parts)),
+                "epoch": self.member_epoch,
+                "member_id": self.member_id,
+            }
+        )
+
+    def _render(self, parts: PartitionMap) -> Partitions:
+        """(name, partition) pairs; a topic whose name is not known yet shows its id."""
+        return sorted((self.topic_names.get(t, t), p) for t, ps in parts.items() for p in ps)

@@ -1,0 +1,80 @@
+"""ConsumerGroupDescribe: a group as Kafka's describe shows it, plus the reconciler's view."""
+
+from __future__ import annotations
+
+from protocol import messages as m
+from protocol import partitions as pm
+from protocol.classic.group import ClassicGroup
+from protocol.config import CoordinatorConfig
+from protocol.consumer.group import ConsumerGroup
+from protocol.consumer.member import ConsumerGroupMember
+from protocol.metadata import MetadataImage
+
+
+def describe_group(
+    group: ConsumerGroup, image: MetadataImage, config: CoordinatorConfig
+) -> m.DescribedGroup:
+    return m.DescribedGroup(
+        group_id=group.group_id,
+        group_state=group.state,
+        group_epoch=group.group_epoch,
+        assignment_epoch=group.assignment_epoch,
+        assignor_name=group.assignor(config).name,
+        members=[_member(group, group.members[mid], image) for mid in sorted(group.members)],
+    )
+
+
+def _member(
+    group: ConsumerGroup, member: ConsumerGroupMember, image: MetadataImage
+) -> m.DescribedMember:
+    def described(parts: pm.PartitionMap) -> list[m.DescribedTopicPartitions]:
+        return [
+            m.DescribedTopicPartitions(tid, topic_name(image, group, tid), list(ps))
+            for tid, ps in sorted(parts.items())
+        ]
+
+    return m.DescribedMember(
+        member_id=member.member_id,
+        instance_id=member.instance_id,
+        rack_id=member.rack_id,
+        member_epoch=member.member_epoch,
+        client_id=member.client_id,
+        client_host=member.client_host,
+        subscribed_topic_names=list(member.subscribed_topic_names),
+        subscribed_topic_regex=member.subscribed_topic_regex,
+        assignment=m.DescribedAssignment(described(member.assigned_partitions)),
+        target_assignment=m.DescribedAssignment(described(group.target_of(member.member_id))),
+        member_state=member.state.label,
+        pending_topic_partitions=described(group.pending_of(member)),
+    )
+
+
+def topic_name(image: MetadataImage, group: ConsumerGroup, topic_id: str) -> str:
+    """The topic's name now, or as the group last recorded it (a deleted topic keeps its name)."""
+    t = image.topic(topic_id)
+    if t is not None:
+        return t.name
+    entry = group.subscription_metadata.get(topic_id)
+    return entry.topic_name if entry is not None else ""
+
+
+def summarize_group(group: ConsumerGroup | ClassicGroup | None) -> dict | None:
+    """Describe without the assignments: state, epochs and member counts, cheap enough to
+    poll for a group of 10,000 members."""
+    if group is None:
+        return None
+    if group.group_type == "classic":
+        return {
+            "state": group.state,
+            "group_type": "classic",
+            "generation": group.generation_id,
+            "members": len(group.members),
+        }
+    at_epoch = sum(1 for mm in group.members.values() if mm.member_epoch == group.group_epoch)
+    return {
+        "state": group.state,
+        "group_epoch": group.group_epoch,
+        "assignment_epoch": group.assignment_epoch,
+        "members": len(group.members),
+        "members_at_group_epoch": at_epoch,
+    }

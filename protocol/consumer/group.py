@@ -1,0 +1,235 @@
+"""A KIP-848 consumer group's state, and how each record changes it.
+
+Nothing here decides anything: the rules live in ``consumer_rules``. This module holds what the
+records say (epochs, members, target and current assignments, the subscribed topics' metadata)
+and what follows from them directly (who owns each partition, which member holds an instance
+id, the group state). ``replay`` is the only way in, both for live events and for loading a
+log, which is what makes a replayed shard equal to the one that wrote the log.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from assignors.client.interfaces import common_version_range, select_by_version_range
+from protocol import partitions as pm
+from protocol.config import CoordinatorConfig
+from protocol.consumer.member import ConsumerGroupMember, MemberState
+from protocol.consumer.regex import InvalidRegex, matching_topics
+from protocol.metadata import MetadataImage
+from protocol.records import (
+    ConsumerGroupCurrentMemberAssignmentKey,
+    ConsumerGroupCurrentMemberAssignmentValue,
+    ConsumerGroupMemberMetadataKey,
+    ConsumerGroupMemberMetadataValue,
+    ConsumerGroupMetadataValue,
+    ConsumerGroupPartitionMetadataValue,
+    ConsumerGroupTargetAssignmentMemberKey,
+    ConsumerGroupTargetAssignmentMemberValue,
+    ConsumerGroupTargetAssignmentMetadataValue,
+    PartitionMap,
+    Record,
+    TopicMetadataEntry,
+)
+
+EMPTY = "empty"
+ASSIGNING = "assigning"
+RECONCILING = "reconciling"
+STABLE = "stable"
+DEAD = "dead"
+STATES = (EMPTY, ASSIGNING, RECONCILING, STABLE, DEAD)
+
+
+@dataclass(frozen=True)
+class AssignorChoice:
+    """Which assignor computes the group's target: the server's, or a member's (client side)."""
+
+    name: str
+    client_side: bool
+    # client side only: who computes, and the metadata versions every member understands
+    chosen_member_id: str | None = None
+    version_range: tuple[int, int] | None = None
+
+
+@dataclass
+class ConsumerGroup:
+    group_id: str
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    members: dict[str, ConsumerGroupMember] = field(default_factory=dict)
+    target: dict[str, ConsumerGroupTargetAssignmentMemberValue] = field(default_factory=dict)
+    subscription_metadata: dict[str, TopicMetadataEntry] = field(default_factory=dict)
+    # derived from the records, kept in step by replay
+    static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id
+    owners: dict[tuple[str, int], str] = field(default_factory=dict)
+    # Asked on every heartbeat; depends only on the members' metadata, so cached until it changes.
+    _assignor: AssignorChoice | None = field(default=None, compare=False, repr=False)
+
+    group_type = "consumer"
+
+    # --- replay ---------------------------------------------------------------------------
+
+    def replay(self, record: Record) -> None:
+        key, value = record.key, record.value
+        if isinstance(value, ConsumerGroupMetadataValue):
+            self.group_epoch = value.epoch
+        elif isinstance(value, ConsumerGroupPartitionMetadataValue):
+            self.subscription_metadata = {t.topic_id: t for t in value.topics}
+        elif isinstance(value, ConsumerGroupTargetAssignmentMetadataValue):
+            self.assignment_epoch = value.assignment_epoch
+        elif isinstance(key, ConsumerGroupMemberMetadataKey):
+            self._replay_member(key.member_id, value)
+        elif isinstance(key, ConsumerGroupTargetAssignmentMemberKey):
+            if value is None:
+                self.target.pop(key.member_id, None)
+            else:
+                self.target[key.member_id] = value
+        elif isinstance(key, ConsumerGroupCurrentMemberAssignmentKey):
+            self._replay_assignment(key.member_id, value)
+
+    def _replay_member(
+        self, member_id: str, value: ConsumerGroupMemberMetadataValue | None
+    ) -> None:
+        self._assignor = None
+        old = self.members.get(member_id)
+        if old is not None and self.static_members.get(old.instance_id or "") == member_id:
+            del self.static_members[old.instance_id]  # type: ignore[arg-type]
+        if value is None:
+            if old is not None:
+                self._set_owner(old, None)
+                del self.members[member_id]
+            return
+        member = (old or ConsumerGroupMember(member_id)).with_metadata(value)
+        self.members[member_id] = member
+        if member.instance_id is not None:
+            self.static_members[member.instance_id] = member_id
+
+    def _replay_assignment(
+        self, member_id: str, value: ConsumerGroupCurrentMemberAssignmentValue | None
+    ) -> None:
+        old = self.members.get(member_id)
+        if value is None:
+            if old is not None:
+                self._set_owner(old, None)
+                self.members[member_id] = ConsumerGroupMember(member_id).with_metadata(old.metadata)
+            return
+        new = (old or ConsumerGroupMember(member_id)).with_assignment(value)
+        if old is not None:
+            self._set_owner(old, None)
+        self._set_owner(new, member_id)
+        self.members[member_id] = new
+
+    def _set_owner(self, member: ConsumerGroupMember, owner: str | None) -> None:
+        held = pm.pairs(member.assigned_partitions) | pm.pairs(member.partitions_pending_revocation)
+        for tp in held:
+            current = self.owners.get(tp)
+            if owner is None:
+                if current == member.member_id:
+                    del self.owners[tp]
+            else:
+                # Invariant 1: a partition is never held by two members at once.
+                assert current in (None, owner), f"{tp} held by {current} and {owner}"
+                self.owners[tp] = owner
+
+    # --- derived views --------------------------------------------------------------------
+
+    def owner_of(self, topic_id: str, partition: int) -> str | None:
+        return self.owners.get((topic_id, partition))
+
+    def target_of(self, member_id: str) -> PartitionMap:
+        t = self.target.get(member_id)
+        return t.partitions if t is not None else {}
+
+    def pending_of(self, member: ConsumerGroupMember) -> PartitionMap:
+        """Seed 002's "pending-partitions": target partitions another member still holds.
+
+        Only a member that has moved to the target epoch waits for partitions; before that its
+        pending list is empty, as in the seed's Basic and member-failure tables.
+        """
+        if member.member_epoch != self.assignment_epoch:
+            return {}
+        missing = pm.pairs(self.target_of(member.member_id)) - pm.pairs(member.assigned_partitions)
+        return pm.from_pairs(
+            tp for tp in missing if self.owners.get(tp) not in (None, member.member_id)
+        )
+
+    @property
+    def state(self) -> str:
+        if not self.members:
+            return EMPTY
+        if self.group_epoch > self.assignment_epoch:
+            return ASSIGNING
+        for m in self.members.values():
+            if m.member_epoch != self.assignment_epoch or m.state is not MemberState.STABLE:
+                return RECONCILING
+        return STABLE
+
+    def subscribed_topic_names(self, image: MetadataImage) -> set[str]:
+        names: set[str] = set()
+        for m in self.members.values():
+            names.update(member_topic_names(m, image))
+        return names
+
+    def subscription_entries(self, image: MetadataImage) -> dict[str, TopicMetadataEntry]:
+        """The metadata of the subscribed topics that exist, as the record stores it."""
+        out = {}
+        for name in sorted(self.subscribed_topic_names(image)):
+            t = image.topic_by_name(name)
+            if t is not None:
+                out[t.topic_id] = TopicMetadataEntry(
+                    t.topic_id, t.name, t.num_partitions, t.racks_digest()
+                )
+        return out
+
+    def assignor(self, config: CoordinatorConfig) -> AssignorChoice:
+        if self._assignor is None:
+            self._assignor = choose_assignor(self.members.values(), config)
+        return self._assignor
+
+
+def member_topic_names(member: ConsumerGroupMember, image: MetadataImage) -> set[str]:
+    if member.subscribed_topic_regex is not None:
+        try:
+            return set(matching_topics(member.subscribed_topic_regex, image.topic_names()))
+        except InvalidRegex:  # validated on the way in; a log from elsewhere may still hold one
+            return set()
+    return set(member.subscribed_topic_names)
+
+
+def choose_assignor(members, config: CoordinatorConfig) -> AssignorChoice:
+    """Pick the group's assignor from what its members asked for.
+
+    Members naming a server assignor win: the most requested one (ties by name). Otherwise, if
+    every member offers client-side assignors and some name is common to all, the common name
+    with the best summed priority (list position) is used, computed by the member whose version
+    range covers everyone's (seed 004). Otherwise the server's default assignor.
+    """
+    members = list(members)
+    requested = Counter(m.server_assignor for m in members if m.server_assignor is not None)
+    if requested:
+        name = min(requested, key=lambda n: (-requested[n], n))
+        return AssignorChoice(name, client_side=False)
+    if members and all(m.uses_client_assignors for m in members):
+        common = set.intersection(*({a.name for a in m.client_assignors} for m in members))
+        if common:
+
+            def rank(name: str) -> tuple[int, str]:
+                return (
+                    sum([a.name for a in m.client_assignors].index(name) for m in members),
+                    name,
+                )
+
+            name = min(common, key=rank)
+            ranges = {
+                m.member_id: (e.minimum_version, e.maximum_version)
+                for m in members
+                if (e := m.client_assignor(name)) is not None
+            }
+            return AssignorChoice(
+                name,
+                client_side=True,
+                chosen_member_id=select_by_version_range(ranges),
+                version_range=common_version_range(ranges),
+            )
+    return AssignorChoice(config.default_server_assignor, client_side=False)

@@ -1,0 +1,589 @@
+"""The rules of KIP-848 consumer groups: heartbeats, leaving, fencing, timers, assignment.
+
+This is the consumer half of Kafka's ``GroupMetadataManager``. Every decision becomes records,
+which the shard replays at once (``ctx.emit``), so the in-memory state is always exactly what
+the log would rebuild. A heartbeat is handled in three steps so that many of them can share one
+target-assignment computation (``handle_batch``):
+
+1. ``admit``: validate, find or create the member, check its epoch, apply its changes. A leave,
+   a fence or an error is answered here.
+2. ``finish_turn``: once per turn, bump the epoch of every group that changed and recompute
+   its target assignment (seed 000: "Group Epoch - Trigger a rebalance").
+3. ``complete``: reconcile the member toward its target and build its reply.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from protocol import messages as m
+from protocol import partitions as pm
+from protocol.consumer.group import ConsumerGroup, choose_assignor
+from protocol.consumer.member import (
+    JOIN_EPOCH,
+    LEAVE_EPOCH,
+    STATIC_LEAVE_EPOCH,
+    ConsumerGroupMember,
+    MemberState,
+)
+from protocol.consumer.reconciler import reconcile
+from protocol.consumer.target_assignment import compute_target, target_records
+from protocol.consumer.validation import validate_heartbeat
+from protocol.context import ShardContext
+from protocol.errors import CoordinatorError, Errors
+from protocol.records import (
+    ClientAssignorEntry,
+    ConsumerGroupCurrentMemberAssignmentKey,
+    ConsumerGroupMemberMetadataKey,
+    ConsumerGroupMetadataKey,
+    ConsumerGroupMetadataValue,
+    ConsumerGroupPartitionMetadataKey,
+    ConsumerGroupPartitionMetadataValue,
+    ConsumerGroupTargetAssignmentMemberKey,
+    ConsumerGroupTargetAssignmentMemberValue,
+    Record,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Admitted:
+    """A heartbeat that passed step 1 and waits for the turn's target assignment."""
+
+    request: m.ConsumerGroupHeartbeatRequest
+    group_id: str
+    member_id: str
+    before: ConsumerGroupMember | None  # the member as it was before this heartbeat
+    owned: pm.PartitionMap | None
+    send_assignment: bool  # join or full request: the reply carries the assignment regardless
+
+
+def session_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    return ("consumer-session", group_id, member_id)
+
+
+def rebalance_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    return ("consumer-rebalance", group_id, member_id)
+
+
+class ConsumerGroupRules:
+    def __init__(self, ctx: ShardContext) -> None:
+        self.ctx = ctx
+        self._bump: set[str] = set()  # groups whose epoch this turn must bump
+        self._causes: dict[str, tuple[str, ConsumerGroupMember | None]] = {}
+        self._touched: set[str] = set()  # groups whose target may need computing
+
+    # ------------------------------------------------------------------ step 1: admit
+
+    def admit(
+        self, req: m.ConsumerGroupHeartbeatRequest
+    ) -> Admitted | m.ConsumerGroupHeartbeatResponse:
+        validate_heartbeat(req, self.ctx.config)
+        self.ctx.migration.before_consumer_heartbeat(req)  # a classic group converts first
+        group = self.ctx.consumer_group(req.group_id)
+        if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+            return self._leave(group, req)
+        owned = pm.from_wire(req.topic_partitions) if req.topic_partitions is not None else None
+        if req.member_epoch == JOIN_EPOCH:
+            return self._join(group, req)
+        member = self._existing_member(group, req)
+        assert group is not None
+        if req.member_epoch != member.member_epoch and not self._lost_response(member, req, owned):
+            self.fence(group, member.member_id, "member fenced: stale epoch")
+            return m.ConsumerGroupHeartbeatResponse(
+                error_code=Errors.FENCED_MEMBER_EPOCH,
+                error_message=(
+                    f"The consumer group member has a smaller or larger member epoch "
+                    f"({req.member_epoch}) than the one known by the group coordinator "
+                    f"({member.member_epoch}). The member must abandon all its partitions "
+                    "and rejoin."
+                ),
+            )
+        self._update_member(group, member, req)
+        return Admitted(req, req.group_id, member.member_id, member, owned, _is_full(req))
+
+    def _existing_member(
+        self, group: ConsumerGroup | None, req: m.ConsumerGroupHeartbeatRequest
+    ) -> ConsumerGroupMember:
+        member = group.members.get(req.member_id) if group is not None else None
+        if req.instance_id is not None and group is not None:
+            holder = group.static_members.get(req.instance_id)
+            if holder is None:
+                raise CoordinatorError(
+                    Errors.UNKNOWN_MEMBER_ID,
+                    f"Instance id {req.instance_id} is unknown in group {req.group_id}.",
+                )
+            if holder != req.member_id:
+                raise CoordinatorError(
+                    Errors.FENCED_INSTANCE_ID,
+                    f"Static member {req.member_id} with instance id {req.instance_id} was "
+                    f"replaced by member {holder}.",
+                )
+        if member is None:
+            raise CoordinatorError(
+                Errors.UNKNOWN_MEMBER_ID,
+                f"Member {req.member_id} is not a member of group {req.group_id}.",
+            )
+        return member
+
+    @staticmethod
+    def _lost_response(
+        member: ConsumerGroupMember,
+        req: m.ConsumerGroupHeartbeatRequest,
+        owned: pm.PartitionMap | None,
+    ) -> bool:
+        """Seed 000's edge case: the reply that moved the member to its epoch was lost.
+
+        The member retries with its previous epoch. Accepting it is safe when what it owns is
+        a subset of what the coordinator assigned it (Kafka's check; the assigned partitions
+        are part of the target at the member's epoch).
+        """
+        return (
+            req.member_epoch == member.previous_member_epoch
+            and member.member_epoch >= 0
+            and owned is not None
+            and pm.is_subset(owned, member.assigned_partitions)
+        )
+
+    def _join(self, group: ConsumerGroup | None, req: m.ConsumerGroupHeartbeatRequest) -> Admitted:
+        if group is not None and req.instance_id is not None:
+            holder_id = group.static_members.get(req.instance_id)
+            if holder_id is not None and holder_id != req.member_id:
+                holder = group.members[holder_id]
+                # A classic member never says it left (static members don't): a restart
+                # with the new protocol under its instance id replaces it (online upgrade).
+                classic = holder.metadata.classic_member_metadata is not None
+                if holder.member_epoch != STATIC_LEAVE_EPOCH and not classic:
+                    raise CoordinatorError(
+                        Errors.UNRELEASED_INSTANCE_ID,
+                        f"Static member with instance id {req.instance_id} is still a member "
+                        f"({holder_id}); it must leave before another member takes its place.",
+                    )
+                return self._replace_static_member(group, holder, req)
+        existing = group.members.get(req.member_id) if group is not None and req.member_id else None
+        if existing is not None:
+            # A member rejoining under its own id (it lost its state): it owns nothing now.
+            self._update_member(group, existing, req)
+            return Admitted(req, req.group_id, existing.member_id, existing, {}, True)
+        size = len(group.members) if group is not None else 0
+        if size >= self.ctx.config.group_consumer_max_size:
+            raise CoordinatorError(
+                Errors.GROUP_MAX_SIZE_REACHED,
+                f"The consumer group has reached its maximum capacity of "
+                f"{self.ctx.config.group_consumer_max_size} members.",
+            )
+        member_id = req.member_id or self._fresh_member_id(group)
+        member = _apply_request(ConsumerGroupMember(member_id), req)
+        self._check_client_assignors(group, member)
+        self.ctx.emit(
+            Record(ConsumerGroupMemberMetadataKey(req.group_id, member_id), member.metadata)
+        )
+        self.ctx.emit(
+            Record(
+                ConsumerGroupCurrentMemberAssignmentKey(req.group_id, member_id),
+                member.current,
+            )
+        )
+        self._mark(req.group_id, bump=True, reason="new member joined", member=member)
+        self._reset_session(req.group_id, member_id)
+        return Admitted(req, req.group_id, member_id, None, {}, True)
+
+    def _fresh_member_id(self, group: ConsumerGroup | None) -> str:
+        while True:
+            member_id = self.ctx.new_member_id()
+            if group is None or member_id not in group.members:
+                return member_id
+
+    def _replace_static_member(
+        self, group: ConsumerGroup, old: ConsumerGroupMember, req: m.ConsumerGroupHeartbeatRequest
+    ) -> Admitted:
+        """A static member back from a temporary leave takes its old place, without a rebalance."""
+        new_id = req.member_id or self._fresh_member_id(group)
+        new = _apply_request(replace(old, member_id=new_id), req).updated(
+            classic_member_metadata=None
+        )
+        self._check_client_assignors(group, new, replacing=old.member_id)
+        target = group.target.get(old.member_id, ConsumerGroupTargetAssignmentMemberValue())
+        gid = group.group_id
+        self._remove_member_records(gid, old.member_id)
+        self.ctx.emit(Record(ConsumerGroupMemberMetadataKey(gid, new_id), new.metadata))
+        self.ctx.emit(Record(ConsumerGroupTargetAssignmentMemberKey(gid, new_id), target))
+        self.ctx.emit(Record(ConsumerGroupCurrentMemberAssignmentKey(gid, new_id), new.current))
+        if _subscription_changed(old, new):
+            self._mark(gid, bump=True, reason="static member rejoined with changes", member=new)
+        self._reset_session(gid, new_id)
+        return Admitted(req, gid, new_id, None, {}, True)
+
+    def _update_member(
+        self,
+        group: ConsumerGroup,
+        member: ConsumerGroupMember,
+        req: m.ConsumerGroupHeartbeatRequest,
+    ) -> None:
+        self._store(group, member, _apply_request(member, req))
+
+    def _store(
+        self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember
+    ) -> None:
+        """Persist a member's changed metadata (a rebalance if its subscription changed)."""
+        if updated.metadata != member.metadata:
+            self._check_client_assignors(group, updated)
+            key = ConsumerGroupMemberMetadataKey(group.group_id, member.member_id)
+            self.ctx.emit(Record(key, updated.metadata))
+            if _subscription_changed(member, updated):
+                self._mark(group.group_id, True, "member subscription changed", updated)
+        # Touched even when unchanged: a target that could not be computed earlier is retried.
+        self._mark(group.group_id, bump=False)
+        self._reset_session(group.group_id, member.member_id)
+
+    def _check_client_assignors(
+        self, group: ConsumerGroup | None, member: ConsumerGroupMember, replacing: str | None = None
+    ) -> None:
+        """UNSUPPORTED_ASSIGNOR when the member's version range cannot meet the group's."""
+        if not member.uses_client_assignors:
+            return
+        members = dict(group.members) if group is not None else {}
+        members.pop(replacing or "", None)
+        members[member.member_id] = member
+        choice = choose_assignor(members.values(), self.ctx.config)
+        if choice.client_side and choice.version_range is None:
+            raise CoordinatorError(
+                Errors.UNSUPPORTED_ASSIGNOR,
+                f"The version range of client assignor {choice.name!r} does not overlap with "
+                "the other members of the group.",
+            )
+
+    def _leave(
+        self, group: ConsumerGroup | None, req: m.ConsumerGroupHeartbeatRequest
+    ) -> m.ConsumerGroupHeartbeatResponse:
+        member = self._existing_member(group, req)
+        assert group is not None
+        if req.member_epoch == LEAVE_EPOCH:
+            self.fence(group, member.member_id, "member left the group")
+        else:
+            # A static member going away for a while keeps its assignment and its place.
+            away = member.moved(
+                member_epoch=STATIC_LEAVE_EPOCH,
+                partitions_pending_revocation={},
+                state=MemberState.STABLE,
+            )
+            key = ConsumerGroupCurrentMemberAssignmentKey(group.group_id, member.member_id)
+            self.ctx.emit(Record(key, away.current))
+            self._reset_session(group.group_id, member.member_id)
+        return m.ConsumerGroupHeartbeatResponse(
+            member_id=member.member_id,
+            member_epoch=req.member_epoch,
+            heartbeat_interval_ms=self.heartbeat_interval_ms(group.group_id),
+        )
+
+    def fence(self, group: ConsumerGroup, member_id: str, reason: str = "member removed") -> None:
+        """Remove a member (it left, was fenced or timed out) and trigger a rebalance; a group
+        left with classic members only converts back to a classic group (seed 002)."""
+        member = group.members.get(member_id)
+        self._remove_member_records(group.group_id, member_id)
+        self.ctx.classic_members.forget(group.group_id, member_id)
+        self._mark(group.group_id, bump=True, reason=reason, member=member)
+        self.ctx.migration.maybe_downgrade(group)
+
+    # ------------------------------------------------- for classic members (migration)
+
+    def add_member(self, group: ConsumerGroup, member_id: str, fields: dict) -> ConsumerGroupMember:
+        """A classic member joining a converted group: its records, a bump, a session."""
+        if len(group.members) >= self.ctx.config.group_consumer_max_size:
+            raise CoordinatorError(
+                Errors.GROUP_MAX_SIZE_REACHED,
+                f"The consumer group has reached its maximum capacity of "
+                f"{self.ctx.config.group_consumer_max_size} members.",
+            )
+        member = ConsumerGroupMember(member_id).updated(**fields)
+        gid = group.group_id
+        self.ctx.emit(Record(ConsumerGroupMemberMetadataKey(gid, member_id), member.metadata))
+        self.ctx.emit(
+            Record(ConsumerGroupCurrentMemberAssignmentKey(gid, member_id), member.current)
+        )
+        self._mark(gid, bump=True, reason="new member joined", member=member)
+        self._reset_session(gid, member_id)
+        return member
+
+    def update_member(
+        self, group: ConsumerGroup, member: ConsumerGroupMember, fields: dict
+    ) -> ConsumerGroupMember:
+        updated = member.updated(**fields)
+        self._store(group, member, updated)
+        return updated
+
+    def replace_member(
+        self, group: ConsumerGroup, old: ConsumerGroupMember, new_id: str, fields: dict
+    ) -> ConsumerGroupMember:
+        """A static member's new process (new member id) takes the old one's place and
+        assignment; the old id is gone, so its process is fenced."""
+        new = replace(old, member_id=new_id).updated(**fields)
+        gid = group.group_id
+        target = group.target.get(old.member_id, ConsumerGroupTargetAssignmentMemberValue())
+        self._remove_member_records(gid, old.member_id)
+        self.ctx.emit(Record(ConsumerGroupMemberMetadataKey(gid, new_id), new.metadata))
+        self.ctx.emit(Record(ConsumerGroupTargetAssignmentMemberKey(gid, new_id), target))
+        self.ctx.emit(Record(ConsumerGroupCurrentMemberAssignmentKey(gid, new_id), new.current))
+        self._mark(gid, _subscription_changed(old, new), "static member rejoined with changes", new)
+        self._reset_session(gid, new_id)
+        return new
+
+    def touch_session(self, group_id: str, member_id: str) -> None:
+        self._reset_session(group_id, member_id)
+
+    def _remove_member_records(self, group_id: str, member_id: str) -> None:
+        self.ctx.emit(Record(ConsumerGroupCurrentMemberAssignmentKey(group_id, member_id), None))
+        self.ctx.emit(Record(ConsumerGroupTargetAssignmentMemberKey(group_id, member_id), None))
+        self.ctx.emit(Record(ConsumerGroupMemberMetadataKey(group_id, member_id), None))
+
+    def _mark(
+        self,
+        group_id: str,
+        bump: bool,
+        reason: str = "",
+        member: ConsumerGroupMember | None = None,
+    ) -> None:
+        self._touched.add(group_id)
+        if bump:
+            self._bump.add(group_id)
+            # The first cause of the turn's bump is what the rebalance history keeps.
+            self._causes.setdefault(group_id, (reason, member))
+
+    # -------------------------------------------------------------- step 2: finish turn
+
+    def finish_turn(self) -> None:
+        bump, touched, causes = self._bump, self._touched, self._causes
+        self._bump, self._touched, self._causes = set(), set(), {}
+        for group_id in sorted(bump):
+            group = self.ctx.consumer_group(group_id)
+            if group is not None:
+                reason, member = causes.get(group_id, ("", None))
+                self.ctx.classic.remember(
+                    group_id,
+                    group.group_epoch,
+                    reason or "group changed",
+                    member.member_id if member is not None else None,
+                    member.instance_id if member is not None else None,
+                )
+                self._bump_epoch(group)
+        for group_id in sorted(touched):
+            group = self.ctx.consumer_group(group_id)
+            if (
+                group is not None
+                and group.group_epoch > group.assignment_epoch
+                and not group.assignor(self.ctx.config).client_side
+            ):
+                self._compute_target(group)
+
+    def _bump_epoch(self, group: ConsumerGroup) -> None:
+        epoch = group.group_epoch + 1
+        entries = group.subscription_entries(self.ctx.image)
+        if entries != group.subscription_metadata:
+            value = ConsumerGroupPartitionMetadataValue(epoch, tuple(entries.values()))
+            self.ctx.emit(Record(ConsumerGroupPartitionMetadataKey(group.group_id), value))
+        self.ctx.emit(
+            Record(ConsumerGroupMetadataKey(group.group_id), ConsumerGroupMetadataValue(epoch))
+        )
+
+    def _compute_target(self, group: ConsumerGroup) -> None:
+        name = group.assignor(self.ctx.config).name
+        try:
+            targets = compute_target(group, self.ctx.image, name)
+        except Exception:
+            # Kafka fails the heartbeat; here the turn is shared, so the group keeps its old
+            # target and stays "assigning" until a later turn computes one.
+            log.exception("assignor %s failed for group %s", name, group.group_id)
+            return
+        for record in target_records(group, targets, group.group_epoch):
+            self.ctx.emit(record)
+
+    # ---------------------------------------------------------------- step 3: complete
+
+    def complete(self, a: Admitted) -> m.ConsumerGroupHeartbeatResponse:
+        group = self.ctx.consumer_group(a.group_id)
+        assert group is not None
+        member = group.members[a.member_id]
+        new = reconcile(
+            member, group.assignment_epoch, group.target_of(a.member_id), a.owned, group.owner_of
+        )
+        if new != member:
+            key = ConsumerGroupCurrentMemberAssignmentKey(a.group_id, a.member_id)
+            self.ctx.emit(Record(key, new.current))
+        choice = group.assignor(self.ctx.config)
+        resp = m.ConsumerGroupHeartbeatResponse(
+            member_id=new.member_id,
+            member_epoch=new.member_epoch,
+            heartbeat_interval_ms=self.heartbeat_interval_ms(a.group_id),
+            should_compute_assignment=(
+                choice.client_side
+                and choice.chosen_member_id == new.member_id
+                and group.group_epoch > group.assignment_epoch
+            ),
+        )
+        if a.send_assignment or _assignment_changed(a.before, new):
+            target = group.target.get(new.member_id, ConsumerGroupTargetAssignmentMemberValue())
+            resp.assignment = m.HeartbeatAssignment(
+                error=target.error,
+                assigned_topic_partitions=pm.to_wire(new.assigned_partitions),
+                pending_topic_partitions=pm.to_wire(group.pending_of(new)),
+                metadata_version=target.metadata_version,
+                metadata_bytes=target.metadata_bytes,
+            )
+        return resp
+
+    # ----------------------------------------------------------------- timers & replay
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        override = self.ctx.group_config(group_id).consumer_heartbeat_interval_ms
+        return (
+            override
+            if override is not None
+            else self.ctx.config.group_consumer_heartbeat_interval_ms
+        )
+
+    def session_timeout_ms(self, group_id: str) -> int:
+        override = self.ctx.group_config(group_id).consumer_session_timeout_ms
+        return (
+            override if override is not None else self.ctx.config.group_consumer_session_timeout_ms
+        )
+
+    def _reset_session(self, group_id: str, member_id: str) -> None:
+        timeout = self.session_timeout_ms(group_id)
+        group = self.ctx.consumer_group(group_id)
+        member = group.members.get(member_id) if group is not None else None
+        if member is not None and member.metadata.classic_member_metadata is not None:
+            timeout = member.metadata.classic_member_metadata.session_timeout_ms
+        self.ctx.timers.schedule(session_key(group_id, member_id), self.ctx.now_ms + timeout)
+
+    def on_timer(self, key: tuple) -> None:
+        kind, group_id, member_id = key
+        group = self.ctx.consumer_group(group_id)
+        member = group.members.get(member_id) if group is not None else None
+        if member is None:
+            return
+        if kind == "consumer-session":
+            self.fence(group, member_id, "member session timed out")
+        elif member.state is MemberState.UNREVOKED_PARTITIONS:
+            self.fence(group, member_id, "member did not revoke within its rebalance timeout")
+
+    def after_replay(
+        self, group: ConsumerGroup, record: Record, before: ConsumerGroupMember | None
+    ) -> None:
+        """Keep the member timers in step with the records, for live events and loading alike.
+
+        A member seen for the first time gets a session timer from now (so after a restart
+        every session restarts from load time); entering UNREVOKED_PARTITIONS, or being asked
+        to revoke something new, starts the rebalance timer; leaving that state stops it.
+        """
+        key = record.key
+        member_id = getattr(key, "member_id", None)
+        if member_id is None:
+            return
+        gid = group.group_id
+        after = group.members.get(member_id)
+        if after is None:
+            self.ctx.timers.cancel(session_key(gid, member_id))
+            self.ctx.timers.cancel(rebalance_key(gid, member_id))
+            return
+        if before is None and session_key(gid, member_id) not in self.ctx.timers:
+            self._reset_session(gid, member_id)
+        if not isinstance(key, ConsumerGroupCurrentMemberAssignmentKey):
+            return
+        if after.state is not MemberState.UNREVOKED_PARTITIONS:
+            self.ctx.timers.cancel(rebalance_key(gid, member_id))
+        elif (
+            before is None
+            or before.state is not MemberState.UNREVOKED_PARTITIONS
+            or before.member_epoch != after.member_epoch
+            or before.partitions_pending_revocation != after.partitions_pending_revocation
+            or rebalance_key(gid, member_id) not in self.ctx.timers
+        ):
+            timeout = max(after.rebalance_timeout_ms, 0)
+            self.ctx.timers.schedule(rebalance_key(gid, member_id), self.ctx.now_ms + timeout)
+
+    def on_metadata(self, groups: list[ConsumerGroup]) -> None:
+        """New topic metadata: bump every group whose subscribed slice changed."""
+        for group in groups:
+            if (
+                group.members
+                and group.subscription_entries(self.ctx.image) != group.subscription_metadata
+            ):
+                self._mark(group.group_id, bump=True, reason="topic metadata changed")
+
+
+# ------------------------------------------------------------------------------ helpers
+
+
+def _is_full(req: m.ConsumerGroupHeartbeatRequest) -> bool:
+    """Kafka resends the assignment to a heartbeat that restates everything (e.g. a retry)."""
+    return (
+        req.rebalance_timeout_ms != -1
+        and (req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None)
+        and req.topic_partitions is not None
+    )
+
+
+def _assignment_changed(before: ConsumerGroupMember | None, after: ConsumerGroupMember) -> bool:
+    return (
+        before is None
+        or before.member_epoch != after.member_epoch
+        or before.assigned_partitions != after.assigned_partitions
+        or before.partitions_pending_revocation != after.partitions_pending_revocation
+    )
+
+
+_TRIGGERS: tuple[Callable[[ConsumerGroupMember], object], ...] = (
+    lambda x: x.subscribed_topic_names,
+    lambda x: x.subscribed_topic_regex,
+    lambda x: x.rack_id,
+    lambda x: x.server_assignor,
+    lambda x: x.client_assignors,
+)
+
+
+def _subscription_changed(a: ConsumerGroupMember, b: ConsumerGroupMember) -> bool:
+    """Seed 000's member-side rebalance triggers: subscription, regex, rack, assignors."""
+    return any(f(a) != f(b) for f in _TRIGGERS)
+
+
+def _apply_request(
+    member: ConsumerGroupMember, req: m.ConsumerGroupHeartbeatRequest
+) -> ConsumerGroupMember:
+    """The member with the request's non-null fields applied (null means unchanged)."""
+    changes: dict[str, object] = {}
+    if req.instance_id is not None:
+        changes["instance_id"] = req.instance_id
+    if req.rack_id is not None:
+        changes["rack_id"] = req.rack_id
+    if req.rebalance_timeout_ms != -1:
+        changes["rebalance_timeout_ms"] = req.rebalance_timeout_ms
+    if req.subscribed_topic_names is not None:
+        changes["subscribed_topic_names"] = tuple(sorted(set(req.subscribed_topic_names)))
+        changes["subscribed_topic_regex"] = None
+    if req.subscribed_topic_regex is not None:
+        changes["subscribed_topic_regex"] = req.subscribed_topic_regex
+        changes["subscribed_topic_names"] = ()
+    if req.server_assignor is not None:
+        changes["server_assignor"] = req.server_assignor
+        changes["client_assignors"] = ()
+    if req.client_assignors is not None:
+        changes["client_assignors"] = tuple(
+            ClientAssignorEntry(
+                a.name,
+                a.minimum_version,
+                a.maximum_version,
+                a.reason,
+                a.metadata_version,
+                a.metadata_bytes,
+            )
+            for a in req.client_assignors
+        )
+        changes["server_assignor"] = None
+    if req.client_id:
+        changes["client_id"] = req.client_id
+    if req.client_host:
+        changes["client_host"] = req.client_host
+    return member.updated(**changes)

@@ -1,0 +1,98 @@
+"""The INVALID_REQUEST / UNSUPPORTED_ASSIGNOR checks of a ConsumerGroupHeartbeat.
+
+Run before anything else, so a refused heartbeat changes nothing (invariant 6). The list is the
+seeds' request-validation rules (seed 004 states them; seed 000 elides the consumer copy),
+plus what Kafka 4 adds: a member may bring its own id on join, a temporary static leave needs
+an instance id, and a rejoin may not claim to own partitions.
+"""
+
+from __future__ import annotations
+
+from protocol import messages as m
+from protocol.config import CoordinatorConfig
+from protocol.consumer.member import JOIN_EPOCH, STATIC_LEAVE_EPOCH
+from protocol.consumer.regex import InvalidRegex, compile_topic_regex
+from protocol.errors import CoordinatorError, Errors, invalid_request
+from protocol.validation import check_types
+
+
+def validate_heartbeat(req: m.ConsumerGroupHeartbeatRequest, config: CoordinatorConfig) -> None:
+    check_types(req)
+    if not req.group_id:
+        raise invalid_request("GroupId can't be empty.")
+    if req.member_epoch < STATIC_LEAVE_EPOCH:
+        raise invalid_request(f"MemberEpoch must be >= {STATIC_LEAVE_EPOCH}.")
+    if req.member_epoch != JOIN_EPOCH and not req.member_id:
+        raise invalid_request("MemberId can't be empty.")
+    if req.instance_id is not None and not req.instance_id:
+        raise invalid_request("InstanceId can't be empty.")
+    if req.rack_id is not None and not req.rack_id:
+        raise invalid_request("RackId can't be empty.")
+    if req.member_epoch == STATIC_LEAVE_EPOCH and req.instance_id is None:
+        raise invalid_request("InstanceId can't be null when MemberEpoch is -2.")
+    if req.rebalance_timeout_ms != -1 and req.rebalance_timeout_ms <= 0:
+        raise invalid_request("RebalanceTimeoutMs must be -1 (unchanged) or larger than zero.")
+    if req.member_epoch == JOIN_EPOCH:
+        _validate_join(req)
+    if req.subscribed_topic_names is not None and req.subscribed_topic_regex is not None:
+        raise invalid_request(
+            "SubscribedTopicNames and SubscribedTopicRegex cannot be used together."
+        )
+    if req.subscribed_topic_names is not None and any(not n for n in req.subscribed_topic_names):
+        raise invalid_request("SubscribedTopicNames can't contain an empty topic name.")
+    if req.subscribed_topic_regex is not None:
+        try:
+            compile_topic_regex(req.subscribed_topic_regex)
+        except InvalidRegex as e:
+            raise invalid_request(
+                f"SubscribedTopicRegex must be a valid regular expression: {e}"
+            ) from None
+    _validate_assignors(req, config)
+    for tp in req.topic_partitions or ():
+        if not tp.topic_id:
+            raise invalid_request("TopicPartitions.TopicId can't be empty.")
+        if any(p < 0 for p in tp.partitions):
+            raise invalid_request("TopicPartitions.Partitions must be >= 0.")
+
+
+def _validate_join(req: m.ConsumerGroupHeartbeatRequest) -> None:
+    if req.rebalance_timeout_ms <= 0:
+        raise invalid_request("RebalanceTimeoutMs must be larger than zero in the first heartbeat.")
+    if req.subscribed_topic_names is None and req.subscribed_topic_regex is None:
+        raise invalid_request(
+            "SubscribedTopicNames or SubscribedTopicRegex must be set in the first heartbeat."
+        )
+    if req.topic_partitions:
+        raise invalid_request("TopicPartitions must be empty when (re-)joining.")
+
+
+def _validate_assignors(req: m.ConsumerGroupHeartbeatRequest, config: CoordinatorConfig) -> None:
+    if req.server_assignor is not None and req.client_assignors is not None:
+        raise invalid_request("ServerAssignor and ClientAssignors cannot be used together.")
+    names = set()
+    for a in req.client_assignors or ():
+        if not a.name:
+            raise invalid_request("Assignor.Name must be non-empty.")
+        if a.name in names:
+            raise invalid_request(f"Assignor {a.name!r} is listed twice.")
+        names.add(a.name)
+        if a.minimum_version < -1:
+            raise invalid_request("Assignor.MinimumVersion must be >= -1.")
+        if a.maximum_version < 0 or a.maximum_version < a.minimum_version:
+            raise invalid_request(
+                "Assignor.MaximumVersion must be >= 0 and >= Assignor.MinimumVersion."
+            )
+        if not a.minimum_version <= a.metadata_version <= a.maximum_version:
+            raise invalid_request(
+                "Assignor.Version must be >= Assignor.MinimumVersion "
+                "and <= Assignor.MaximumVersion."
+            )
+    if (
+        req.server_assignor is not None
+        and req.server_assignor not in config.group_consumer_assignors
+    ):
+        raise CoordinatorError(
+            Errors.UNSUPPORTED_ASSIGNOR,
+            f"ServerAssignor {req.server_assignor!r} is not supported; "
+            f"supported: {', '.join(config.group_consumer_assignors)}.",
+        )

@@ -1,0 +1,501 @@
+"""Committed offsets: OffsetCommit, OffsetFetch, OffsetDelete, DeleteGroups and retention.
+
+The offsets half of Kafka's ``OffsetMetadataManager`` (plus ``deleteGroups`` of its shard).
+State is ``offsets[group_id][(topic_name, partition)] -> OffsetCommitValue`` and changes only by
+``replay`` of ``OffsetCommitKey`` records (a ``None`` value is a tombstone), so replaying a
+shard's log rebuilds exactly what the live shard holds. Offsets are kept by topic *name*, as
+Kafka keeps them; a group with offsets but no group object is Kafka's "simple" group (a
+consumer that commits without group management), which needs no object of its own here.
+
+Every request is type-checked first (``check_types``): a malformed one gets INVALID_REQUEST and
+writes nothing. A request-level refusal of an OffsetCommit also sets every partition's error,
+as Kafka's ``OffsetCommitRequest.getErrorResponse`` does.
+
+Who may commit (Kafka's ``validateOffsetCommit``):
+
+=================================  ========================================================
+group                              rule
+=================================  ========================================================
+none, no offsets                   generation < 0: simple commit; else ILLEGAL_GENERATION
+simple (offsets, no object)        an EMPTY classic group with no members (below)
+consumer group (KIP-848)           epoch < 0 and no members: simple commit; else the member
+                                   must exist (UNKNOWN_MEMBER_ID) and its epoch match
+                                   (STALE_MEMBER_EPOCH; ILLEGAL_GENERATION for a classic
+                                   member inside the group); partitions it does not own are
+                                   refused one by one with STALE_MEMBER_EPOCH
+classic group                      DEAD: COORDINATOR_NOT_AVAILABLE; generation < 0 and
+                                   EMPTY: simple commit; a member id, instance id or
+                                   generation >= 0: the member must exist (UNKNOWN_MEMBER_ID,
+                                   FENCED_INSTANCE_ID) at the group's generation
+                                   (ILLEGAL_GENERATION); anonymous to a non-empty group:
+                                   UNKNOWN_MEMBER_ID; COMPLETING_REBALANCE:
+                                   REBALANCE_IN_PROGRESS
+=================================  ========================================================
+
+Then each partition on its own: a topic or partition the metadata image does not know is
+UNKNOWN_TOPIC_OR_PARTITION (Kafka checks this in ``KafkaApis``), metadata longer than
+``offset_metadata_max_bytes`` is OFFSET_METADATA_TOO_LARGE, a negative offset is
+INVALID_COMMIT_OFFSET_SIZE. The valid partitions of a request are written even when others fail.
+
+Retention: one periodic timer, ``("offsets-expire",)``, armed when the first offset is replayed
+and re-armed while any offset remains. A group's offsets of topics it does not subscribe to
+expire when their explicit expiry time passes, or else ``offsets_retention_minutes`` after a
+base time: the commit time, or for an EMPTY classic group the later of the commit time and the
+time the group became empty. Offsets of subscribed topics never expire; a group with members
+subscribes to its members' topics (classic: only a STABLE "consumer" group whose
+subscriptions all decode may expire anything, as Kafka's ``offsetExpirationCondition``).
+
+Where Cohort differs from Kafka, on purpose:
+
+- A commit for a missing group with generation >= 0 is ILLEGAL_GENERATION (Kafka's answer to
+  OffsetCommit < v9; v9+ answers GROUP_ID_NOT_FOUND). Cohort's requests carry no version.
+- Partitions a KIP-848 member does not own (neither assigned nor pending revocation) are
+  refused with STALE_MEMBER_EPOCH: Cohort's reading of "the member may only commit what it
+  holds at its epoch". Kafka checks the epoch only.
+- Metadata size is counted in UTF-8 bytes (Kafka counts Java ``String.length()`` chars).
+- A negative offset is refused (INVALID_COMMIT_OFFSET_SIZE); Kafka's broker stores it and only
+  its client refuses it, but a stored -1 would read back as "no offset".
+- ``retention_time_ms`` <= 0 means the broker's retention (Kafka: only -1 does; 0 or below
+  would expire at once). An explicit expiry is capped at int64's maximum.
+- OffsetDelete does not check that the topic still exists, so offsets of a deleted topic can
+  still be deleted (Cohort does not drop them when the topic goes, as Kafka does).
+- OffsetDelete on a non-empty classic group counts the subscriptions that decode; Kafka
+  treats a group with any undecodable one as subscribed to nothing.
+- An OffsetFetch's member check runs when a non-empty member id or an epoch >= 0 is given
+  (Kafka: a non-null member id); ``""`` counts as no member, as it does in OffsetCommit.
+- Expiry does not delete a group whose offsets are all gone (Kafka deletes empty groups on
+  its cleanup pass); an offset-only group vanishes with its last offset anyway.
+- Commits do not extend a classic member's session (Kafka reschedules its heartbeat).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from protocol import messages as m
+from protocol.classic import group as cg
+from protocol.classic.consumer_protocol import (
+    PROTOCOL_TYPE,
+    ConsumerProtocolError,
+    decode_subscription,
+)
+from protocol.classic.group import ClassicGroup
+from protocol.consumer.group import ConsumerGroup
+from protocol.consumer.member import ConsumerGroupMember
+from protocol.context import ShardContext
+from protocol.errors import CoordinatorError, Errors
+from protocol.records import (
+    ConsumerGroupCurrentMemberAssignmentKey,
+    ConsumerGroupMemberMetadataKey,
+    ConsumerGroupMetadataKey,
+    ConsumerGroupPartitionMetadataKey,
+    ConsumerGroupTargetAssignmentMemberKey,
+    ConsumerGroupTargetAssignmentMetadataKey,
+    GroupMetadataKey,
+    GroupRebalanceHistoryKey,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    Record,
+)
+from protocol.types import INT_BOUNDS
+from protocol.validation import check_types
+
+EXPIRE_TIMER = ("offsets-expire",)
+# Bound on the tombstones one expiry pass writes; the rest wait for the next tick.
+MAX_EXPIRED_PER_CHECK = 100_000
+INT64_MAX = INT_BOUNDS["int64"][1]
+NO_OFFSET = -1
+
+TopicPartition = tuple[str, int]
+
+
+class OffsetRules:
+    def __init__(self, ctx: ShardContext) -> None:
+        self.ctx = ctx
+        self.offsets: dict[str, dict[TopicPartition, OffsetCommitValue]] = {}
+
+    # ------------------------------------------------------------------ OffsetCommit
+
+    def commit(self, req: m.OffsetCommitRequest) -> m.OffsetCommitResponse:
+        check_types(req)
+        try:
+            if not req.group_id:
+                raise CoordinatorError(Errors.INVALID_GROUP_ID, "The group id is empty.")
+            owner = self._validate_commit(req)
+        except CoordinatorError as e:
+            return _refused_commit(req, e)
+        expire_ms = (
+            min(self.ctx.now_ms + req.retention_time_ms, INT64_MAX)
+            if req.retention_time_ms > 0
+            else -1
+        )
+        topics = []
+        for topic in req.topics:
+            answers = []
+            for p in topic.partitions:
+                error = self._partition_error(topic.name, p, owner)
+                if error == Errors.NONE:
+                    value = OffsetCommitValue(
+                        offset=p.committed_offset,
+                        leader_epoch=p.committed_leader_epoch,
+                        metadata=p.committed_metadata or "",
+                        commit_timestamp=self.ctx.now_ms,
+                        expire_timestamp=expire_ms,
+                    )
+                    key = OffsetCommitKey(req.group_id, topic.name, p.partition_index)
+                    self.ctx.emit(Record(key, value))
+                answers.append(m.OffsetCommitResponsePartition(p.partition_index, error))
+            topics.append(m.OffsetCommitResponseTopic(topic.name, answers))
+        return m.OffsetCommitResponse(topics=topics)
+
+    def _validate_commit(self, req: m.OffsetCommitRequest) -> ConsumerGroupMember | None:
+        """Refuse the request, or return the KIP-848 member whose partitions bound it."""
+        gid, generation = req.group_id, req.generation_id_or_member_epoch
+        group = self.ctx.groups.get(gid)
+        if isinstance(group, ConsumerGroup):
+            return _validate_consumer_commit(group, req)
+        if isinstance(group, ClassicGroup):
+            _validate_classic_commit(group.state, group, req)
+        elif gid in self.offsets:
+            _validate_classic_commit(cg.EMPTY, None, req)  # the simple group
+        elif generation >= 0:
+            raise CoordinatorError(
+                Errors.ILLEGAL_GENERATION, f"Group {gid} does not exist (generation {generation})."
+            )
+        return None
+
+    def _partition_error(
+        self, topic: str, p: m.OffsetCommitRequestPartition, owner: ConsumerGroupMember | None
+    ) -> Errors:
+        meta = self.ctx.image.topic_by_name(topic)
+        if meta is None or not 0 <= p.partition_index < meta.num_partitions:
+            return Errors.UNKNOWN_TOPIC_OR_PARTITION
+        if owner is not None and not _owns(owner, meta.topic_id, p.partition_index):
+            return Errors.STALE_MEMBER_EPOCH
+        metadata = p.committed_metadata or ""
+        if len(metadata.encode("utf-8")) > self.ctx.config.offset_metadata_max_bytes:
+            return Errors.OFFSET_METADATA_TOO_LARGE
+        if p.committed_offset < 0:
+            return Errors.INVALID_COMMIT_OFFSET_SIZE
+        return Errors.NONE
+
+    # ------------------------------------------------------------------ OffsetFetch
+
+    def fetch(self, req: m.OffsetFetchRequest) -> m.OffsetFetchResponse:
+        check_types(req)
+        if not req.group_id:
+            raise CoordinatorError(Errors.INVALID_GROUP_ID, "The group id is empty.")
+        group = self.ctx.groups.get(req.group_id)
+        if isinstance(group, ConsumerGroup) and (req.member_id or req.member_epoch >= 0):
+            _check_member_epoch(group, req.member_id or "", req.member_epoch)
+        dead = isinstance(group, ClassicGroup) and group.state == cg.DEAD
+        committed = {} if dead else self.offsets.get(req.group_id, {})
+        if req.topics is None:
+            by_topic: dict[str, list[m.OffsetFetchResponsePartition]] = {}
+            for (topic, partition), value in sorted(committed.items()):
+                by_topic.setdefault(topic, []).append(_fetched(partition, value))
+            return m.OffsetFetchResponse(
+                topics=[m.OffsetFetchResponseTopic(t, ps) for t, ps in by_topic.items()]
+            )
+        return m.OffsetFetchResponse(
+            topics=[
+                m.OffsetFetchResponseTopic(
+                    t.name, [_fetched(p, committed.get((t.name, p))) for p in t.partition_indexes]
+                )
+                for t in req.topics
+            ]
+        )
+
+    # ------------------------------------------------------------------ OffsetDelete
+
+    def delete(self, req: m.OffsetDeleteRequest) -> m.OffsetDeleteResponse:
+        check_types(req)
+        gid = req.group_id
+        group = self._existing_group(gid)
+        if (
+            isinstance(group, ClassicGroup)
+            and group.state != cg.EMPTY
+            and group.protocol_type != PROTOCOL_TYPE
+        ):
+            raise CoordinatorError(Errors.NON_EMPTY_GROUP, f"Group {gid} is not empty.")
+        subscribed = self._subscribed_topics(group, strict=False) or set()
+        committed = self.offsets.get(gid, {})
+        topics = []
+        for topic in req.topics:
+            answers = []
+            for p in topic.partitions:
+                error = Errors.NONE
+                if topic.name in subscribed:
+                    error = Errors.GROUP_SUBSCRIBED_TO_TOPIC
+                elif (topic.name, p.partition_index) in committed:
+                    self.ctx.emit(Record(OffsetCommitKey(gid, topic.name, p.partition_index), None))
+                answers.append(m.OffsetDeleteResponsePartition(p.partition_index, error))
+            topics.append(m.OffsetDeleteResponseTopic(topic.name, answers))
+        return m.OffsetDeleteResponse(topics=topics)
+
+    # ------------------------------------------------------------------ DeleteGroups
+
+    def delete_groups(self, req: m.DeleteGroupsRequest) -> m.DeleteGroupsResponse:
+        check_types(req)
+        results = []
+        for gid in req.groups_names:
+            try:
+                self._delete_group(gid)
+                results.append(m.DeletableGroupResult(gid))
+            except CoordinatorError as e:
+                results.append(m.DeletableGroupResult(gid, e.error, e.message))
+        return m.DeleteGroupsResponse(results=results)
+
+    def _existing_group(self, gid: str) -> ConsumerGroup | ClassicGroup | None:
+        """The group an OffsetDelete or DeleteGroups acts on (``None``: known only by its
+        offsets); INVALID_GROUP_ID or GROUP_ID_NOT_FOUND otherwise."""
+        if not gid:
+            raise CoordinatorError(Errors.INVALID_GROUP_ID, "The group id is empty.")
+        group = self.ctx.groups.get(gid)
+        if (group is None and gid not in self.offsets) or (
+            isinstance(group, ClassicGroup) and group.state == cg.DEAD
+        ):
+            raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {gid} not found.")
+        return group
+
+    def _delete_group(self, gid: str) -> None:
+        group = self._existing_group(gid)
+        if (isinstance(group, ConsumerGroup) and group.members) or (
+            isinstance(group, ClassicGroup) and group.state != cg.EMPTY
+        ):
+            raise CoordinatorError(Errors.NON_EMPTY_GROUP, f"Group {gid} is not empty.")
+        for topic, partition in sorted(self.offsets.get(gid, {})):
+            self.ctx.emit(Record(OffsetCommitKey(gid, topic, partition), None))
+        if self._has_rebalance_history(gid):
+            self.ctx.emit(Record(GroupRebalanceHistoryKey(gid), None))
+        if isinstance(group, ConsumerGroup):
+            for record in _consumer_group_tombstones(group):
+                self.ctx.emit(record)
+        elif isinstance(group, ClassicGroup):
+            self.ctx.emit(Record(GroupMetadataKey(gid), None))
+
+    def _has_rebalance_history(self, gid: str) -> bool:
+        """Whether the classic rules remember why ``gid`` rebalanced (kept per group id, apart
+        from the group object, so a converted group has it too)."""
+        return gid in self.ctx.classic.history
+
+    # ------------------------------------------------------------------ replay & timers
+
+    def replay(self, record: Record) -> None:
+        key = record.key
+        assert isinstance(key, OffsetCommitKey), key
+        tp = (key.topic, key.partition)
+        if record.value is None:
+            committed = self.offsets.get(key.group_id)
+            if committed is not None:
+                committed.pop(tp, None)
+                if not committed:
+                    del self.offsets[key.group_id]
+            return
+        assert isinstance(record.value, OffsetCommitValue), record.value
+        self.offsets.setdefault(key.group_id, {})[tp] = record.value
+        if EXPIRE_TIMER not in self.ctx.timers:
+            self._arm(self.ctx.now_ms + self.ctx.config.offsets_retention_check_interval_ms)
+
+    def on_timer(self, key: tuple) -> None:
+        if key != EXPIRE_TIMER:
+            return
+        expired = list(self._expired(MAX_EXPIRED_PER_CHECK))
+        for gid, topic, partition in expired:
+            self.ctx.emit(Record(OffsetCommitKey(gid, topic, partition), None))
+        if len(expired) >= MAX_EXPIRED_PER_CHECK:
+            self._arm(self.ctx.now_ms)  # more to do: the next tick carries on
+        elif self.offsets:
+            self._arm(self.ctx.now_ms + self.ctx.config.offsets_retention_check_interval_ms)
+
+    def _arm(self, deadline_ms: int) -> None:
+        self.ctx.timers.schedule(EXPIRE_TIMER, deadline_ms)
+
+    def _expired(self, limit: int) -> Iterator[tuple[str, str, int]]:
+        """The (group, topic, partition) offsets due to expire now, at most ``limit``."""
+        now = self.ctx.now_ms
+        retention_ms = self.ctx.config.offsets_retention_minutes * 60_000
+        count = 0
+        for gid in sorted(self.offsets):
+            group = self.ctx.groups.get(gid)
+            if not self._may_expire(group):
+                continue
+            subscribed = self._subscribed_topics(group, strict=True)
+            assert subscribed is not None  # _may_expire said the subscriptions are known
+            empty_since = (
+                group.state_timestamp_ms
+                if isinstance(group, ClassicGroup) and group.state == cg.EMPTY
+                else None
+            )
+            for (topic, partition), value in sorted(self.offsets[gid].items()):
+                if topic in subscribed:
+                    continue
+                if value.expire_timestamp != -1:
+                    due = now >= value.expire_timestamp
+                else:
+                    base = max(value.commit_timestamp, empty_since or value.commit_timestamp)
+                    due = now - base >= retention_ms
+                if due:
+                    yield gid, topic, partition
+                    count += 1
+                    if count >= limit:
+                        return
+
+    def _may_expire(self, group: ConsumerGroup | ClassicGroup | None) -> bool:
+        """Kafka's ``offsetExpirationCondition`` is present: some offsets of the group may go."""
+        if not isinstance(group, ClassicGroup):
+            return True  # simple group, or a consumer group (unsubscribed topics only)
+        if group.state == cg.EMPTY:
+            return True
+        return (
+            group.state == cg.STABLE
+            and group.protocol_type == PROTOCOL_TYPE
+            and self._subscribed_topics(group, strict=True) is not None
+        )
+
+    def _subscribed_topics(
+        self, group: ConsumerGroup | ClassicGroup | None, strict: bool
+    ) -> set[str] | None:
+        """The topic names the group's members subscribe to (none for an empty group).
+
+        A classic group's subscriptions live in its members' protocol bytes, readable only for
+        the consumer protocol. ``strict``: ``None`` unless every member's bytes decode (expiry
+        must not guess); otherwise the union of those that do.
+        """
+        if isinstance(group, ConsumerGroup):
+            return group.subscribed_topic_names(self.ctx.image)
+        if not isinstance(group, ClassicGroup) or not group.members:
+            return set()
+        if group.protocol_type != PROTOCOL_TYPE:
+            return None if strict else set()
+        topics: set[str] = set()
+        for member in group.members.values():
+            try:
+                topics.update(decode_subscription(member.metadata_for(group.protocol_name)).topics)
+            except ConsumerProtocolError:
+                if strict:
+                    return None
+        return topics
+
+
+# ------------------------------------------------------------------------------ helpers
+
+
+def _validate_consumer_commit(
+    group: ConsumerGroup, req: m.OffsetCommitRequest
+) -> ConsumerGroupMember | None:
+    if req.generation_id_or_member_epoch < 0 and not group.members:
+        return None  # a simple (admin) commit to an empty group
+    return _check_member_epoch(group, req.member_id, req.generation_id_or_member_epoch)
+
+
+def _check_member_epoch(group: ConsumerGroup, member_id: str, epoch: int) -> ConsumerGroupMember:
+    member = group.members.get(member_id)
+    if member is None:
+        raise CoordinatorError(
+            Errors.UNKNOWN_MEMBER_ID,
+            f"Member {member_id} is not a member of group {group.group_id}.",
+        )
+    if epoch != member.member_epoch:
+        if member.metadata.classic_member_metadata is not None:
+            raise CoordinatorError(
+                Errors.ILLEGAL_GENERATION,
+                f"The received generation id {epoch} does not match the expected member epoch "
+                f"{member.member_epoch}.",
+            )
+        raise CoordinatorError(
+            Errors.STALE_MEMBER_EPOCH,
+            f"The received member epoch {epoch} does not match the expected member epoch "
+            f"{member.member_epoch}.",
+        )
+    return member
+
+
+def _validate_classic_commit(
+    state: str, group: ClassicGroup | None, req: m.OffsetCommitRequest
+) -> None:
+    """Kafka's ``ClassicGroup.validateOffsetCommit``; ``group`` None is the simple group."""
+    generation = req.generation_id_or_member_epoch
+    if state == cg.DEAD:
+        raise CoordinatorError(Errors.COORDINATOR_NOT_AVAILABLE, f"Group {req.group_id} is dead.")
+    if generation < 0 and state == cg.EMPTY:
+        return
+    members = group.members if group is not None else {}
+    if generation >= 0 or req.member_id or req.group_instance_id is not None:
+        if req.group_instance_id is not None:
+            holder = group.static_members.get(req.group_instance_id) if group else None
+            if holder is None:
+                raise CoordinatorError(
+                    Errors.UNKNOWN_MEMBER_ID, f"Instance id {req.group_instance_id} is unknown."
+                )
+            if holder != req.member_id:
+                raise CoordinatorError(
+                    Errors.FENCED_INSTANCE_ID,
+                    f"Instance id {req.group_instance_id} belongs to member {holder}, "
+                    f"not {req.member_id}.",
+                )
+        elif req.member_id not in members:
+            raise CoordinatorError(
+                Errors.UNKNOWN_MEMBER_ID,
+                f"Member {req.member_id} is not a member of group {req.group_id}.",
+            )
+        current = group.generation_id if group is not None else 0
+        if generation != current:
+            raise CoordinatorError(
+                Errors.ILLEGAL_GENERATION,
+                f"Generation {generation} is not the group's generation {current}.",
+            )
+    else:
+        raise CoordinatorError(
+            Errors.UNKNOWN_MEMBER_ID,
+            f"Group {req.group_id} is not empty: a commit must name a member and generation.",
+        )
+    if state == cg.COMPLETING_REBALANCE:
+        raise CoordinatorError(
+            Errors.REBALANCE_IN_PROGRESS, f"Group {req.group_id} is completing a rebalance."
+        )
+
+
+def _owns(member: ConsumerGroupMember, topic_id: str, partition: int) -> bool:
+    """Assigned, or still held while being revoked (a member commits before it lets go)."""
+    return partition in member.assigned_partitions.get(topic_id, ()) or (
+        partition in member.partitions_pending_revocation.get(topic_id, ())
+    )
+
+
+def _refused_commit(req: m.OffsetCommitRequest, e: CoordinatorError) -> m.OffsetCommitResponse:
+    return m.OffsetCommitResponse(
+        error_code=e.error,
+        error_message=e.message,
+        topics=[
+            m.OffsetCommitResponseTopic(
+                t.name,
+                [m.OffsetCommitResponsePartition(p.partition_index, e.error) for p in t.partitions],
+            )
+            for t in req.topics
+        ],
+    )
+
+
+def _fetched(partition: int, value: OffsetCommitValue | None) -> m.OffsetFetchResponsePartition:
+    if value is None:
+        return m.OffsetFetchResponsePartition(partition, NO_OFFSET, -1, "")
+    return m.OffsetFetchResponsePartition(
+        partition, value.offset, value.leader_epoch, value.metadata
+    )
+
+
+def _consumer_group_tombstones(group: ConsumerGroup) -> list[Record]:
+    """Every record of an empty consumer group, deleted; the group's own record last (its
+    replay drops the group)."""
+    gid = group.group_id
+    member_ids = sorted(set(group.members) | set(group.target))
+    out = []
+    for mid in member_ids:
+        out.append(Record(ConsumerGroupCurrentMemberAssignmentKey(gid, mid), None))
+        out.append(Record(ConsumerGroupTargetAssignmentMemberKey(gid, mid), None))
+        out.append(Record(ConsumerGroupMemberMetadataKey(gid, mid), None))
+    out.append(Record(ConsumerGroupTargetAssignmentMetadataKey(gid), None))
+    out.append(Record(ConsumerGroupPartitionMetadataKey(gid), None))
+    out.append(Record(ConsumerGroupMetadataKey(gid), None))
+    return out
