@@ -29,6 +29,7 @@ from actors.runtime.controller import (
 )
 from actors.runtime.partition import OffsetsPartition
 from protocol import messages as m
+from protocol.api import group_ids_of
 from protocol.config import CoordinatorConfig
 from protocol.errors import COORDINATOR_UNAVAILABLE, CoordinatorError, Errors
 from protocol.placement import partition_for
@@ -166,7 +167,7 @@ class Cluster:
 
     def call(self, request: object, deadline_s: float = CALL_DEADLINE_S) -> object:
         """Send ``request`` to its group's coordinator; retry while it moves or loads."""
-        ids = m.group_ids_of(request)
+        ids = group_ids_of(request)
         return self._call_partition(self.partition_for(ids[0] if ids else ""), request, deadline_s)
 
     def describe(self, group_id: str) -> m.DescribedGroup:

@@ -1,22 +1,66 @@
-"""What a group type's rules need from the shard that hosts them.
+"""What a group type's rules need from the shard that hosts them, and from each other.
 
 The rules modules depend on this interface, not on ``GroupCoordinatorShard`` itself, so each
-group type can be read (and tested) on its own.
+group type can be read (and tested) on its own. Where one group type's rules call another's
+(online migration joins a classic member to a consumer group, a consumer group converts back
+to classic), they do so through the narrow ports declared here, never by importing each other.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
+from protocol import messages as m
 from protocol.classic.group import ClassicGroup
-
-if TYPE_CHECKING:
-    from protocol.classic.rules import ClassicGroupRules
 from protocol.config import CoordinatorConfig, GroupConfig
 from protocol.consumer.group import ConsumerGroup
+from protocol.consumer.member import ConsumerGroupMember
+from protocol.history import RebalanceHistory
 from protocol.metadata import MetadataImage
 from protocol.records import Record
 from protocol.timers import Timers
+
+
+class ConsumerMembersPort(Protocol):
+    """What the migration rules ask of the KIP-848 rules to host classic members."""
+
+    def add_member(
+        self, group: ConsumerGroup, member_id: str, fields: dict
+    ) -> ConsumerGroupMember: ...
+    def replace_member(
+        self, group: ConsumerGroup, old: ConsumerGroupMember, new_id: str, fields: dict
+    ) -> ConsumerGroupMember: ...
+    def update_member(
+        self, group: ConsumerGroup, member: ConsumerGroupMember, fields: dict
+    ) -> ConsumerGroupMember: ...
+    def finish_turn(self) -> None: ...
+    def touch_session(self, group_id: str, member_id: str) -> None: ...
+    def fence(self, group: ConsumerGroup, member_id: str, reason: str = ...) -> None: ...
+
+
+class ClassicJoinPort(Protocol):
+    """What the migration rules ask of the classic rules once a group is classic again."""
+
+    def join(self, req: m.JoinGroupRequest) -> m.JoinGroupResponse | None: ...
+    def start_after_downgrade(self, group: ClassicGroup) -> None: ...
+
+
+class ClassicMembersPort(Protocol):
+    """Classic requests addressed to a consumer group (its members mid-migration)."""
+
+    def join(self, group: ConsumerGroup, req: m.JoinGroupRequest) -> m.JoinGroupResponse: ...
+    def sync(self, group: ConsumerGroup, req: m.SyncGroupRequest) -> m.SyncGroupResponse: ...
+    def heartbeat(self, group: ConsumerGroup, req: m.HeartbeatRequest) -> m.HeartbeatResponse: ...
+    def leave(self, group: ConsumerGroup, req: m.LeaveGroupRequest) -> m.LeaveGroupResponse: ...
+    def describe(self, group: ConsumerGroup, history: list) -> m.DescribeGroupsResponseGroup: ...
+    def forget(self, group_id: str, member_id: str) -> None: ...
+
+
+class MigrationPort(Protocol):
+    """Conversions between the protocols, triggered by the other rules."""
+
+    def before_consumer_heartbeat(self, req: m.ConsumerGroupHeartbeatRequest) -> None: ...
+    def maybe_downgrade(self, group: ConsumerGroup) -> bool: ...
 
 
 class ShardContext(Protocol):
@@ -25,7 +69,11 @@ class ShardContext(Protocol):
     now_ms: int
     timers: Timers
     groups: dict[str, ConsumerGroup | ClassicGroup]
-    classic: ClassicGroupRules  # its ``history`` outlives group objects
+    history: RebalanceHistory  # why each group rebalanced; outlives group objects
+    consumer: ConsumerMembersPort
+    classic: ClassicJoinPort
+    classic_members: ClassicMembersPort
+    migration: MigrationPort
 
     def emit(self, record: Record) -> None:
         """Apply the record to memory at once and queue it for the log."""

@@ -557,16 +557,3 @@ class ErrorResponse:
     error_code: Int16 = Errors.INVALID_REQUEST
     error_message: str | None = None
 
-
-def group_ids_of(request: object) -> list[str]:
-    """The groups a request speaks for, as routing needs them (well-formed ids only: a
-    malformed one is left for the shard to refuse). ``ListGroups`` names none."""
-    if isinstance(request, ConsumerGroupDescribeRequest):
-        ids = request.group_ids if isinstance(request.group_ids, list) else []
-    elif isinstance(request, DescribeGroupsRequest):
-        ids = request.groups if isinstance(request.groups, list) else []
-    elif isinstance(request, DeleteGroupsRequest):
-        ids = request.groups_names if isinstance(request.groups_names, list) else []
-    else:
-        ids = [getattr(request, "group_id", None)]
-    return [g for g in ids if isinstance(g, str)]

@@ -17,20 +17,21 @@ import random
 from dataclasses import dataclass, field
 
 from protocol import messages as m
-from protocol.classic import group as cg
+from protocol.api import api_of, error_response
 from protocol.classic.group import ClassicGroup
 from protocol.classic.rules import ClassicGroupRules
+from protocol.classic.timers import ClassicTimer
 from protocol.config import CoordinatorConfig, GroupConfig
-from protocol.consumer.client_assignment import install_assignment, prepare_assignment
-from protocol.consumer.describe import describe_group
-from protocol.consumer.group import STATES, ConsumerGroup
+from protocol.consumer.group import ConsumerGroup
 from protocol.consumer.rules import Admitted, ConsumerGroupRules
-from protocol.error_responses import error_response
+from protocol.consumer.timers import ConsumerTimer
 from protocol.errors import CoordinatorError, Errors
+from protocol.history import RebalanceHistory
 from protocol.metadata import MetadataImage
 from protocol.migration.classic_members import ClassicMembersOfConsumerGroup
 from protocol.migration.conversion import Migration
 from protocol.offsets.rules import OffsetRules
+from protocol.offsets.timers import OffsetsTimer
 from protocol.records import (
     ConsumerGroupMetadataKey,
     GroupMetadataKey,
@@ -39,7 +40,6 @@ from protocol.records import (
     Record,
 )
 from protocol.timers import Timers
-from protocol.validation import check_types
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +63,14 @@ class CoordinatorResult:
 
 
 class GroupCoordinatorShard:
+    """The groups of one ``__consumer_offsets`` partition: every rule, no I/O.
+
+    It dispatches each request through ``protocol.api``'s table to the rules of the group
+    type it concerns, fires timers by their key's type, and guarantees that no request raises
+    (invariant 6: a refusal or a bug becomes an error reply) and that every state change is a
+    record applied at once (so replay rebuilds the same state).
+    """
+
     def __init__(
         self,
         config: CoordinatorConfig | None = None,
@@ -80,12 +88,18 @@ class GroupCoordinatorShard:
         self._records: list[Record] = []
         # Replies to earlier (delayed) requests that this event completed.
         self._completed: list[tuple[object, object]] = []
+        self.history = RebalanceHistory(self.emit, lambda: self.config.group_rebalance_history_max)
         self.consumer = ConsumerGroupRules(self)
         self.classic = ClassicGroupRules(self)
         self.classic_members = ClassicMembersOfConsumerGroup(self)
-        self.classic.in_consumer_group = self.classic_members
         self.migration = Migration(self)
         self.offsets = OffsetRules(self)
+        # timer key type -> the rules that own it
+        self._timer_owners = (
+            (ClassicTimer, self.classic),
+            (ConsumerTimer, self.consumer),
+            (OffsetsTimer, self.offsets),
+        )
 
     # ------------------------------------------------------------------ public API
 
@@ -129,13 +143,8 @@ class GroupCoordinatorShard:
         self._completed = []
         self.now_ms = max(self.now_ms, now_ms)
         for key in self.timers.pop_due(self.now_ms, MAX_TIMERS_PER_TICK):
-            kind = key[0]
-            if kind.startswith("classic-"):
-                self.classic.on_timer(key)
-            elif kind.startswith("offsets-"):
-                self.offsets.on_timer(key)
-            else:
-                self.consumer.on_timer(key)
+            owner = next(rules for kind, rules in self._timer_owners if isinstance(key, kind))
+            owner.on_timer(key)
         self._finish_turn()
         return self._result([])
 
@@ -157,7 +166,10 @@ class GroupCoordinatorShard:
         if isinstance(key, OffsetCommitKey):
             self.offsets.replay(record)
             return
-        if isinstance(key, (GroupMetadataKey, GroupRebalanceHistoryKey)):
+        if isinstance(key, GroupRebalanceHistoryKey):
+            self.history.replay(record)
+            return
+        if isinstance(key, GroupMetadataKey):
             self.classic.replay(record)
             return
         group_id = key.group_id  # type: ignore[attr-defined]
@@ -228,60 +240,12 @@ class GroupCoordinatorShard:
         self.consumer.finish_turn()
 
     def _dispatch(self, req: object) -> object:
-        if isinstance(req, m.ConsumerGroupDescribeRequest):
-            return self._describe(req)
-        if isinstance(req, m.ConsumerGroupPrepareAssignmentRequest):
-            return prepare_assignment(self, req)
-        if isinstance(req, m.ConsumerGroupInstallAssignmentRequest):
-            return install_assignment(self, req)
-        if isinstance(req, m.ListGroupsRequest):
-            return self._list_groups(req)
-        handler = self._HANDLERS.get(type(req))
-        if handler is not None:
-            return handler(self, req)
-        raise CoordinatorError(Errors.INVALID_REQUEST, f"unknown request type {type(req).__name__}")
-
-    def _describe(self, req: m.ConsumerGroupDescribeRequest) -> m.ConsumerGroupDescribeResponse:
-        check_types(req)
-        out = []
-        for group_id in req.group_ids:
-            group = self.consumer_group(group_id)
-            if group is None:
-                kind = "is not a consumer group" if group_id in self.groups else "not found"
-                out.append(
-                    m.DescribedGroup(
-                        error_code=Errors.GROUP_ID_NOT_FOUND,
-                        error_message=f"Group {group_id} {kind}.",
-                        group_id=group_id,
-                        group_state="dead",
-                    )
-                )
-            else:
-                out.append(describe_group(group, self.image, self.config))
-        return m.ConsumerGroupDescribeResponse(groups=out)
-
-    def _list_groups(self, req: m.ListGroupsRequest) -> m.ListGroupsResponse:
-        check_types(req)
-        states = {_state_name(s) for s in req.states_filter}
-        unknown = states - {_state_name(s) for s in (*STATES, *cg.STATES)}
-        if unknown:
+        api = api_of(req)
+        if api is None or api.handler is None:
             raise CoordinatorError(
-                Errors.INVALID_REQUEST, f"unknown group states {sorted(unknown)}"
+                Errors.INVALID_REQUEST, f"unknown request type {type(req).__name__}"
             )
-        types = {t.lower() for t in req.types_filter}
-        unknown = types - {"consumer", "classic"}
-        if unknown:
-            raise CoordinatorError(Errors.INVALID_REQUEST, f"unknown group types {sorted(unknown)}")
-        listed = []
-        for group_id in sorted(self.groups):
-            g = self.groups[group_id]
-            if (states and _state_name(g.state) not in states) or (
-                types and g.group_type not in types
-            ):
-                continue
-            protocol_type = "consumer" if isinstance(g, ConsumerGroup) else (g.protocol_type or "")
-            listed.append(m.ListedGroup(group_id, protocol_type, g.state, g.group_type))
-        return m.ListGroupsResponse(groups=listed)
+        return api.handler(self, req)
 
     def _guard(self, req: object, fn):
         """Run a handler; a refusal or a bug becomes an error reply, never an exception."""
@@ -294,26 +258,7 @@ class GroupCoordinatorShard:
             return error_response(req, Errors.UNKNOWN_SERVER_ERROR, f"{type(e).__name__}: {e}")
 
 
-def _state_name(state: str) -> str:
-    """Kafka spells states ``PreparingRebalance``; Cohort ``preparing_rebalance``: either
-    names the same state in a filter."""
-    return state.replace("_", "").lower() if isinstance(state, str) else ""
-
-
 def _member_key(req: m.ConsumerGroupHeartbeatRequest) -> tuple[str, str] | None:
     """The (group, member) a heartbeat speaks for, when it names one (ids may be garbage)."""
     gid, mid = req.group_id, req.member_id
     return (gid, mid) if isinstance(gid, str) and isinstance(mid, str) and mid else None
-
-
-GroupCoordinatorShard._HANDLERS = {
-    m.JoinGroupRequest: lambda s, r: s.classic.join(r),
-    m.SyncGroupRequest: lambda s, r: s.classic.sync(r),
-    m.HeartbeatRequest: lambda s, r: s.classic.heartbeat(r),
-    m.LeaveGroupRequest: lambda s, r: s.classic.leave(r),
-    m.DescribeGroupsRequest: lambda s, r: s.classic.describe(r),
-    m.OffsetCommitRequest: lambda s, r: s.offsets.commit(r),
-    m.OffsetFetchRequest: lambda s, r: s.offsets.fetch(r),
-    m.OffsetDeleteRequest: lambda s, r: s.offsets.delete(r),
-    m.DeleteGroupsRequest: lambda s, r: s.offsets.delete_groups(r),
-}

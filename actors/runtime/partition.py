@@ -38,7 +38,7 @@ from actors.runtime.compaction import CompactedState
 from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE, ControllerImage
 from actors.runtime.log import PartitionLog
 from actors.runtime.metrics import PartitionMetrics
-from protocol import messages as m
+from protocol.api import error_response, group_ids_of
 from protocol.codec import decode_record, encode_record
 from protocol.config import CoordinatorConfig
 from protocol.consumer.describe import summarize_group
@@ -46,7 +46,7 @@ from protocol.errors import Errors
 from protocol.metadata import MetadataImage
 from protocol.placement import partition_for
 from protocol.records import ConsumerGroupMetadataKey, Record
-from protocol.shard import CoordinatorResult, GroupCoordinatorShard, error_response
+from protocol.shard import CoordinatorResult, GroupCoordinatorShard
 
 log = logging.getLogger(__name__)
 
@@ -334,7 +334,7 @@ class OffsetsPartition:
 
     def _owns(self, req: object) -> bool:
         return all(
-            partition_for(g, self.num_partitions) == self.partition for g in m.group_ids_of(req)
+            partition_for(g, self.num_partitions) == self.partition for g in group_ids_of(req)
         )
 
     def _refuse(self, req: object, error: Errors) -> object:

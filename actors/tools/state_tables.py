@@ -182,7 +182,7 @@ def _shard_tables(shard) -> dict[str, pa.Table]:
         if isinstance(g, ClassicGroup):
             _classic_group(g, image, cols)
     _offsets(shard.offsets.offsets, cols["offsets"])
-    _rebalances(shard.classic.history, cols["rebalances"])
+    _rebalances(shard.history.causes, cols["rebalances"])
     return {name: c.table() for name, c in cols.items()}
 
 

@@ -7,7 +7,8 @@ when the leader hands in its assignment. ``replay`` applies such a record: to a 
 only restates what the group already holds (the transient parts stay), and a group built by
 ``replay`` alone is a group a new coordinator loaded, which must redo what was in flight.
 
-The rules that move a group between states live in ``classic_rules``.
+The states and their valid moves are in ``states``; the rules that make the moves live in
+the other modules of this package.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from protocol import messages as m
+from protocol.classic.states import ClassicGroupState, check_transition, parse_state
 from protocol.records import (
     ClassicProtocol,
     GroupMemberMetadata,
@@ -23,12 +25,12 @@ from protocol.records import (
     TopicMetadataEntry,
 )
 
-EMPTY = "empty"
-PREPARING_REBALANCE = "preparing_rebalance"
-COMPLETING_REBALANCE = "completing_rebalance"
-STABLE = "stable"
-DEAD = "dead"
-STATES = (EMPTY, PREPARING_REBALANCE, COMPLETING_REBALANCE, STABLE, DEAD)
+EMPTY = ClassicGroupState.EMPTY
+PREPARING_REBALANCE = ClassicGroupState.PREPARING_REBALANCE
+COMPLETING_REBALANCE = ClassicGroupState.COMPLETING_REBALANCE
+STABLE = ClassicGroupState.STABLE
+DEAD = ClassicGroupState.DEAD
+STATES = tuple(ClassicGroupState)
 
 # KIP-800's join reasons.
 RESTART = "restart"
@@ -66,7 +68,7 @@ class ClassicMember:
 @dataclass
 class ClassicGroup:
     group_id: str
-    state: str = EMPTY
+    state: ClassicGroupState = EMPTY
     generation_id: int = 0
     protocol_type: str | None = None
     protocol_name: str | None = None
@@ -89,7 +91,7 @@ class ClassicGroup:
 
     # --- views -----------------------------------------------------------------------------
 
-    def is_in(self, *states: str) -> bool:
+    def is_in(self, *states: ClassicGroupState) -> bool:
         return self.state in states
 
     @property
@@ -127,6 +129,12 @@ class ClassicGroup:
         return self.members.get(member_id) if member_id is not None else None
 
     # --- changes ---------------------------------------------------------------------------
+
+    def transition_to(self, state: ClassicGroupState, now_ms: int) -> None:
+        """Move to ``state`` (checked against the table of valid moves) as of ``now_ms``."""
+        check_transition(self.group_id, self.state, state)
+        self.state = state
+        self.state_timestamp_ms = now_ms
 
     def add(self, member: ClassicMember) -> None:
         self.members[member.member_id] = member
@@ -188,7 +196,7 @@ class ClassicGroup:
                 )
                 for mem in self.members.values()
             ),
-            state=self.state,
+            state=self.state.value,
             topics=self.topics,
         )
 
@@ -200,7 +208,7 @@ class ClassicGroup:
         self.protocol_type = value.protocol_type or None
         self.protocol_name = value.protocol_name
         self.leader_id = value.leader
-        self.state = value.state if value.state in STATES else STABLE
+        self.state = parse_state(value.state) or STABLE
         self.state_timestamp_ms = value.current_state_timestamp
         self.topics = value.topics
         for meta in value.members:

@@ -30,6 +30,7 @@ from protocol.consumer.member import (
 )
 from protocol.consumer.reconciler import reconcile
 from protocol.consumer.target_assignment import compute_target, target_records
+from protocol.consumer.timers import ConsumerTimer, MemberSession, RevocationDeadline
 from protocol.consumer.validation import validate_heartbeat
 from protocol.context import ShardContext
 from protocol.errors import CoordinatorError, Errors
@@ -59,14 +60,6 @@ class Admitted:
     before: ConsumerGroupMember | None  # the member as it was before this heartbeat
     owned: pm.PartitionMap | None
     send_assignment: bool  # join or full request: the reply carries the assignment regardless
-
-
-def session_key(group_id: str, member_id: str) -> tuple[str, str, str]:
-    return ("consumer-session", group_id, member_id)
-
-
-def rebalance_key(group_id: str, member_id: str) -> tuple[str, str, str]:
-    return ("consumer-rebalance", group_id, member_id)
 
 
 class ConsumerGroupRules:
@@ -361,10 +354,11 @@ class ConsumerGroupRules:
             group = self.ctx.consumer_group(group_id)
             if group is not None:
                 reason, member = causes.get(group_id, ("", None))
-                self.ctx.classic.remember(
+                self.ctx.history.remember(
                     group_id,
                     group.group_epoch,
                     reason or "group changed",
+                    self.ctx.now_ms,
                     member.member_id if member is not None else None,
                     member.instance_id if member is not None else None,
                 )
@@ -456,18 +450,17 @@ class ConsumerGroupRules:
         member = group.members.get(member_id) if group is not None else None
         if member is not None and member.metadata.classic_member_metadata is not None:
             timeout = member.metadata.classic_member_metadata.session_timeout_ms
-        self.ctx.timers.schedule(session_key(group_id, member_id), self.ctx.now_ms + timeout)
+        self.ctx.timers.schedule(MemberSession(group_id, member_id), self.ctx.now_ms + timeout)
 
-    def on_timer(self, key: tuple) -> None:
-        kind, group_id, member_id = key
-        group = self.ctx.consumer_group(group_id)
-        member = group.members.get(member_id) if group is not None else None
+    def on_timer(self, key: ConsumerTimer) -> None:
+        group = self.ctx.consumer_group(key.group_id)
+        member = group.members.get(key.member_id) if group is not None else None
         if member is None:
             return
-        if kind == "consumer-session":
-            self.fence(group, member_id, "member session timed out")
+        if isinstance(key, MemberSession):
+            self.fence(group, key.member_id, "member session timed out")
         elif member.state is MemberState.UNREVOKED_PARTITIONS:
-            self.fence(group, member_id, "member did not revoke within its rebalance timeout")
+            self.fence(group, key.member_id, "member did not revoke within its rebalance timeout")
 
     def after_replay(
         self, group: ConsumerGroup, record: Record, before: ConsumerGroupMember | None
@@ -485,24 +478,24 @@ class ConsumerGroupRules:
         gid = group.group_id
         after = group.members.get(member_id)
         if after is None:
-            self.ctx.timers.cancel(session_key(gid, member_id))
-            self.ctx.timers.cancel(rebalance_key(gid, member_id))
+            self.ctx.timers.cancel(MemberSession(gid, member_id))
+            self.ctx.timers.cancel(RevocationDeadline(gid, member_id))
             return
-        if before is None and session_key(gid, member_id) not in self.ctx.timers:
+        if before is None and MemberSession(gid, member_id) not in self.ctx.timers:
             self._reset_session(gid, member_id)
         if not isinstance(key, ConsumerGroupCurrentMemberAssignmentKey):
             return
         if after.state is not MemberState.UNREVOKED_PARTITIONS:
-            self.ctx.timers.cancel(rebalance_key(gid, member_id))
+            self.ctx.timers.cancel(RevocationDeadline(gid, member_id))
         elif (
             before is None
             or before.state is not MemberState.UNREVOKED_PARTITIONS
             or before.member_epoch != after.member_epoch
             or before.partitions_pending_revocation != after.partitions_pending_revocation
-            or rebalance_key(gid, member_id) not in self.ctx.timers
+            or RevocationDeadline(gid, member_id) not in self.ctx.timers
         ):
             timeout = max(after.rebalance_timeout_ms, 0)
-            self.ctx.timers.schedule(rebalance_key(gid, member_id), self.ctx.now_ms + timeout)
+            self.ctx.timers.schedule(RevocationDeadline(gid, member_id), self.ctx.now_ms + timeout)
 
     def on_metadata(self, groups: list[ConsumerGroup]) -> None:
         """New topic metadata: bump every group whose subscribed slice changed."""

@@ -37,7 +37,7 @@ UNKNOWN_TOPIC_OR_PARTITION (Kafka checks this in ``KafkaApis``), metadata longer
 ``offset_metadata_max_bytes`` is OFFSET_METADATA_TOO_LARGE, a negative offset is
 INVALID_COMMIT_OFFSET_SIZE. The valid partitions of a request are written even when others fail.
 
-Retention: one periodic timer, ``("offsets-expire",)``, armed when the first offset is replayed
+Retention: one periodic timer, ``RetentionCheck``, armed when the first offset is replayed
 and re-armed while any offset remains. A group's offsets of topics it does not subscribe to
 expire when their explicit expiry time passes, or else ``offsets_retention_minutes`` after a
 base time: the commit time, or for an EMPTY classic group the later of the commit time and the
@@ -84,6 +84,7 @@ from protocol.consumer.group import ConsumerGroup
 from protocol.consumer.member import ConsumerGroupMember
 from protocol.context import ShardContext
 from protocol.errors import CoordinatorError, Errors
+from protocol.offsets.timers import OffsetsTimer, RetentionCheck
 from protocol.records import (
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupMemberMetadataKey,
@@ -92,7 +93,6 @@ from protocol.records import (
     ConsumerGroupTargetAssignmentMemberKey,
     ConsumerGroupTargetAssignmentMetadataKey,
     GroupMetadataKey,
-    GroupRebalanceHistoryKey,
     OffsetCommitKey,
     OffsetCommitValue,
     Record,
@@ -100,7 +100,7 @@ from protocol.records import (
 from protocol.types import INT_BOUNDS
 from protocol.validation import check_types
 
-EXPIRE_TIMER = ("offsets-expire",)
+EXPIRE_TIMER = RetentionCheck()
 # Bound on the tombstones one expiry pass writes; the rest wait for the next tick.
 MAX_EXPIRED_PER_CHECK = 100_000
 INT64_MAX = INT_BOUNDS["int64"][1]
@@ -267,7 +267,7 @@ class OffsetRules:
         for topic, partition in sorted(self.offsets.get(gid, {})):
             self.ctx.emit(Record(OffsetCommitKey(gid, topic, partition), None))
         if self._has_rebalance_history(gid):
-            self.ctx.emit(Record(GroupRebalanceHistoryKey(gid), None))
+            self.ctx.history.forget(gid)
         if isinstance(group, ConsumerGroup):
             for record in _consumer_group_tombstones(group):
                 self.ctx.emit(record)
@@ -275,9 +275,9 @@ class OffsetRules:
             self.ctx.emit(Record(GroupMetadataKey(gid), None))
 
     def _has_rebalance_history(self, gid: str) -> bool:
-        """Whether the classic rules remember why ``gid`` rebalanced (kept per group id, apart
-        from the group object, so a converted group has it too)."""
-        return gid in self.ctx.classic.history
+        """Whether ``gid``'s rebalances are remembered (kept per group id, apart from the
+        group object, so a converted group has it too)."""
+        return gid in self.ctx.history
 
     # ------------------------------------------------------------------ replay & timers
 
@@ -297,7 +297,7 @@ class OffsetRules:
         if EXPIRE_TIMER not in self.ctx.timers:
             self._arm(self.ctx.now_ms + self.ctx.config.offsets_retention_check_interval_ms)
 
-    def on_timer(self, key: tuple) -> None:
+    def on_timer(self, key: OffsetsTimer) -> None:
         if key != EXPIRE_TIMER:
             return
         expired = list(self._expired(MAX_EXPIRED_PER_CHECK))

@@ -24,7 +24,7 @@ from protocol import messages as m
 from protocol import partitions as pm
 from protocol.codec import decode_record, encode_record
 from protocol.consumer.group import STATES
-from protocol.consumer.rules import rebalance_key, session_key
+from protocol.consumer.timers import MemberSession, RevocationDeadline
 from protocol.errors import Errors
 from protocol.metadata import MetadataImage, TopicMetadata
 from protocol.records import (
@@ -141,7 +141,7 @@ def state_of(shard: GroupCoordinatorShard) -> tuple:
         (key, shard.timers.deadline(key))
         for gid, group in shard.groups.items()
         for mid in group.members
-        for key in (session_key(gid, mid), rebalance_key(gid, mid))
+        for key in (MemberSession(gid, mid), RevocationDeadline(gid, mid))
     }
     return groups, described, timers, len(shard.timers), shard.next_deadline_ms(), shard.now_ms
 

@@ -56,7 +56,7 @@ def add_classic_group(shard: GroupCoordinatorShard) -> ClassicGroup:
     group.add(classic_member("y", ["foo"], [("foo", [2, 3])]))
     group.add(classic_member("z", ["foo"], [], assignment=b"\xc1not msgpack"))
     shard.groups[group.group_id] = group
-    shard.classic.history[group.group_id] = [  # kept per group id, apart from the group
+    shard.history.causes[group.group_id] = [  # kept per group id, apart from the group
         RebalanceCauseEntry(1_000, 4, "member x joined", "x", "x-static"),
         RebalanceCauseEntry(2_000, 5, "topic_metadata_change"),
     ]

@@ -331,7 +331,7 @@ def test_a_new_dynamic_classic_member_joins_a_converted_group_after_learning_its
 
 
 def _history(shard):
-    return shard.classic.history.get("g", [])
+    return shard.history.of("g")
 
 
 def test_a_classic_restart_of_the_last_new_protocol_member_converts_the_group_back():

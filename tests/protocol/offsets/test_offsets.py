@@ -607,7 +607,7 @@ def test_deleting_a_group_deletes_its_rebalance_history():
     shard.replay(Record(GroupRebalanceHistoryKey("g"), history))
     res = delete_groups(shard, "g")
     assert Record(GroupRebalanceHistoryKey("g"), None) in res.records
-    assert "g" not in shard.classic.history
+    assert "g" not in shard.history
 
 
 def test_deleting_a_group_without_rebalance_history_writes_no_history_tombstone():

@@ -259,10 +259,10 @@ def test_deleting_an_empty_classic_group_deletes_offsets_history_and_the_group()
         Record(GroupRebalanceHistoryKey("g"), None),
         Record(GroupMetadataKey("g"), None),
     ]
-    assert "g" not in shard.groups and "g" not in shard.classic.history
+    assert "g" not in shard.groups and "g" not in shard.history
     fresh = replayed(shard.journal, shard)
     assert "g" not in fresh.groups and fresh.offsets.offsets == {}
-    assert "g" not in fresh.classic.history
+    assert "g" not in fresh.history
 
 
 # ----------------------------------------------------------------- retention

@@ -1,0 +1,143 @@
+"""Heartbeat, LeaveGroup and DescribeGroups: a classic member staying, going, and being seen.
+
+A heartbeat keeps a member's session and tells it to rejoin while the group rebalances; a
+leave (batched, by member id or instance id) removes members and rebalances what remains.
+"""
+
+from __future__ import annotations
+
+from protocol import messages as m
+from protocol.classic import group as cg
+from protocol.classic.group import ClassicGroup, ClassicMember
+from protocol.classic.lookup import existing_member, group_for, illegal_generation
+from protocol.classic.rebalance import Rebalances
+from protocol.classic.timers import PendingMemberExpiry
+from protocol.consumer.group import ConsumerGroup
+from protocol.context import ShardContext
+from protocol.errors import CoordinatorError, Errors
+from protocol.validation import check_types
+
+
+class MembershipRules:
+    """Answers Heartbeat, LeaveGroup and DescribeGroups for classic groups (and hands a
+    consumer group's classic members to the migration rules)."""
+
+    def __init__(self, ctx: ShardContext, rebalances: Rebalances) -> None:
+        self.ctx = ctx
+        self.rebalances = rebalances
+
+    def heartbeat(self, req: m.HeartbeatRequest) -> m.HeartbeatResponse:
+        check_types(req)
+        group = group_for(self.ctx.groups, req.group_id, req.member_id)
+        if isinstance(group, ConsumerGroup):
+            return self.ctx.classic_members.heartbeat(group, req)
+        member = existing_member(group, req.member_id, req.group_instance_id)
+        if group.state == cg.EMPTY:
+            raise CoordinatorError(
+                Errors.UNKNOWN_MEMBER_ID, f"Group {group.group_id} has no members."
+            )
+        if req.generation_id != group.generation_id:
+            raise illegal_generation(req.generation_id, group)
+        if member.awaiting_join is None:
+            self.rebalances.reset_session(group, member)
+        if group.state == cg.PREPARING_REBALANCE:
+            return m.HeartbeatResponse(
+                error_code=Errors.REBALANCE_IN_PROGRESS,
+                error_message="The group is rebalancing: rejoin.",
+            )
+        return m.HeartbeatResponse()
+
+    def leave(self, req: m.LeaveGroupRequest) -> m.LeaveGroupResponse:
+        check_types(req)
+        if not req.group_id:
+            raise CoordinatorError(Errors.INVALID_GROUP_ID, "The group id must not be empty.")
+        if not req.members:
+            raise CoordinatorError(
+                Errors.INVALID_REQUEST, "A LeaveGroup names at least one member."
+            )
+        group = self.ctx.groups.get(req.group_id)
+        if isinstance(group, ConsumerGroup):
+            return self.ctx.classic_members.leave(group, req)
+        if group is None:
+            raise CoordinatorError(
+                Errors.UNKNOWN_MEMBER_ID, f"Group {req.group_id} has no members."
+            )
+        results = []
+        left: list[tuple[ClassicMember, str | None]] = []
+        for identity in req.members:
+            error = self._leave_one(group, identity, left)
+            results.append(
+                m.LeaveGroupResponseMember(identity.member_id, identity.group_instance_id, error)
+            )
+        if left:
+            member, reason = left[0]
+            self.rebalances.after_removal(
+                group, f"member left the group: {reason or 'no reason given'}", member
+            )
+        else:
+            self.rebalances.maybe_complete_join(group)  # a pending member's leave may end it
+        return m.LeaveGroupResponse(members=results)
+
+    def _leave_one(self, group: ClassicGroup, identity: m.MemberIdentity, left: list) -> Errors:
+        mid, iid = identity.member_id, identity.group_instance_id
+        if iid is None and mid in group.pending_members:
+            group.pending_members.discard(mid)
+            self.ctx.timers.cancel(PendingMemberExpiry(group.group_id, mid))
+            return Errors.NONE
+        if iid is not None:
+            holder = group.static_members.get(iid)
+            if holder is None:
+                return Errors.UNKNOWN_MEMBER_ID
+            if mid and mid != holder:
+                return Errors.FENCED_INSTANCE_ID
+            mid = holder
+        member = group.members.get(mid)
+        if member is None:
+            return Errors.UNKNOWN_MEMBER_ID
+        self.rebalances.drop(group, member)
+        left.append((member, identity.reason))
+        return Errors.NONE
+
+    def describe(self, req: m.DescribeGroupsRequest) -> m.DescribeGroupsResponse:
+        check_types(req)
+        out = []
+        for gid in req.groups:
+            group = self.ctx.groups.get(gid)
+            history = [m.RebalanceCause(**vars(c)) for c in self.ctx.history.of(gid)]
+            if isinstance(group, ClassicGroup):
+                out.append(_describe_classic(group, history))
+            elif isinstance(group, ConsumerGroup):
+                out.append(self.ctx.classic_members.describe(group, history))
+            else:
+                out.append(
+                    m.DescribeGroupsResponseGroup(
+                        error_code=Errors.GROUP_ID_NOT_FOUND,
+                        error_message=f"Group {gid} not found.",
+                        group_id=gid,
+                        group_state=cg.DEAD,
+                    )
+                )
+        return m.DescribeGroupsResponse(groups=out)
+
+
+def _describe_classic(group: ClassicGroup, history: list) -> m.DescribeGroupsResponseGroup:
+    return m.DescribeGroupsResponseGroup(
+        group_id=group.group_id,
+        group_state=group.state,
+        protocol_type=group.protocol_type or "",
+        protocol_data=group.protocol_name or "",
+        members=[
+            m.DescribedGroupMember(
+                member_id=mem.member_id,
+                group_instance_id=mem.group_instance_id,
+                client_id=mem.client_id,
+                client_host=mem.client_host,
+                member_metadata=mem.metadata_for(group.protocol_name),
+                member_assignment=mem.assignment,
+            )
+            for mem in group.members.values()
+        ],
+        generation_id=group.generation_id,
+        leader=group.leader_id or "",
+        rebalance_history=history,
+    )
