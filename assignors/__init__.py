@@ -3,7 +3,7 @@
 The bottom floor of Cohort: imports only the standard library and numpy. The coordinator
 adapts its group state into an :class:`AssignmentSpec` and asks an assignor from
 :data:`SERVER_ASSIGNORS` for the new target assignment. Client-side assignor interfaces
-live in :mod:`assignors.client.interfaces`.
+live in :mod:`assignors.client`; the classic consumers' in :mod:`assignors.classic`.
 """
 
 from assignors.server.range import RangeAssignor

@@ -8,19 +8,25 @@ target-assignment computation (``handle_batch``):
 1. ``admit``: validate, find or create the member, check its epoch, apply its changes. A leave,
    a fence or an error is answered here.
 2. ``finish_turn``: once per turn, bump the epoch of every group that changed and recompute
-   its target assignment (seed 000: "Group Epoch - Trigger a rebalance").
+   its target assignment (``epochs``). Members' deadlines live in ``sessions``.
 3. ``complete``: reconcile the member toward its target and build its reply.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from protocol import messages as m
 from protocol import partitions as pm
+from protocol.consumer.epochs import EpochTurn
 from protocol.consumer.group import ConsumerGroup, choose_assignor
+from protocol.consumer.heartbeat_changes import (
+    apply_request,
+    assignment_changed,
+    is_full,
+    subscription_changed,
+)
 from protocol.consumer.member import (
     JOIN_EPOCH,
     LEAVE_EPOCH,
@@ -29,19 +35,14 @@ from protocol.consumer.member import (
     MemberState,
 )
 from protocol.consumer.reconciler import reconcile
-from protocol.consumer.target_assignment import compute_target, target_records
-from protocol.consumer.timers import ConsumerTimer, MemberSession, RevocationDeadline
+from protocol.consumer.sessions import MemberTimers
+from protocol.consumer.timers import ConsumerTimer
 from protocol.consumer.validation import validate_heartbeat
 from protocol.context import ShardContext
 from protocol.errors import CoordinatorError, Errors
 from protocol.records import (
-    ClientAssignorEntry,
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupMemberMetadataKey,
-    ConsumerGroupMetadataKey,
-    ConsumerGroupMetadataValue,
-    ConsumerGroupPartitionMetadataKey,
-    ConsumerGroupPartitionMetadataValue,
     ConsumerGroupTargetAssignmentMemberKey,
     ConsumerGroupTargetAssignmentMemberValue,
     Record,
@@ -63,11 +64,13 @@ class Admitted:
 
 
 class ConsumerGroupRules:
+    """Every KIP-848 heartbeat, leave, fence and metadata change, in the three steps above;
+    and the member changes online migration asks for (``ConsumerMembersPort``)."""
+
     def __init__(self, ctx: ShardContext) -> None:
         self.ctx = ctx
-        self._bump: set[str] = set()  # groups whose epoch this turn must bump
-        self._causes: dict[str, tuple[str, ConsumerGroupMember | None]] = {}
-        self._touched: set[str] = set()  # groups whose target may need computing
+        self.turn = EpochTurn(ctx)
+        self.sessions = MemberTimers(ctx, self.fence)
 
     # ------------------------------------------------------------------ step 1: admit
 
@@ -96,7 +99,7 @@ class ConsumerGroupRules:
                 ),
             )
         self._update_member(group, member, req)
-        return Admitted(req, req.group_id, member.member_id, member, owned, _is_full(req))
+        return Admitted(req, req.group_id, member.member_id, member, owned, is_full(req))
 
     def _existing_member(
         self, group: ConsumerGroup | None, req: m.ConsumerGroupHeartbeatRequest
@@ -169,7 +172,7 @@ class ConsumerGroupRules:
                 f"{self.ctx.config.group_consumer_max_size} members.",
             )
         member_id = req.member_id or self._fresh_member_id(group)
-        member = _apply_request(ConsumerGroupMember(member_id), req)
+        member = apply_request(ConsumerGroupMember(member_id), req)
         self._check_client_assignors(group, member)
         self.ctx.emit(
             Record(ConsumerGroupMemberMetadataKey(req.group_id, member_id), member.metadata)
@@ -180,8 +183,8 @@ class ConsumerGroupRules:
                 member.current,
             )
         )
-        self._mark(req.group_id, bump=True, reason="new member joined", member=member)
-        self._reset_session(req.group_id, member_id)
+        self.turn.mark(req.group_id, bump=True, reason="new member joined", member=member)
+        self.sessions.reset_session(req.group_id, member_id)
         return Admitted(req, req.group_id, member_id, None, {}, True)
 
     def _fresh_member_id(self, group: ConsumerGroup | None) -> str:
@@ -195,7 +198,7 @@ class ConsumerGroupRules:
     ) -> Admitted:
         """A static member back from a temporary leave takes its old place, without a rebalance."""
         new_id = req.member_id or self._fresh_member_id(group)
-        new = _apply_request(replace(old, member_id=new_id), req).updated(
+        new = apply_request(replace(old, member_id=new_id), req).updated(
             classic_member_metadata=None
         )
         self._check_client_assignors(group, new, replacing=old.member_id)
@@ -205,9 +208,9 @@ class ConsumerGroupRules:
         self.ctx.emit(Record(ConsumerGroupMemberMetadataKey(gid, new_id), new.metadata))
         self.ctx.emit(Record(ConsumerGroupTargetAssignmentMemberKey(gid, new_id), target))
         self.ctx.emit(Record(ConsumerGroupCurrentMemberAssignmentKey(gid, new_id), new.current))
-        if _subscription_changed(old, new):
-            self._mark(gid, bump=True, reason="static member rejoined with changes", member=new)
-        self._reset_session(gid, new_id)
+        if subscription_changed(old, new):
+            self.turn.mark(gid, bump=True, reason="static member rejoined with changes", member=new)
+        self.sessions.reset_session(gid, new_id)
         return Admitted(req, gid, new_id, None, {}, True)
 
     def _update_member(
@@ -216,7 +219,7 @@ class ConsumerGroupRules:
         member: ConsumerGroupMember,
         req: m.ConsumerGroupHeartbeatRequest,
     ) -> None:
-        self._store(group, member, _apply_request(member, req))
+        self._store(group, member, apply_request(member, req))
 
     def _store(
         self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember
@@ -226,11 +229,11 @@ class ConsumerGroupRules:
             self._check_client_assignors(group, updated)
             key = ConsumerGroupMemberMetadataKey(group.group_id, member.member_id)
             self.ctx.emit(Record(key, updated.metadata))
-            if _subscription_changed(member, updated):
-                self._mark(group.group_id, True, "member subscription changed", updated)
+            if subscription_changed(member, updated):
+                self.turn.mark(group.group_id, True, "member subscription changed", updated)
         # Touched even when unchanged: a target that could not be computed earlier is retried.
-        self._mark(group.group_id, bump=False)
-        self._reset_session(group.group_id, member.member_id)
+        self.turn.mark(group.group_id, bump=False)
+        self.sessions.reset_session(group.group_id, member.member_id)
 
     def _check_client_assignors(
         self, group: ConsumerGroup | None, member: ConsumerGroupMember, replacing: str | None = None
@@ -265,11 +268,11 @@ class ConsumerGroupRules:
             )
             key = ConsumerGroupCurrentMemberAssignmentKey(group.group_id, member.member_id)
             self.ctx.emit(Record(key, away.current))
-            self._reset_session(group.group_id, member.member_id)
+            self.sessions.reset_session(group.group_id, member.member_id)
         return m.ConsumerGroupHeartbeatResponse(
             member_id=member.member_id,
             member_epoch=req.member_epoch,
-            heartbeat_interval_ms=self.heartbeat_interval_ms(group.group_id),
+            heartbeat_interval_ms=self.sessions.heartbeat_interval_ms(group.group_id),
         )
 
     def fence(self, group: ConsumerGroup, member_id: str, reason: str = "member removed") -> None:
@@ -278,7 +281,7 @@ class ConsumerGroupRules:
         member = group.members.get(member_id)
         self._remove_member_records(group.group_id, member_id)
         self.ctx.classic_members.forget(group.group_id, member_id)
-        self._mark(group.group_id, bump=True, reason=reason, member=member)
+        self.turn.mark(group.group_id, bump=True, reason=reason, member=member)
         self.ctx.migration.maybe_downgrade(group)
 
     # ------------------------------------------------- for classic members (migration)
@@ -297,8 +300,8 @@ class ConsumerGroupRules:
         self.ctx.emit(
             Record(ConsumerGroupCurrentMemberAssignmentKey(gid, member_id), member.current)
         )
-        self._mark(gid, bump=True, reason="new member joined", member=member)
-        self._reset_session(gid, member_id)
+        self.turn.mark(gid, bump=True, reason="new member joined", member=member)
+        self.sessions.reset_session(gid, member_id)
         return member
 
     def update_member(
@@ -320,79 +323,18 @@ class ConsumerGroupRules:
         self.ctx.emit(Record(ConsumerGroupMemberMetadataKey(gid, new_id), new.metadata))
         self.ctx.emit(Record(ConsumerGroupTargetAssignmentMemberKey(gid, new_id), target))
         self.ctx.emit(Record(ConsumerGroupCurrentMemberAssignmentKey(gid, new_id), new.current))
-        self._mark(gid, _subscription_changed(old, new), "static member rejoined with changes", new)
-        self._reset_session(gid, new_id)
+        changed = subscription_changed(old, new)
+        self.turn.mark(gid, changed, "static member rejoined with changes", new)
+        self.sessions.reset_session(gid, new_id)
         return new
 
     def touch_session(self, group_id: str, member_id: str) -> None:
-        self._reset_session(group_id, member_id)
+        self.sessions.reset_session(group_id, member_id)
 
     def _remove_member_records(self, group_id: str, member_id: str) -> None:
         self.ctx.emit(Record(ConsumerGroupCurrentMemberAssignmentKey(group_id, member_id), None))
         self.ctx.emit(Record(ConsumerGroupTargetAssignmentMemberKey(group_id, member_id), None))
         self.ctx.emit(Record(ConsumerGroupMemberMetadataKey(group_id, member_id), None))
-
-    def _mark(
-        self,
-        group_id: str,
-        bump: bool,
-        reason: str = "",
-        member: ConsumerGroupMember | None = None,
-    ) -> None:
-        self._touched.add(group_id)
-        if bump:
-            self._bump.add(group_id)
-            # The first cause of the turn's bump is what the rebalance history keeps.
-            self._causes.setdefault(group_id, (reason, member))
-
-    # -------------------------------------------------------------- step 2: finish turn
-
-    def finish_turn(self) -> None:
-        bump, touched, causes = self._bump, self._touched, self._causes
-        self._bump, self._touched, self._causes = set(), set(), {}
-        for group_id in sorted(bump):
-            group = self.ctx.consumer_group(group_id)
-            if group is not None:
-                reason, member = causes.get(group_id, ("", None))
-                self.ctx.history.remember(
-                    group_id,
-                    group.group_epoch,
-                    reason or "group changed",
-                    self.ctx.now_ms,
-                    member.member_id if member is not None else None,
-                    member.instance_id if member is not None else None,
-                )
-                self._bump_epoch(group)
-        for group_id in sorted(touched):
-            group = self.ctx.consumer_group(group_id)
-            if (
-                group is not None
-                and group.group_epoch > group.assignment_epoch
-                and not group.assignor(self.ctx.config).client_side
-            ):
-                self._compute_target(group)
-
-    def _bump_epoch(self, group: ConsumerGroup) -> None:
-        epoch = group.group_epoch + 1
-        entries = group.subscription_entries(self.ctx.image)
-        if entries != group.subscription_metadata:
-            value = ConsumerGroupPartitionMetadataValue(epoch, tuple(entries.values()))
-            self.ctx.emit(Record(ConsumerGroupPartitionMetadataKey(group.group_id), value))
-        self.ctx.emit(
-            Record(ConsumerGroupMetadataKey(group.group_id), ConsumerGroupMetadataValue(epoch))
-        )
-
-    def _compute_target(self, group: ConsumerGroup) -> None:
-        name = group.assignor(self.ctx.config).name
-        try:
-            targets = compute_target(group, self.ctx.image, name)
-        except Exception:
-            # Kafka fails the heartbeat; here the turn is shared, so the group keeps its old
-            # target and stays "assigning" until a later turn computes one.
-            log.exception("assignor %s failed for group %s", name, group.group_id)
-            return
-        for record in target_records(group, targets, group.group_epoch):
-            self.ctx.emit(record)
 
     # ---------------------------------------------------------------- step 3: complete
 
@@ -410,14 +352,14 @@ class ConsumerGroupRules:
         resp = m.ConsumerGroupHeartbeatResponse(
             member_id=new.member_id,
             member_epoch=new.member_epoch,
-            heartbeat_interval_ms=self.heartbeat_interval_ms(a.group_id),
+            heartbeat_interval_ms=self.sessions.heartbeat_interval_ms(a.group_id),
             should_compute_assignment=(
                 choice.client_side
                 and choice.chosen_member_id == new.member_id
                 and group.group_epoch > group.assignment_epoch
             ),
         )
-        if a.send_assignment or _assignment_changed(a.before, new):
+        if a.send_assignment or assignment_changed(a.before, new):
             target = group.target.get(new.member_id, ConsumerGroupTargetAssignmentMemberValue())
             resp.assignment = m.HeartbeatAssignment(
                 error=target.error,
@@ -428,74 +370,18 @@ class ConsumerGroupRules:
             )
         return resp
 
-    # ----------------------------------------------------------------- timers & replay
+    # ------------------------------------------------------- step 2, timers, replay
 
-    def heartbeat_interval_ms(self, group_id: str) -> int:
-        override = self.ctx.group_config(group_id).consumer_heartbeat_interval_ms
-        return (
-            override
-            if override is not None
-            else self.ctx.config.group_consumer_heartbeat_interval_ms
-        )
-
-    def session_timeout_ms(self, group_id: str) -> int:
-        override = self.ctx.group_config(group_id).consumer_session_timeout_ms
-        return (
-            override if override is not None else self.ctx.config.group_consumer_session_timeout_ms
-        )
-
-    def _reset_session(self, group_id: str, member_id: str) -> None:
-        timeout = self.session_timeout_ms(group_id)
-        group = self.ctx.consumer_group(group_id)
-        member = group.members.get(member_id) if group is not None else None
-        if member is not None and member.metadata.classic_member_metadata is not None:
-            timeout = member.metadata.classic_member_metadata.session_timeout_ms
-        self.ctx.timers.schedule(MemberSession(group_id, member_id), self.ctx.now_ms + timeout)
+    def finish_turn(self) -> None:
+        self.turn.finish()
 
     def on_timer(self, key: ConsumerTimer) -> None:
-        group = self.ctx.consumer_group(key.group_id)
-        member = group.members.get(key.member_id) if group is not None else None
-        if member is None:
-            return
-        if isinstance(key, MemberSession):
-            self.fence(group, key.member_id, "member session timed out")
-        elif member.state is MemberState.UNREVOKED_PARTITIONS:
-            self.fence(group, key.member_id, "member did not revoke within its rebalance timeout")
+        self.sessions.on_timer(key)
 
     def after_replay(
         self, group: ConsumerGroup, record: Record, before: ConsumerGroupMember | None
     ) -> None:
-        """Keep the member timers in step with the records, for live events and loading alike.
-
-        A member seen for the first time gets a session timer from now (so after a restart
-        every session restarts from load time); entering UNREVOKED_PARTITIONS, or being asked
-        to revoke something new, starts the rebalance timer; leaving that state stops it.
-        """
-        key = record.key
-        member_id = getattr(key, "member_id", None)
-        if member_id is None:
-            return
-        gid = group.group_id
-        after = group.members.get(member_id)
-        if after is None:
-            self.ctx.timers.cancel(MemberSession(gid, member_id))
-            self.ctx.timers.cancel(RevocationDeadline(gid, member_id))
-            return
-        if before is None and MemberSession(gid, member_id) not in self.ctx.timers:
-            self._reset_session(gid, member_id)
-        if not isinstance(key, ConsumerGroupCurrentMemberAssignmentKey):
-            return
-        if after.state is not MemberState.UNREVOKED_PARTITIONS:
-            self.ctx.timers.cancel(RevocationDeadline(gid, member_id))
-        elif (
-            before is None
-            or before.state is not MemberState.UNREVOKED_PARTITIONS
-            or before.member_epoch != after.member_epoch
-            or before.partitions_pending_revocation != after.partitions_pending_revocation
-            or RevocationDeadline(gid, member_id) not in self.ctx.timers
-        ):
-            timeout = max(after.rebalance_timeout_ms, 0)
-            self.ctx.timers.schedule(RevocationDeadline(gid, member_id), self.ctx.now_ms + timeout)
+        self.sessions.after_replay(group, record, before)
 
     def on_metadata(self, groups: list[ConsumerGroup]) -> None:
         """New topic metadata: bump every group whose subscribed slice changed."""
@@ -504,79 +390,4 @@ class ConsumerGroupRules:
                 group.members
                 and group.subscription_entries(self.ctx.image) != group.subscription_metadata
             ):
-                self._mark(group.group_id, bump=True, reason="topic metadata changed")
-
-
-# ------------------------------------------------------------------------------ helpers
-
-
-def _is_full(req: m.ConsumerGroupHeartbeatRequest) -> bool:
-    """Kafka resends the assignment to a heartbeat that restates everything (e.g. a retry)."""
-    return (
-        req.rebalance_timeout_ms != -1
-        and (req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None)
-        and req.topic_partitions is not None
-    )
-
-
-def _assignment_changed(before: ConsumerGroupMember | None, after: ConsumerGroupMember) -> bool:
-    return (
-        before is None
-        or before.member_epoch != after.member_epoch
-        or before.assigned_partitions != after.assigned_partitions
-        or before.partitions_pending_revocation != after.partitions_pending_revocation
-    )
-
-
-_TRIGGERS: tuple[Callable[[ConsumerGroupMember], object], ...] = (
-    lambda x: x.subscribed_topic_names,
-    lambda x: x.subscribed_topic_regex,
-    lambda x: x.rack_id,
-    lambda x: x.server_assignor,
-    lambda x: x.client_assignors,
-)
-
-
-def _subscription_changed(a: ConsumerGroupMember, b: ConsumerGroupMember) -> bool:
-    """Seed 000's member-side rebalance triggers: subscription, regex, rack, assignors."""
-    return any(f(a) != f(b) for f in _TRIGGERS)
-
-
-def _apply_request(
-    member: ConsumerGroupMember, req: m.ConsumerGroupHeartbeatRequest
-) -> ConsumerGroupMember:
-    """The member with the request's non-null fields applied (null means unchanged)."""
-    changes: dict[str, object] = {}
-    if req.instance_id is not None:
-        changes["instance_id"] = req.instance_id
-    if req.rack_id is not None:
-        changes["rack_id"] = req.rack_id
-    if req.rebalance_timeout_ms != -1:
-        changes["rebalance_timeout_ms"] = req.rebalance_timeout_ms
-    if req.subscribed_topic_names is not None:
-        changes["subscribed_topic_names"] = tuple(sorted(set(req.subscribed_topic_names)))
-        changes["subscribed_topic_regex"] = None
-    if req.subscribed_topic_regex is not None:
-        changes["subscribed_topic_regex"] = req.subscribed_topic_regex
-        changes["subscribed_topic_names"] = ()
-    if req.server_assignor is not None:
-        changes["server_assignor"] = req.server_assignor
-        changes["client_assignors"] = ()
-    if req.client_assignors is not None:
-        changes["client_assignors"] = tuple(
-            ClientAssignorEntry(
-                a.name,
-                a.minimum_version,
-                a.maximum_version,
-                a.reason,
-                a.metadata_version,
-                a.metadata_bytes,
-            )
-            for a in req.client_assignors
-        )
-        changes["server_assignor"] = None
-    if req.client_id:
-        changes["client_id"] = req.client_id
-    if req.client_host:
-        changes["client_host"] = req.client_host
-    return member.updated(**changes)
+                self.turn.mark(group.group_id, bump=True, reason="topic metadata changed")

@@ -1,1 +1,2 @@
-"""protocol.offsets.rules."""
+"""Committed offsets: OffsetCommit / OffsetFetch / OffsetDelete / DeleteGroups and retention
+(``rules``), who may commit (``commit_checks``), the retention timer key and the messages."""

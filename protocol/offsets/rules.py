@@ -11,26 +11,7 @@ Every request is type-checked first (``check_types``): a malformed one gets INVA
 writes nothing. A request-level refusal of an OffsetCommit also sets every partition's error,
 as Kafka's ``OffsetCommitRequest.getErrorResponse`` does.
 
-Who may commit (Kafka's ``validateOffsetCommit``):
-
-=================================  ========================================================
-group                              rule
-=================================  ========================================================
-none, no offsets                   generation < 0: simple commit; else ILLEGAL_GENERATION
-simple (offsets, no object)        an EMPTY classic group with no members (below)
-consumer group (KIP-848)           epoch < 0 and no members: simple commit; else the member
-                                   must exist (UNKNOWN_MEMBER_ID) and its epoch match
-                                   (STALE_MEMBER_EPOCH; ILLEGAL_GENERATION for a classic
-                                   member inside the group); partitions it does not own are
-                                   refused one by one with STALE_MEMBER_EPOCH
-classic group                      DEAD: COORDINATOR_NOT_AVAILABLE; generation < 0 and
-                                   EMPTY: simple commit; a member id, instance id or
-                                   generation >= 0: the member must exist (UNKNOWN_MEMBER_ID,
-                                   FENCED_INSTANCE_ID) at the group's generation
-                                   (ILLEGAL_GENERATION); anonymous to a non-empty group:
-                                   UNKNOWN_MEMBER_ID; COMPLETING_REBALANCE:
-                                   REBALANCE_IN_PROGRESS
-=================================  ========================================================
+Who may commit is ``commit_checks``'s rule (Kafka's ``validateOffsetCommit``).
 
 Then each partition on its own: a topic or partition the metadata image does not know is
 UNKNOWN_TOPIC_OR_PARTITION (Kafka checks this in ``KafkaApis``), metadata longer than
@@ -84,6 +65,13 @@ from protocol.consumer.group import ConsumerGroup
 from protocol.consumer.member import ConsumerGroupMember
 from protocol.context import ShardContext
 from protocol.errors import CoordinatorError, Errors
+from protocol.offsets.commit_checks import (
+    check_member_epoch,
+    owns,
+    refused_commit,
+    validate_classic_commit,
+    validate_consumer_commit,
+)
 from protocol.offsets.timers import OffsetsTimer, RetentionCheck
 from protocol.records import (
     ConsumerGroupCurrentMemberAssignmentKey,
@@ -123,7 +111,7 @@ class OffsetRules:
                 raise CoordinatorError(Errors.INVALID_GROUP_ID, "The group id is empty.")
             owner = self._validate_commit(req)
         except CoordinatorError as e:
-            return _refused_commit(req, e)
+            return refused_commit(req, e)
         expire_ms = (
             min(self.ctx.now_ms + req.retention_time_ms, INT64_MAX)
             if req.retention_time_ms > 0
@@ -153,11 +141,11 @@ class OffsetRules:
         gid, generation = req.group_id, req.generation_id_or_member_epoch
         group = self.ctx.groups.get(gid)
         if isinstance(group, ConsumerGroup):
-            return _validate_consumer_commit(group, req)
+            return validate_consumer_commit(group, req)
         if isinstance(group, ClassicGroup):
-            _validate_classic_commit(group.state, group, req)
+            validate_classic_commit(group.state, group, req)
         elif gid in self.offsets:
-            _validate_classic_commit(cg.EMPTY, None, req)  # the simple group
+            validate_classic_commit(cg.EMPTY, None, req)  # the simple group
         elif generation >= 0:
             raise CoordinatorError(
                 Errors.ILLEGAL_GENERATION, f"Group {gid} does not exist (generation {generation})."
@@ -170,7 +158,7 @@ class OffsetRules:
         meta = self.ctx.image.topic_by_name(topic)
         if meta is None or not 0 <= p.partition_index < meta.num_partitions:
             return Errors.UNKNOWN_TOPIC_OR_PARTITION
-        if owner is not None and not _owns(owner, meta.topic_id, p.partition_index):
+        if owner is not None and not owns(owner, meta.topic_id, p.partition_index):
             return Errors.STALE_MEMBER_EPOCH
         metadata = p.committed_metadata or ""
         if len(metadata.encode("utf-8")) > self.ctx.config.offset_metadata_max_bytes:
@@ -187,7 +175,7 @@ class OffsetRules:
             raise CoordinatorError(Errors.INVALID_GROUP_ID, "The group id is empty.")
         group = self.ctx.groups.get(req.group_id)
         if isinstance(group, ConsumerGroup) and (req.member_id or req.member_epoch >= 0):
-            _check_member_epoch(group, req.member_id or "", req.member_epoch)
+            check_member_epoch(group, req.member_id or "", req.member_epoch)
         dead = isinstance(group, ClassicGroup) and group.state == cg.DEAD
         committed = {} if dead else self.offsets.get(req.group_id, {})
         if req.topics is None:
@@ -379,102 +367,6 @@ class OffsetRules:
 
 
 # ------------------------------------------------------------------------------ helpers
-
-
-def _validate_consumer_commit(
-    group: ConsumerGroup, req: m.OffsetCommitRequest
-) -> ConsumerGroupMember | None:
-    if req.generation_id_or_member_epoch < 0 and not group.members:
-        return None  # a simple (admin) commit to an empty group
-    return _check_member_epoch(group, req.member_id, req.generation_id_or_member_epoch)
-
-
-def _check_member_epoch(group: ConsumerGroup, member_id: str, epoch: int) -> ConsumerGroupMember:
-    member = group.members.get(member_id)
-    if member is None:
-        raise CoordinatorError(
-            Errors.UNKNOWN_MEMBER_ID,
-            f"Member {member_id} is not a member of group {group.group_id}.",
-        )
-    if epoch != member.member_epoch:
-        if member.metadata.classic_member_metadata is not None:
-            raise CoordinatorError(
-                Errors.ILLEGAL_GENERATION,
-                f"The received generation id {epoch} does not match the expected member epoch "
-                f"{member.member_epoch}.",
-            )
-        raise CoordinatorError(
-            Errors.STALE_MEMBER_EPOCH,
-            f"The received member epoch {epoch} does not match the expected member epoch "
-            f"{member.member_epoch}.",
-        )
-    return member
-
-
-def _validate_classic_commit(
-    state: str, group: ClassicGroup | None, req: m.OffsetCommitRequest
-) -> None:
-    """Kafka's ``ClassicGroup.validateOffsetCommit``; ``group`` None is the simple group."""
-    generation = req.generation_id_or_member_epoch
-    if state == cg.DEAD:
-        raise CoordinatorError(Errors.COORDINATOR_NOT_AVAILABLE, f"Group {req.group_id} is dead.")
-    if generation < 0 and state == cg.EMPTY:
-        return
-    members = group.members if group is not None else {}
-    if generation >= 0 or req.member_id or req.group_instance_id is not None:
-        if req.group_instance_id is not None:
-            holder = group.static_members.get(req.group_instance_id) if group else None
-            if holder is None:
-                raise CoordinatorError(
-                    Errors.UNKNOWN_MEMBER_ID, f"Instance id {req.group_instance_id} is unknown."
-                )
-            if holder != req.member_id:
-                raise CoordinatorError(
-                    Errors.FENCED_INSTANCE_ID,
-                    f"Instance id {req.group_instance_id} belongs to member {holder}, "
-                    f"not {req.member_id}.",
-                )
-        elif req.member_id not in members:
-            raise CoordinatorError(
-                Errors.UNKNOWN_MEMBER_ID,
-                f"Member {req.member_id} is not a member of group {req.group_id}.",
-            )
-        current = group.generation_id if group is not None else 0
-        if generation != current:
-            raise CoordinatorError(
-                Errors.ILLEGAL_GENERATION,
-                f"Generation {generation} is not the group's generation {current}.",
-            )
-    else:
-        raise CoordinatorError(
-            Errors.UNKNOWN_MEMBER_ID,
-            f"Group {req.group_id} is not empty: a commit must name a member and generation.",
-        )
-    if state == cg.COMPLETING_REBALANCE:
-        raise CoordinatorError(
-            Errors.REBALANCE_IN_PROGRESS, f"Group {req.group_id} is completing a rebalance."
-        )
-
-
-def _owns(member: ConsumerGroupMember, topic_id: str, partition: int) -> bool:
-    """Assigned, or still held while being revoked (a member commits before it lets go)."""
-    return partition in member.assigned_partitions.get(topic_id, ()) or (
-        partition in member.partitions_pending_revocation.get(topic_id, ())
-    )
-
-
-def _refused_commit(req: m.OffsetCommitRequest, e: CoordinatorError) -> m.OffsetCommitResponse:
-    return m.OffsetCommitResponse(
-        error_code=e.error,
-        error_message=e.message,
-        topics=[
-            m.OffsetCommitResponseTopic(
-                t.name,
-                [m.OffsetCommitResponsePartition(p.partition_index, e.error) for p in t.partitions],
-            )
-            for t in req.topics
-        ],
-    )
 
 
 def _fetched(partition: int, value: OffsetCommitValue | None) -> m.OffsetFetchResponsePartition:
