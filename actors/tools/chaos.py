@@ -242,7 +242,8 @@ def _read_timeline(path: Path) -> list[dict]:
     if not path.exists():
         return []
     out = []
-    for line in path.read_text().splitlines():
+    # A line the actor is still writing has no newline yet: it is read next time, not now.
+    for line in path.read_text().split("\n")[:-1]:
         if line.strip():
             e = json.loads(line)
             e["partitions"] = [tuple(tp) for tp in e["partitions"]]

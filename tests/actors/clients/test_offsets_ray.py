@@ -11,7 +11,7 @@ import ray
 from actors.tools.chaos import _read_timeline
 from actors.tools.invariants import check_offsets_monotonic, check_stream
 from protocol import messages as m
-from tests.actors.ray_helpers import wait_whole
+from tests.actors.ray_helpers import eventually, owned, wait_whole
 from tests.actors.runtime.test_partition import wait_restarted
 
 pytestmark = pytest.mark.ray
@@ -29,14 +29,21 @@ def test_a_killed_consumers_partitions_resume_from_its_last_commit(cluster, tmp_
     cluster.create_topic(topic, 4)
     paths = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
     a, b = (cluster.spawn_consumer(group, [topic], timeline_path=str(p)) for p in paths)
-    wait_whole([a, b], 4)
-    samples = []
-    deadline = time.monotonic() + 30
-    while len({k for k, v in committed(cluster, group).items() if v > 0}) < 4:
-        assert time.monotonic() < deadline, "the consumers never committed"
-        time.sleep(0.2)
-    samples.append(committed(cluster, group))
+    # Both members hold their share (the group can be whole while ``a`` still holds all four,
+    # before ``b`` gets any), and ``b`` has processed and committed each of its partitions:
+    # the kill below must find commits of ``b``'s to resume from.
+    eventually(lambda: [len(s) for s in owned([a, b])] == [2, 2], timeout_s=90)
     victims = {tuple(tp) for tp in ray.get(b.assignment.remote())}
+
+    def b_committed_all() -> bool:
+        done = {tuple(e["partitions"][0]) for e in _read_timeline(paths[1])
+                if e["event"] == "committed"}
+        return victims <= done and len({k for k, v in committed(cluster, group).items()
+                                        if v > 0}) == 4
+
+    eventually(b_committed_all, timeout_s=60)
+    assert {tuple(tp) for tp in ray.get(b.assignment.remote())} == victims  # nothing moved
+    samples = [committed(cluster, group)]
     b_id = ray.get(b.members.remote())[0]["member_id"]
     ray.kill(b)  # mid-stream: no leave, no last commit
     killed_at = time.monotonic()
