@@ -5,9 +5,9 @@ A ``Cluster`` is a thin handle; the state lives in the detached actors (``contro
 hold one, and a handle made by ``Cluster.connect`` in a new process works like the original.
 
 ``call`` routes a request to the partition that owns its group, as Kafka's clients find
-their coordinator, and retries with exponential backoff while the coordinator is moving,
-loading or dead (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS,
-an unavailable actor), up to a deadline.
+their coordinator, and retries while the coordinator is moving, loading or dead
+(NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS, an unavailable
+actor), up to a deadline, backing off as every Cohort client does (``protocol/retry.py``).
 """
 
 from __future__ import annotations
@@ -32,13 +32,12 @@ from protocol import messages as m
 from protocol.config import CoordinatorConfig
 from protocol.errors import COORDINATOR_UNAVAILABLE, CoordinatorError, Errors
 from protocol.placement import partition_for
+from protocol.retry import backoff_s, next_retries
 
 log = logging.getLogger(__name__)
 
 RETRIABLE = COORDINATOR_UNAVAILABLE
 CALL_DEADLINE_S = 60.0
-BACKOFF_MIN_S = 0.05
-BACKOFF_MAX_S = 1.0
 READY_TIMEOUT_S = 120.0
 MAX_PARTITIONS = 1000
 
@@ -268,7 +267,7 @@ class Cluster:
 
     def _call_partition(self, p: int, request: object, deadline_s: float) -> object:
         deadline = time.monotonic() + deadline_s
-        backoff = BACKOFF_MIN_S
+        retries = 0
         while True:
             try:
                 resp = ray.get(self._partitions[p].handle.remote(request), timeout=deadline_s)
@@ -277,12 +276,13 @@ class Cluster:
             except (RayActorError, GetTimeoutError) as e:
                 resp = None
                 log.debug("offsets-%d unavailable: %s", p, e)
-            if time.monotonic() + backoff > deadline:
+            wait_s = backoff_s(retries)
+            if time.monotonic() + wait_s > deadline:
                 if resp is not None:
                     return resp
                 raise TimeoutError(f"offsets-{p} did not answer within {deadline_s} s")
-            time.sleep(backoff)
-            backoff = min(backoff * 2, BACKOFF_MAX_S)
+            time.sleep(wait_s)
+            retries = next_retries(retries)
 
 
 def _error_of(resp: object) -> int:
