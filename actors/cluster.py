@@ -260,8 +260,9 @@ class Cluster:
         return min(max(wanted, cfg.group_min_session_timeout_ms), cfg.group_max_session_timeout_ms)
 
     def _session_timeout_ms(self, group_id: str) -> int:
+        """The session timeout the coordinator applies to the group (its override, if set)."""
         cfg = _get(self._controller.group_config.remote(group_id))
-        return cfg.consumer_session_timeout_ms or self.config.group_consumer_session_timeout_ms
+        return cfg.effective_session_timeout_ms(self.config)
 
     # ------------------------------------------------------------------ internals
 

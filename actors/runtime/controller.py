@@ -272,11 +272,7 @@ def _check_group_config(cfg: GroupConfig, broker: CoordinatorConfig) -> None:
             raise CoordinatorError(
                 Errors.INVALID_CONFIG, f"{key} must be an int in [{low}, {high}], got {value!r}."
             )
-    effective_session = session if session is not None else broker.group_consumer_session_timeout_ms
-    effective_interval = (
-        interval if interval is not None else broker.group_consumer_heartbeat_interval_ms
-    )
-    if effective_interval >= effective_session:
+    if cfg.effective_heartbeat_interval_ms(broker) >= cfg.effective_session_timeout_ms(broker):
         raise CoordinatorError(
             Errors.INVALID_CONFIG,
             "consumer.heartbeat.interval.ms must be less than consumer.session.timeout.ms.",
