@@ -26,6 +26,7 @@ from actors.runtime.controller import (
     NAMESPACE,
     Controller,
     partition_actor_name,
+    partition_handles,
 )
 from actors.runtime.partition import OffsetsPartition
 from protocol import messages as m
@@ -50,10 +51,7 @@ class Cluster:
         self.storage_path = storage_path
         self._owns_ray = owns_ray
         self._controller = ray.get_actor(CONTROLLER_NAME, namespace=NAMESPACE)
-        self._partitions = [
-            ray.get_actor(partition_actor_name(p), namespace=NAMESPACE)
-            for p in range(num_partitions)
-        ]
+        self._partitions = partition_handles(num_partitions)
         self._clients: list[Any] = []
 
     # ------------------------------------------------------------------ lifecycle
@@ -163,6 +161,10 @@ class Cluster:
     def partition(self, p: int):
         return self._partitions[p]
 
+    def partitions(self) -> list:
+        """Every offsets partition actor, ``offsets-0`` first (what an export reads)."""
+        return list(self._partitions)
+
     def call(self, request: object, deadline_s: float = CALL_DEADLINE_S) -> object:
         """Send ``request`` to its group's coordinator; retry while it moves or loads."""
         ids = m.group_ids_of(request)
@@ -205,7 +207,7 @@ class Cluster:
         target_assignment, current_assignment, offsets, rebalances."""
         from actors.tools.export import export_to_spark
 
-        return export_to_spark(self, spark)
+        return export_to_spark(self._partitions, spark)
 
     # ------------------------------------------------------------------ chaos
 

@@ -43,6 +43,15 @@ def partition_actor_name(p: int) -> str:
     return f"offsets-{p}"
 
 
+def partition_handles(num_partitions: int) -> list[ray.actor.ActorHandle]:
+    """The running ``offsets-<p>`` actors, ``p`` in ``range(num_partitions)``, found by name:
+    what any process attached to the Ray cluster needs to reach every partition, with no
+    ``Cluster`` at hand. Raises ``ValueError`` if one is not running."""
+    return [
+        ray.get_actor(partition_actor_name(p), namespace=NAMESPACE) for p in range(num_partitions)
+    ]
+
+
 @dataclass(frozen=True)
 class ControllerImage:
     """What a partition needs from the controller; ``version`` only ever grows."""

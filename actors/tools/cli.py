@@ -387,18 +387,18 @@ def _export(args: argparse.Namespace) -> int:
     os.environ.setdefault("RAY_DATA_LOG_LEVEL", "WARNING")  # no per-table progress chatter
     cluster = _connect(args)
     if ray.util.client.ray.is_connected():  # a Ray client cannot host Spark: an actor does
-        counts = export.export_via_actor(cluster, args.out, use_spark=args.spark)
+        counts = export.export_via_actor(cluster.num_partitions, args.out, use_spark=args.spark)
     elif args.spark:
         import raydp
 
         spark = export.start_spark(num_executors=args.executors,
                                    executor_memory=args.executor_memory)
         try:
-            counts = export.export_parquet(cluster, args.out, spark)
+            counts = export.export_parquet(cluster.partitions(), args.out, spark)
         finally:
             raydp.stop_spark()
     else:
-        counts = export.export_parquet(cluster, args.out)
+        counts = export.export_parquet(cluster.partitions(), args.out)
     rows = [{"table": name, "rows": n, "path": os.path.join(args.out, name)}
             for name, n in counts.items()]
     _emit(args, admin.EXPORT_COLUMNS, rows)
