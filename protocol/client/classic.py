@@ -40,7 +40,6 @@ to the last proven session). Replies read later than the deadline are not truste
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
@@ -57,6 +56,7 @@ from protocol.classic.consumer_protocol import (
     encode_subscription,
 )
 from protocol.classic.group import TOPIC_METADATA_CHANGE
+from protocol.client.timeline import DEFAULT_MAX_EVENTS, Timeline
 from protocol.errors import COORDINATOR_UNAVAILABLE, Errors
 from protocol.retry import backoff_s, next_retries
 
@@ -110,7 +110,7 @@ class ClassicMemberClient:
         on_assign: Callback | None = None,
         on_lost: Callback | None = None,
         partitions_per_topic: PartitionCounts | None = None,
-        timeline_max_events: int = 100_000,
+        timeline_max_events: int = DEFAULT_MAX_EVENTS,
     ) -> None:
         names = list(assignors)
         kinds = {classic_assignor(name).rebalance_protocol for name in names}  # KeyError: unknown
@@ -118,8 +118,6 @@ class ClassicMemberClient:
             raise ValueError("name at least one assignor, each once")
         if min(session_timeout_ms, rebalance_timeout_ms, heartbeat_interval_ms) <= 0:
             raise ValueError("timeouts and the heartbeat interval must be positive")
-        if timeline_max_events <= 0:
-            raise ValueError("the timeline bound must be positive")
         self.group_id, self.topics = group_id, sorted(set(topics))
         self.instance_id, self.rack_id, self.assignors = instance_id, rack_id, tuple(names)
         # Cooperative only if every assignor is (Kafka: the protocol all of them support).
@@ -140,8 +138,7 @@ class ClassicMemberClient:
         self._leader_metadata: dict[str, int] | None = None
         self._sync_assignments: list[m.SyncGroupRequestAssignment] = []
         self._owned: set[TopicPartition] = set()
-        self._timeline: deque[dict] = deque(maxlen=timeline_max_events)
-        self._recorded = 0  # events ever recorded (the timeline keeps only the newest)
+        self._timeline = Timeline(timeline_max_events)  # oldest dropped first
         self._in_flight: _Sent | None = None
         self._due = -math.inf  # when the next request is due; -inf: at once
         self._retries = 0
@@ -168,12 +165,12 @@ class ClassicMemberClient:
 
     @property
     def timeline(self) -> list[dict]:
-        return list(self._timeline)
+        return self._timeline.events
 
     @property
     def events_recorded(self) -> int:
         """How many timeline events were ever recorded (for appending the new ones)."""
-        return self._recorded
+        return self._timeline.recorded
 
     @property
     def is_leader(self) -> bool:
@@ -521,7 +518,6 @@ class ClassicMemberClient:
             self._owned -= parts
 
     def _record(self, t: float, event: str, parts: Iterable[TopicPartition]) -> None:
-        self._recorded += 1
         self._timeline.append(
             {
                 "t": t,

@@ -23,12 +23,12 @@ It follows Kafka 4.x's AsyncKafkaConsumer:
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from protocol import messages as m
 from protocol import partitions as pm
+from protocol.client.timeline import DEFAULT_MAX_EVENTS, Timeline
 from protocol.consumer.member import JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH
 from protocol.errors import COORDINATOR_UNAVAILABLE, Errors
 from protocol.records import PartitionMap
@@ -80,7 +80,7 @@ class ConsumerMemberClient:
         on_assign: Callback | None = None,
         on_lost: Callback | None = None,
         topic_names: Mapping[str, str] | None = None,
-        timeline_max_events: int = 100_000,
+        timeline_max_events: int = DEFAULT_MAX_EVENTS,
     ) -> None:
         if (topics is None) == (topic_regex is None):
             raise ValueError("subscribe to topic names or to a regex, exactly one of them")
@@ -98,7 +98,7 @@ class ConsumerMemberClient:
         self.error: int | None = None
         self._owned: PartitionMap = {}
         self._pending: PartitionMap = {}
-        self._timeline: deque[dict] = deque(maxlen=timeline_max_events)  # oldest dropped first
+        self._timeline = Timeline(timeline_max_events)  # oldest dropped first
         self._in_flight: _Sent | None = None
         self._due = -math.inf  # when the next heartbeat is due; -inf: at once
         self._full = True  # restate every field: a join, or a retry after a lost reply
@@ -122,7 +122,12 @@ class ConsumerMemberClient:
 
     @property
     def timeline(self) -> list[dict]:
-        return list(self._timeline)
+        return self._timeline.events
+
+    @property
+    def events_recorded(self) -> int:
+        """How many timeline events were ever recorded (for appending the new ones)."""
+        return self._timeline.recorded
 
     @property
     def partitions_unresolved(self) -> list[str]:
