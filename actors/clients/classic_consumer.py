@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import time
@@ -27,6 +26,7 @@ from typing import Any
 
 import ray
 
+from actors.clients.timeline import TimelineSink
 from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE, partition_actor_name
 from protocol import messages as m
 from protocol.client.classic import ClassicMemberClient
@@ -73,8 +73,7 @@ class ClassicConsumer:
             partition_actor_name(partition_for(group_id, num_partitions)), namespace=NAMESPACE
         )
         self._controller = ray.get_actor(CONTROLLER_NAME, namespace=NAMESPACE)
-        self._timeline_path = timeline_path
-        self._flushed = 0  # timeline events already appended to the file
+        self._timeline = TimelineSink(timeline_path)
         self._metadata_checked_at = -float("inf")
         self._stopping = False
         self._stats = {"calls": 0, "failed_calls": 0, "joins": 0, "syncs": 0, "heartbeats": 0}
@@ -228,14 +227,7 @@ class ClassicConsumer:
 
     def _flush_timeline(self) -> None:
         """Append new timeline events to ``timeline_path`` (survives this actor's death)."""
-        if self._timeline_path is None:
-            return
-        recorded = self.client.events_recorded
-        new = recorded - self._flushed
-        if new <= 0:
-            return
-        events = self.client.timeline[-new:]  # the oldest may be gone from a bounded timeline
-        self._flushed = recorded
-        lines = [json.dumps(dict(e, group_id=self.group_id)) for e in events]
-        with open(self._timeline_path, "a") as f:
-            f.write("\n".join(lines) + "\n")
+        c = self.client
+        self._timeline.collect("member", c.events_recorded, lambda: c.timeline,
+                               group_id=self.group_id)
+        self._timeline.write()

@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import json
 import logging
 import os
 import time
@@ -28,6 +27,7 @@ from typing import Any
 import ray
 from ray.exceptions import RayActorError
 
+from actors.clients.timeline import TimelineSink
 from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE, partition_actor_name
 from protocol import messages as m
 from protocol.client.consumer import ConsumerMemberClient
@@ -94,12 +94,10 @@ class ConsumerClient:
             partition_actor_name(partition_for(group_id, num_partitions)), namespace=NAMESPACE
         )
         self._controller = ray.get_actor(CONTROLLER_NAME, namespace=NAMESPACE)
-        self._timeline_path = timeline_path
-        self._flushed = [0] * n
+        self._timeline = TimelineSink(timeline_path)
         self._progress_by_member = {
             id(mem): p for mem, p in zip(self._members, self._progress, strict=True)
         }
-        self._progress_flushed = [0] * n
         self._stopping = False
         self._calls = 0
         self._requests = 0
@@ -227,24 +225,16 @@ class ConsumerClient:
 
     def _flush_timeline(self) -> None:
         """Append new timeline events to ``timeline_path`` (survives this actor's death)."""
-        if self._timeline_path is None:
+        sink = self._timeline
+        if sink.path is None:
             return
-        lines = []
-        for i, mem in enumerate(self._members):
-            events = mem.timeline
-            for e in events[self._flushed[i] :]:
-                lines.append(json.dumps(dict(e, group_id=self.group_id)))
-            self._flushed[i] = len(events)
-            progress = self._progress[i]
-            if progress is not None:
-                for e in progress.events[self._progress_flushed[i] :]:
-                    lines.append(
-                        json.dumps(dict(e, group_id=self.group_id, member_id=mem.member_id))
-                    )
-                self._progress_flushed[i] = len(progress.events)
-        if lines:
-            with open(self._timeline_path, "a") as f:
-                f.write("\n".join(lines) + "\n")
+        for i, (mem, progress) in enumerate(zip(self._members, self._progress, strict=True)):
+            sink.collect(("member", i), mem.events_recorded, lambda mem=mem: mem.timeline,
+                         group_id=self.group_id)
+            if progress is not None:  # it keeps every event: their count is what it recorded
+                sink.collect(("progress", i), len(progress.events), lambda p=progress: p.events,
+                             group_id=self.group_id, member_id=mem.member_id)
+        sink.write()
 
 
 def _with_progress(options: dict[str, Any], progress: StreamProgress | None) -> dict[str, Any]:
