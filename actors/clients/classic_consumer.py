@@ -177,13 +177,13 @@ class ClassicConsumer:
         give_up = time.monotonic() + timeout_s
         try:
             while not call.done():
-                now = time.monotonic()
-                if now >= give_up:
+                now_s = time.monotonic()
+                if now_s >= give_up:
                     raise asyncio.TimeoutError
                 deadline = self.client.ownership_deadline
-                wait = min(MAX_SLEEP_S, give_up - now)
+                wait = min(MAX_SLEEP_S, give_up - now_s)
                 if deadline is not None:
-                    wait = min(wait, deadline - now)
+                    wait = min(wait, deadline - now_s)
                 await asyncio.wait({call}, timeout=max(wait, 0.001))
                 if not call.done():
                     self.client.poll(time.monotonic())  # in flight: only checks the deadline
@@ -207,10 +207,10 @@ class ClassicConsumer:
     async def _maybe_check_metadata(self) -> None:
         """The leader watches the partition counts it assigned with (Kafka's metadata
         snapshot): a change makes it rejoin with reason ``topic_metadata_change``."""
-        now = time.monotonic()
-        if not self.client.is_leader or now - self._metadata_checked_at < METADATA_REFRESH_S:
+        now_s = time.monotonic()
+        if not self.client.is_leader or now_s - self._metadata_checked_at < METADATA_REFRESH_S:
             return
-        self._metadata_checked_at = now
+        self._metadata_checked_at = now_s
         if await self._refresh_counts():
             self.client.check_metadata()
 

@@ -158,8 +158,8 @@ class ConsumerClient:
     async def _run(self) -> None:
         await self._refresh_topic_names()
         while not self._stopping:
-            now = time.monotonic()
-            batch = self._poll(now)
+            now_s = time.monotonic()
+            batch = self._poll(now_s)
             if batch:
                 # What was processed is on disk before its commit leaves: a killed actor's file
                 # never shows less processing than the coordinator may have committed.
@@ -174,16 +174,16 @@ class ConsumerClient:
             wait = min([MAX_SLEEP_S, *[d - time.monotonic() for d in dues]])
             await asyncio.sleep(max(wait, 0.001))
 
-    def _poll(self, now: float) -> list[tuple[ConsumerMemberClient, object]]:
+    def _poll(self, now_s: float) -> list[tuple[ConsumerMemberClient, object]]:
         """Each member's due requests: its offset fetches and commits first, then its
         heartbeat, so a revoked partition's last commit lands before the acknowledgement."""
         batch: list[tuple[ConsumerMemberClient, object]] = []
         for mem, progress in zip(self._members, self._progress, strict=True):
             epoch = mem.member_epoch  # a leave changes it inside poll; commit with this one
-            heartbeat = mem.poll(now)
+            heartbeat = mem.poll(now_s)
             if progress is not None:
-                progress.advance(now)
-                for req in progress.requests(mem.member_id, epoch, now):
+                progress.advance(now_s)
+                for req in progress.requests(mem.member_id, epoch, now_s):
                     batch.append((mem, req))
             if heartbeat is not None:
                 batch.append((mem, heartbeat))
@@ -198,19 +198,19 @@ class ConsumerClient:
         except (RayActorError, asyncio.TimeoutError, ray.exceptions.RayError) as e:
             self._failed_calls += 1
             log.debug("heartbeat batch failed: %s", e)
-            now = time.monotonic()
+            now_s = time.monotonic()
             for mem, req in batch:
                 if isinstance(req, m.ConsumerGroupHeartbeatRequest):
-                    mem.on_failure(now)
+                    mem.on_failure(now_s)
                 else:
                     self._progress_of(mem).on_failure(req)
             return
-        now = time.monotonic()
+        now_s = time.monotonic()
         for (mem, req), reply in zip(batch, replies, strict=True):
             if isinstance(req, m.ConsumerGroupHeartbeatRequest):
-                mem.on_response(now, reply)
+                mem.on_response(now_s, reply)
             else:
-                self._progress_of(mem).on_reply(req, reply, now)
+                self._progress_of(mem).on_reply(req, reply, now_s)
 
     def _progress_of(self, mem: ConsumerMemberClient) -> StreamProgress:
         return self._progress_by_member[id(mem)]
