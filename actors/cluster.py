@@ -44,6 +44,17 @@ MAX_PARTITIONS = 1000
 
 
 class Cluster:
+    """A driver's handle on a running Cohort: start or find its actors, route requests to them.
+
+    It exists so that a user (a driver, a Ray client, a test, the ``cohort`` CLI) never has
+    to know which actor owns a group or what to do while that actor restarts. It holds no
+    state of its own beyond actor handles, so any number of handles, in any process, behave
+    alike. Guarantees: a request reaches the partition that owns its group (Kafka's placement);
+    ``call`` retries, with backoff and up to a deadline, while the coordinator is moving,
+    loading or dead, and returns the last reply or raises ``TimeoutError``; the controller's
+    refusals surface as ``CoordinatorError``.
+    """
+
     def __init__(self, num_partitions: int, config: CoordinatorConfig, storage_path: str,
                  owns_ray: bool = False) -> None:
         self.num_partitions = num_partitions

@@ -46,6 +46,16 @@ METADATA_REFRESH_S = 1.0
 
 @ray.remote(num_cpus=0, max_restarts=0)
 class ClassicConsumer:
+    """A classic (JoinGroup/SyncGroup) consumer process: one ``ClassicMemberClient`` and its I/O.
+
+    It exists to run the pure classic client half against the real coordinator on Ray, next
+    to KIP-848 consumers in the same group (online migration), and to be killed in chaos runs.
+    Guarantees: one request in flight at a time; while the coordinator holds a JoinGroup the
+    member's ownership deadline is still watched, so partitions are given up on time; a
+    leader assigns with the partition counts it just read, and rejoins when they change; with
+    ``timeline_path``, every timeline event reaches the file after each exchange.
+    """
+
     def __init__(
         self,
         group_id: str,

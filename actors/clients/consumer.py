@@ -51,6 +51,18 @@ def new_member_id() -> str:
 
 @ray.remote(num_cpus=0, max_restarts=0)
 class ConsumerClient:
+    """A KIP-848 consumer process: one or many ``ConsumerMemberClient`` members and their I/O.
+
+    It exists to run the pure client halves against the real coordinator on Ray, cheaply
+    (``num_cpus=0``, many members per actor, their requests batched into one call), so groups
+    of thousands of members and chaos runs are affordable. Guarantees: one call in flight to
+    the coordinator at a time; a member's offset commits leave before the heartbeat that
+    acknowledges a revocation; a failed call is a failure for every member in it (they back
+    off and keep their partitions only as long as the session rules allow); with
+    ``timeline_path``, every timeline event reaches the file before the requests it led to
+    are sent.
+    """
+
     def __init__(
         self,
         group_id: str,

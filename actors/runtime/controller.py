@@ -63,6 +63,17 @@ class ControllerImage:
 
 @ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=-1)
 class Controller:
+    """The cluster's metadata: topics, dynamic group configs, and the partition count.
+
+    It exists because a group's rules need facts no single partition owns (which topics and
+    partitions exist, a group's config set before the group exists) and Kafka keeps those in
+    its metadata log, apart from the group coordinator. Guarantees: every change is durable
+    (its own log) before it is applied or pushed; each change bumps a version, and a
+    partition never applies an image older than the one it has and pulls the latest when it
+    loads (a push is best effort, bounded by ``PUSH_TIMEOUT_S``); bad input is refused with a
+    Kafka error (``CoordinatorError``) and changes nothing.
+    """
+
     def __init__(self, num_partitions: int, storage_path: str, config: CoordinatorConfig) -> None:
         self.num_partitions = num_partitions
         self.storage_path = storage_path

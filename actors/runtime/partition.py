@@ -104,6 +104,17 @@ class _Event:
 
 @ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)
 class OffsetsPartition:
+    """The coordinator of the groups that hash to one ``__consumer_offsets`` partition.
+
+    It exists to give the pure shard what the shard refuses to have: a mailbox, a clock,
+    timers and a durable log, and to survive its own death (a detached, named actor that Ray
+    restarts and that reloads its log). Guarantees: events are applied one at a time, in
+    turns; no reply leaves before every record its turn produced is durable (invariant 4);
+    a restarted partition serves the state it had acknowledged; what it holds is bounded
+    (``MAX_QUEUED_REQUESTS``, ``MAX_WAITING_REPLIES``, ``MAX_REQUESTS_PER_TURN``), and beyond a
+    bound, or while loading, a request gets a retriable Kafka error, never a hang.
+    """
+
     def __init__(self, partition: int, num_partitions: int, storage_path: str,
                  config: CoordinatorConfig) -> None:
         self.partition = partition
