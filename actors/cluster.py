@@ -5,9 +5,9 @@ A ``Cluster`` is a thin handle; the state lives in the detached actors (``contro
 hold one, and a handle made by ``Cluster.connect`` in a new process works like the original.
 
 ``call`` routes a request to the partition that owns its group, as Kafka's clients find
-their coordinator, and retries with exponential backoff while the coordinator is moving,
-loading or dead (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS,
-an unavailable actor), up to a deadline.
+their coordinator, and retries while the coordinator is moving, loading or dead
+(NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS, an unavailable
+actor), up to a deadline, backing off as every Cohort client does (``protocol/retry.py``).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from actors.runtime.controller import (
     NAMESPACE,
     Controller,
     partition_actor_name,
+    partition_handles,
 )
 from actors.runtime.partition import OffsetsPartition
 from protocol import messages as m
@@ -33,18 +34,28 @@ from protocol.api import group_ids_of
 from protocol.config import CoordinatorConfig
 from protocol.errors import COORDINATOR_UNAVAILABLE, CoordinatorError, Errors
 from protocol.placement import partition_for
+from protocol.retry import backoff_s, next_retries
 
 log = logging.getLogger(__name__)
 
 RETRIABLE = COORDINATOR_UNAVAILABLE
 CALL_DEADLINE_S = 60.0
-BACKOFF_MIN_S = 0.05
-BACKOFF_MAX_S = 1.0
 READY_TIMEOUT_S = 120.0
 MAX_PARTITIONS = 1000
 
 
 class Cluster:
+    """A driver's handle on a running Cohort: start or find its actors, route requests to them.
+
+    It exists so that a user (a driver, a Ray client, a test, the ``cohort`` CLI) never has
+    to know which actor owns a group or what to do while that actor restarts. It holds no
+    state of its own beyond actor handles, so any number of handles, in any process, behave
+    alike. Guarantees: a request reaches the partition that owns its group (Kafka's placement);
+    ``call`` retries, with backoff and up to a deadline, while the coordinator is moving,
+    loading or dead, and returns the last reply or raises ``TimeoutError``; the controller's
+    refusals surface as ``CoordinatorError``.
+    """
+
     def __init__(self, num_partitions: int, config: CoordinatorConfig, storage_path: str,
                  owns_ray: bool = False) -> None:
         self.num_partitions = num_partitions
@@ -52,10 +63,7 @@ class Cluster:
         self.storage_path = storage_path
         self._owns_ray = owns_ray
         self._controller = ray.get_actor(CONTROLLER_NAME, namespace=NAMESPACE)
-        self._partitions = [
-            ray.get_actor(partition_actor_name(p), namespace=NAMESPACE)
-            for p in range(num_partitions)
-        ]
+        self._partitions = partition_handles(num_partitions)
         self._clients: list[Any] = []
 
     # ------------------------------------------------------------------ lifecycle
@@ -165,6 +173,10 @@ class Cluster:
     def partition(self, p: int):
         return self._partitions[p]
 
+    def partitions(self) -> list:
+        """Every offsets partition actor, ``offsets-0`` first (what an export reads)."""
+        return list(self._partitions)
+
     def call(self, request: object, deadline_s: float = CALL_DEADLINE_S) -> object:
         """Send ``request`` to its group's coordinator; retry while it moves or loads."""
         ids = group_ids_of(request)
@@ -207,7 +219,7 @@ class Cluster:
         target_assignment, current_assignment, offsets, rebalances."""
         from actors.tools.export import export_to_spark
 
-        return export_to_spark(self, spark)
+        return export_to_spark(self._partitions, spark)
 
     # ------------------------------------------------------------------ chaos
 
@@ -262,14 +274,15 @@ class Cluster:
         return min(max(wanted, cfg.group_min_session_timeout_ms), cfg.group_max_session_timeout_ms)
 
     def _session_timeout_ms(self, group_id: str) -> int:
+        """The session timeout the coordinator applies to the group (its override, if set)."""
         cfg = _get(self._controller.group_config.remote(group_id))
-        return cfg.consumer_session_timeout_ms or self.config.group_consumer_session_timeout_ms
+        return cfg.effective_session_timeout_ms(self.config)
 
     # ------------------------------------------------------------------ internals
 
     def _call_partition(self, p: int, request: object, deadline_s: float) -> object:
         deadline = time.monotonic() + deadline_s
-        backoff = BACKOFF_MIN_S
+        retries = 0
         while True:
             try:
                 resp = ray.get(self._partitions[p].handle.remote(request), timeout=deadline_s)
@@ -278,12 +291,13 @@ class Cluster:
             except (RayActorError, GetTimeoutError) as e:
                 resp = None
                 log.debug("offsets-%d unavailable: %s", p, e)
-            if time.monotonic() + backoff > deadline:
+            wait_s = backoff_s(retries)
+            if time.monotonic() + wait_s > deadline:
                 if resp is not None:
                     return resp
                 raise TimeoutError(f"offsets-{p} did not answer within {deadline_s} s")
-            time.sleep(backoff)
-            backoff = min(backoff * 2, BACKOFF_MAX_S)
+            time.sleep(wait_s)
+            retries = next_retries(retries)
 
 
 def _error_of(resp: object) -> int:

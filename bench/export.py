@@ -95,34 +95,24 @@ class ShardHolder:
         return self.tables
 
 
-class HolderCluster:
-    """What ``export_to_spark`` needs of a ``Cluster``: the partitions' actor handles."""
-
-    def __init__(self, holders: list) -> None:
-        self.holders = holders
-        self.num_partitions = len(holders)
-
-    def partition(self, p: int):
-        return self.holders[p]
-
-
 def read_all(frames: dict) -> None:
     """Make Spark read every row and column of every DataFrame."""
     for df in frames.values():
         df.write.format("noop").mode("overwrite").save()
 
 
-def via_raydp(cluster: HolderCluster, spark, blocks: int | None) -> float:
+def via_raydp(holders: list, spark, blocks: int | None) -> float:
+    """``holders`` stand in for the partition actors ``export_to_spark`` reads."""
     started = time.perf_counter()
-    read_all(export_to_spark(cluster, spark, blocks))
+    read_all(export_to_spark(holders, spark, blocks))
     return time.perf_counter() - started
 
 
-def via_driver(cluster: HolderCluster, spark) -> float:
+def via_driver(holders: list, spark) -> float:
     from actors.tools.export import _spark_schema
 
     started = time.perf_counter()
-    per_partition = ray.get([h.export_tables.remote() for h in cluster.holders])
+    per_partition = ray.get([h.export_tables.remote() for h in holders])
     frames = {}
     for name in TABLES:
         schema = export_schema(name)
@@ -154,7 +144,6 @@ def main() -> None:
     started = time.perf_counter()
     rows = sum(ray.get([h.make_tables.remote() for h in holders]))
     tables_s = time.perf_counter() - started
-    cluster = HolderCluster(holders)
     print(f"{args.holders} shards of {per_holder:,} members + {per_holder:,} offsets "
           f"(built by replay in {built_s:.1f} s): {rows:,} rows in all tables")
     print(f"  shard_tables, {args.holders} actors at once      {tables_s:7.1f} s "
@@ -162,9 +151,9 @@ def main() -> None:
 
     spark = start_spark(app_name="cohort-bench-export", executor_memory=args.executor_memory,
                         configs={"spark.driver.memory": "2g"})
-    via_raydp(cluster, spark, args.blocks)  # warm up: worker processes, JIT, Spark's codegen
-    raydp_s = via_raydp(cluster, spark, args.blocks)
-    driver_s = via_driver(cluster, spark)
+    via_raydp(holders, spark, args.blocks)  # warm up: worker processes, JIT, Spark's codegen
+    raydp_s = via_raydp(holders, spark, args.blocks)
+    driver_s = via_driver(holders, spark)
     import raydp
 
     raydp.stop_spark()

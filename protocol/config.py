@@ -71,3 +71,14 @@ class GroupConfig:
 
     consumer_session_timeout_ms: int | None = None
     consumer_heartbeat_interval_ms: int | None = None
+
+    def effective_session_timeout_ms(self, broker: CoordinatorConfig) -> int:
+        """The group's session timeout: its override when set (any value, 0 included, since
+        only ``None`` means unset), else the broker's ``group.consumer.session.timeout.ms``."""
+        override = self.consumer_session_timeout_ms
+        return override if override is not None else broker.group_consumer_session_timeout_ms
+
+    def effective_heartbeat_interval_ms(self, broker: CoordinatorConfig) -> int:
+        """The group's heartbeat interval, by the same rule as the session timeout."""
+        override = self.consumer_heartbeat_interval_ms
+        return override if override is not None else broker.group_consumer_heartbeat_interval_ms

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import time
@@ -27,6 +26,7 @@ from typing import Any
 
 import ray
 
+from actors.clients.timeline import TimelineSink
 from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE, partition_actor_name
 from protocol import messages as m
 from protocol.client.classic import ClassicMemberClient
@@ -46,6 +46,16 @@ METADATA_REFRESH_S = 1.0
 
 @ray.remote(num_cpus=0, max_restarts=0)
 class ClassicConsumer:
+    """A classic (JoinGroup/SyncGroup) consumer process: one ``ClassicMemberClient`` and its I/O.
+
+    It exists to run the pure classic client half against the real coordinator on Ray, next
+    to KIP-848 consumers in the same group (online migration), and to be killed in chaos runs.
+    Guarantees: one request in flight at a time; while the coordinator holds a JoinGroup the
+    member's ownership deadline is still watched, so partitions are given up on time; a
+    leader assigns with the partition counts it just read, and rejoins when they change; with
+    ``timeline_path``, every timeline event reaches the file after each exchange.
+    """
+
     def __init__(
         self,
         group_id: str,
@@ -73,8 +83,7 @@ class ClassicConsumer:
             partition_actor_name(partition_for(group_id, num_partitions)), namespace=NAMESPACE
         )
         self._controller = ray.get_actor(CONTROLLER_NAME, namespace=NAMESPACE)
-        self._timeline_path = timeline_path
-        self._flushed = 0  # timeline events already appended to the file
+        self._timeline = TimelineSink(timeline_path)
         self._metadata_checked_at = -float("inf")
         self._stopping = False
         self._stats = {"calls": 0, "failed_calls": 0, "joins": 0, "syncs": 0, "heartbeats": 0}
@@ -178,13 +187,13 @@ class ClassicConsumer:
         give_up = time.monotonic() + timeout_s
         try:
             while not call.done():
-                now = time.monotonic()
-                if now >= give_up:
+                now_s = time.monotonic()
+                if now_s >= give_up:
                     raise asyncio.TimeoutError
                 deadline = self.client.ownership_deadline
-                wait = min(MAX_SLEEP_S, give_up - now)
+                wait = min(MAX_SLEEP_S, give_up - now_s)
                 if deadline is not None:
-                    wait = min(wait, deadline - now)
+                    wait = min(wait, deadline - now_s)
                 await asyncio.wait({call}, timeout=max(wait, 0.001))
                 if not call.done():
                     self.client.poll(time.monotonic())  # in flight: only checks the deadline
@@ -208,10 +217,10 @@ class ClassicConsumer:
     async def _maybe_check_metadata(self) -> None:
         """The leader watches the partition counts it assigned with (Kafka's metadata
         snapshot): a change makes it rejoin with reason ``topic_metadata_change``."""
-        now = time.monotonic()
-        if not self.client.is_leader or now - self._metadata_checked_at < METADATA_REFRESH_S:
+        now_s = time.monotonic()
+        if not self.client.is_leader or now_s - self._metadata_checked_at < METADATA_REFRESH_S:
             return
-        self._metadata_checked_at = now
+        self._metadata_checked_at = now_s
         if await self._refresh_counts():
             self.client.check_metadata()
 
@@ -228,14 +237,7 @@ class ClassicConsumer:
 
     def _flush_timeline(self) -> None:
         """Append new timeline events to ``timeline_path`` (survives this actor's death)."""
-        if self._timeline_path is None:
-            return
-        recorded = self.client.events_recorded
-        new = recorded - self._flushed
-        if new <= 0:
-            return
-        events = self.client.timeline[-new:]  # the oldest may be gone from a bounded timeline
-        self._flushed = recorded
-        lines = [json.dumps(dict(e, group_id=self.group_id)) for e in events]
-        with open(self._timeline_path, "a") as f:
-            f.write("\n".join(lines) + "\n")
+        c = self.client
+        self._timeline.collect("member", c.events_recorded, lambda: c.timeline,
+                               group_id=self.group_id)
+        self._timeline.write()

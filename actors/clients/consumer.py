@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import json
 import logging
 import os
 import time
@@ -28,6 +27,7 @@ from typing import Any
 import ray
 from ray.exceptions import RayActorError
 
+from actors.clients.timeline import TimelineSink
 from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE, partition_actor_name
 from protocol import messages as m
 from protocol.client.consumer import ConsumerMemberClient
@@ -51,6 +51,18 @@ def new_member_id() -> str:
 
 @ray.remote(num_cpus=0, max_restarts=0)
 class ConsumerClient:
+    """A KIP-848 consumer process: one or many ``ConsumerMemberClient`` members and their I/O.
+
+    It exists to run the pure client halves against the real coordinator on Ray, cheaply
+    (``num_cpus=0``, many members per actor, their requests batched into one call), so groups
+    of thousands of members and chaos runs are affordable. Guarantees: one call in flight to
+    the coordinator at a time; a member's offset commits leave before the heartbeat that
+    acknowledges a revocation; a failed call is a failure for every member in it (they back
+    off and keep their partitions only as long as the session rules allow); with
+    ``timeline_path``, every timeline event reaches the file before the requests it led to
+    are sent.
+    """
+
     def __init__(
         self,
         group_id: str,
@@ -94,12 +106,10 @@ class ConsumerClient:
             partition_actor_name(partition_for(group_id, num_partitions)), namespace=NAMESPACE
         )
         self._controller = ray.get_actor(CONTROLLER_NAME, namespace=NAMESPACE)
-        self._timeline_path = timeline_path
-        self._flushed = [0] * n
+        self._timeline = TimelineSink(timeline_path)
         self._progress_by_member = {
             id(mem): p for mem, p in zip(self._members, self._progress, strict=True)
         }
-        self._progress_flushed = [0] * n
         self._stopping = False
         self._calls = 0
         self._requests = 0
@@ -160,8 +170,8 @@ class ConsumerClient:
     async def _run(self) -> None:
         await self._refresh_topic_names()
         while not self._stopping:
-            now = time.monotonic()
-            batch = self._poll(now)
+            now_s = time.monotonic()
+            batch = self._poll(now_s)
             if batch:
                 # What was processed is on disk before its commit leaves: a killed actor's file
                 # never shows less processing than the coordinator may have committed.
@@ -176,16 +186,16 @@ class ConsumerClient:
             wait = min([MAX_SLEEP_S, *[d - time.monotonic() for d in dues]])
             await asyncio.sleep(max(wait, 0.001))
 
-    def _poll(self, now: float) -> list[tuple[ConsumerMemberClient, object]]:
+    def _poll(self, now_s: float) -> list[tuple[ConsumerMemberClient, object]]:
         """Each member's due requests: its offset fetches and commits first, then its
         heartbeat, so a revoked partition's last commit lands before the acknowledgement."""
         batch: list[tuple[ConsumerMemberClient, object]] = []
         for mem, progress in zip(self._members, self._progress, strict=True):
             epoch = mem.member_epoch  # a leave changes it inside poll; commit with this one
-            heartbeat = mem.poll(now)
+            heartbeat = mem.poll(now_s)
             if progress is not None:
-                progress.advance(now)
-                for req in progress.requests(mem.member_id, epoch, now):
+                progress.advance(now_s)
+                for req in progress.requests(mem.member_id, epoch, now_s):
                     batch.append((mem, req))
             if heartbeat is not None:
                 batch.append((mem, heartbeat))
@@ -200,19 +210,19 @@ class ConsumerClient:
         except (RayActorError, asyncio.TimeoutError, ray.exceptions.RayError) as e:
             self._failed_calls += 1
             log.debug("heartbeat batch failed: %s", e)
-            now = time.monotonic()
+            now_s = time.monotonic()
             for mem, req in batch:
                 if isinstance(req, m.ConsumerGroupHeartbeatRequest):
-                    mem.on_failure(now)
+                    mem.on_failure(now_s)
                 else:
                     self._progress_of(mem).on_failure(req)
             return
-        now = time.monotonic()
+        now_s = time.monotonic()
         for (mem, req), reply in zip(batch, replies, strict=True):
             if isinstance(req, m.ConsumerGroupHeartbeatRequest):
-                mem.on_response(now, reply)
+                mem.on_response(now_s, reply)
             else:
-                self._progress_of(mem).on_reply(req, reply, now)
+                self._progress_of(mem).on_reply(req, reply, now_s)
 
     def _progress_of(self, mem: ConsumerMemberClient) -> StreamProgress:
         return self._progress_by_member[id(mem)]
@@ -227,24 +237,16 @@ class ConsumerClient:
 
     def _flush_timeline(self) -> None:
         """Append new timeline events to ``timeline_path`` (survives this actor's death)."""
-        if self._timeline_path is None:
+        sink = self._timeline
+        if sink.path is None:
             return
-        lines = []
-        for i, mem in enumerate(self._members):
-            events = mem.timeline
-            for e in events[self._flushed[i] :]:
-                lines.append(json.dumps(dict(e, group_id=self.group_id)))
-            self._flushed[i] = len(events)
-            progress = self._progress[i]
-            if progress is not None:
-                for e in progress.events[self._progress_flushed[i] :]:
-                    lines.append(
-                        json.dumps(dict(e, group_id=self.group_id, member_id=mem.member_id))
-                    )
-                self._progress_flushed[i] = len(progress.events)
-        if lines:
-            with open(self._timeline_path, "a") as f:
-                f.write("\n".join(lines) + "\n")
+        for i, (mem, progress) in enumerate(zip(self._members, self._progress, strict=True)):
+            sink.collect(("member", i), mem.events_recorded, lambda mem=mem: mem.timeline,
+                         group_id=self.group_id)
+            if progress is not None:  # it keeps every event: their count is what it recorded
+                sink.collect(("progress", i), len(progress.events), lambda p=progress: p.events,
+                             group_id=self.group_id, member_id=mem.member_id)
+        sink.write()
 
 
 def _with_progress(options: dict[str, Any], progress: StreamProgress | None) -> dict[str, Any]:

@@ -43,6 +43,15 @@ def partition_actor_name(p: int) -> str:
     return f"offsets-{p}"
 
 
+def partition_handles(num_partitions: int) -> list[ray.actor.ActorHandle]:
+    """The running ``offsets-<p>`` actors, ``p`` in ``range(num_partitions)``, found by name:
+    what any process attached to the Ray cluster needs to reach every partition, with no
+    ``Cluster`` at hand. Raises ``ValueError`` if one is not running."""
+    return [
+        ray.get_actor(partition_actor_name(p), namespace=NAMESPACE) for p in range(num_partitions)
+    ]
+
+
 @dataclass(frozen=True)
 class ControllerImage:
     """What a partition needs from the controller; ``version`` only ever grows."""
@@ -54,6 +63,17 @@ class ControllerImage:
 
 @ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=-1)
 class Controller:
+    """The cluster's metadata: topics, dynamic group configs, and the partition count.
+
+    It exists because a group's rules need facts no single partition owns (which topics and
+    partitions exist, a group's config set before the group exists) and Kafka keeps those in
+    its metadata log, apart from the group coordinator. Guarantees: every change is durable
+    (its own log) before it is applied or pushed; each change bumps a version, and a
+    partition never applies an image older than the one it has and pulls the latest when it
+    loads (a push is best effort, bounded by ``PUSH_TIMEOUT_S``); bad input is refused with a
+    Kafka error (``CoordinatorError``) and changes nothing.
+    """
+
     def __init__(self, num_partitions: int, storage_path: str, config: CoordinatorConfig) -> None:
         self.num_partitions = num_partitions
         self.storage_path = storage_path
@@ -272,11 +292,7 @@ def _check_group_config(cfg: GroupConfig, broker: CoordinatorConfig) -> None:
             raise CoordinatorError(
                 Errors.INVALID_CONFIG, f"{key} must be an int in [{low}, {high}], got {value!r}."
             )
-    effective_session = session if session is not None else broker.group_consumer_session_timeout_ms
-    effective_interval = (
-        interval if interval is not None else broker.group_consumer_heartbeat_interval_ms
-    )
-    if effective_interval >= effective_session:
+    if cfg.effective_heartbeat_interval_ms(broker) >= cfg.effective_session_timeout_ms(broker):
         raise CoordinatorError(
             Errors.INVALID_CONFIG,
             "consumer.heartbeat.interval.ms must be less than consumer.session.timeout.ms.",

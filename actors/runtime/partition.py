@@ -53,6 +53,14 @@ log = logging.getLogger(__name__)
 # Bounds (TigerStyle): how much one turn takes from the mailbox, how big the mailbox grows.
 MAX_REQUESTS_PER_TURN = 20_000
 MAX_QUEUED_REQUESTS = 200_000
+# Replies owed at once: requests in the mailbox plus those taken into a turn and not answered
+# yet (``_waiting``). A classic JoinGroup or SyncGroup stays owed until its group completes
+# the phase or a timer ends it (up to a rebalance timeout), so this bounds the delayed ones;
+# a turn's own requests count too while it writes. Beyond it requests are refused with
+# COORDINATOR_NOT_AVAILABLE, as a full mailbox refuses them: clients back off and retry, and
+# the timers that end the waits run with no request arriving. Above MAX_QUEUED_REQUESTS, so
+# that a full mailbox still has room for 50,000 delayed replies.
+MAX_WAITING_REPLIES = 250_000
 # Snapshot once the log since the last snapshot outgrows this and the compacted state twice.
 SNAPSHOT_MIN_BYTES = 16 << 20
 # How long the loop sleeps with no timer due; any event wakes it earlier.
@@ -62,6 +70,22 @@ METRICS_EVERY_S = 1.0
 
 def now_ms() -> int:
     return int(time.monotonic() * 1000)
+
+
+def refusal(state: str, queued: int, waiting: int, incoming: int) -> Errors | None:
+    """Why a partition in ``state``, with ``queued`` requests in its mailbox and ``waiting``
+    replies owed, turns away ``incoming`` more (all of them), or None to take them."""
+    if state != "active":
+        return (
+            Errors.COORDINATOR_LOAD_IN_PROGRESS
+            if state == "loading"
+            else Errors.COORDINATOR_NOT_AVAILABLE
+        )
+    if queued + incoming > MAX_QUEUED_REQUESTS:
+        return Errors.COORDINATOR_NOT_AVAILABLE
+    if waiting + queued + incoming > MAX_WAITING_REPLIES:
+        return Errors.COORDINATOR_NOT_AVAILABLE
+    return None
 
 
 @dataclass
@@ -80,6 +104,17 @@ class _Event:
 
 @ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)
 class OffsetsPartition:
+    """The coordinator of the groups that hash to one ``__consumer_offsets`` partition.
+
+    It exists to give the pure shard what the shard refuses to have: a mailbox, a clock,
+    timers and a durable log, and to survive its own death (a detached, named actor that Ray
+    restarts and that reloads its log). Guarantees: events are applied one at a time, in
+    turns; no reply leaves before every record its turn produced is durable (invariant 4);
+    a restarted partition serves the state it had acknowledged; what it holds is bounded
+    (``MAX_QUEUED_REQUESTS``, ``MAX_WAITING_REPLIES``, ``MAX_REQUESTS_PER_TURN``), and beyond a
+    bound, or while loading, a request gets a retriable Kafka error, never a hang.
+    """
+
     def __init__(self, partition: int, num_partitions: int, storage_path: str,
                  config: CoordinatorConfig) -> None:
         self.partition = partition
@@ -93,7 +128,8 @@ class OffsetsPartition:
         self._compacted = CompactedState()
         self._mailbox: collections.deque[_Event] = collections.deque()
         self._queued = 0
-        # id(request) -> (its event, its index, the request): replies still owed.
+        # id(request) -> (its event, its index, the request): replies still owed. With the
+        # mailbox, at most MAX_WAITING_REPLIES (``refusal`` admits no more).
         self._waiting: dict[int, tuple[_Event, int, object]] = {}
         self._wakeup = asyncio.Event()
         self._metrics = PartitionMetrics(partition)
@@ -110,15 +146,9 @@ class OffsetsPartition:
         """Many requests in one Ray call (one client actor's members); each answered alone."""
         if not isinstance(requests, list):
             return [error_response(requests, Errors.INVALID_REQUEST, "expected a list")]
-        if self.state != "active":
-            error = (
-                Errors.COORDINATOR_LOAD_IN_PROGRESS
-                if self.state == "loading"
-                else Errors.COORDINATOR_NOT_AVAILABLE
-            )
+        error = refusal(self.state, self._queued, len(self._waiting), len(requests))
+        if error is not None:
             return [self._refuse(r, error) for r in requests]
-        if self._queued + len(requests) > MAX_QUEUED_REQUESTS:
-            return [self._refuse(r, Errors.COORDINATOR_NOT_AVAILABLE) for r in requests]
         replies: list[object | None] = [None] * len(requests)
         mine: list[int] = []
         for i, req in enumerate(requests):
@@ -236,6 +266,7 @@ class OffsetsPartition:
                 for i, req in enumerate(ev.requests):
                     self._waiting[id(req)] = (ev, i, req)
                 requests += ev.requests
+        assert len(self._waiting) + self._queued <= MAX_WAITING_REPLIES, "owed replies bounded"
         if requests:
             result = shard.handle_batch(requests)
             records += result.records

@@ -2,9 +2,9 @@
 
 ``cohort groups`` and ``cohort configs`` mirror Kafka's ``kafka-consumer-groups.sh`` and
 ``kafka-configs.sh`` against a running Cohort; ``cohort export`` and ``cohort timeline`` turn
-its state into Parquet files and a picture. The logic lives in ``actors/admin.py``; this
-module parses arguments, connects and prints. Exit codes: 0 done, 1 refused or failed (the
-message names the Kafka error), 2 bad usage.
+its state into Parquet files and a picture. The logic lives in ``actors/tools/admin*.py``
+(one module per command family); this module parses arguments, connects and prints. Exit
+codes: 0 done, 1 refused or failed (the message names the Kafka error), 2 bad usage.
 """
 
 from __future__ import annotations
@@ -268,25 +268,25 @@ def _groups(args: argparse.Namespace) -> int:
 
 
 def _validate_regex(args: argparse.Namespace) -> int:
-    from actors.tools import admin
+    from actors.tools import admin_groups
 
-    admin.check_regex(args.validate_regex)  # a bad pattern fails before any Ray connect
-    rows = admin.validate_regex(args.validate_regex, _connect(args).topics())
+    admin_groups.check_regex(args.validate_regex)  # a bad pattern fails before any Ray connect
+    rows = admin_groups.validate_regex(args.validate_regex, _connect(args).topics())
     notes = [] if rows else [f"No existing topic matches '{args.validate_regex}'."]
-    _emit(args, admin.REGEX_COLUMNS, rows, notes)
+    _emit(args, admin_groups.REGEX_COLUMNS, rows, notes)
     return 0
 
 
 def _list(args: argparse.Namespace) -> int:
-    from actors.tools import admin
+    from actors.tools import admin_groups
 
-    rows = admin.list_groups(_connect(args), _split(args.state), _split(args.type))
-    _emit(args, admin.LIST_COLUMNS, rows)
+    rows = admin_groups.list_groups(_connect(args), _split(args.state), _split(args.type))
+    _emit(args, admin_groups.LIST_COLUMNS, rows)
     return 0
 
 
 def _describe(args: argparse.Namespace) -> int:
-    from actors.tools import admin
+    from actors.tools import admin_groups
 
     views = [v for v in ("members", "offsets") if getattr(args, v)]
     if args.state is not None:
@@ -297,12 +297,14 @@ def _describe(args: argparse.Namespace) -> int:
         raise UsageError("pick one of --members, --state, --offsets")
     view = views[0] if views else "offsets"
     cluster = _connect(args)
-    group_ids = args.group or [g["group"] for g in admin.list_groups(cluster)]
+    group_ids = args.group or [g["group"] for g in admin_groups.list_groups(cluster)]
     describe, columns = {
-        "offsets": (admin.describe_offsets, admin.OFFSETS_COLUMNS),
-        "members": (admin.describe_members,
-                    admin.MEMBERS_VERBOSE_COLUMNS if args.verbose else admin.MEMBERS_COLUMNS),
-        "state": (admin.describe_state, admin.STATE_COLUMNS),
+        "offsets": (admin_groups.describe_offsets, admin_groups.OFFSETS_COLUMNS),
+        "members": (
+            admin_groups.describe_members,
+            admin_groups.MEMBERS_VERBOSE_COLUMNS if args.verbose else admin_groups.MEMBERS_COLUMNS,
+        ),
+        "state": (admin_groups.describe_state, admin_groups.STATE_COLUMNS),
     }[view]
     rows, notes = [], []
     for g in group_ids:
@@ -314,7 +316,7 @@ def _describe(args: argparse.Namespace) -> int:
 
 
 def _reset(args: argparse.Namespace) -> int:
-    from actors.tools import admin
+    from actors.tools import admin_offsets
 
     if not args.topic:
         raise UsageError("--reset-offsets needs --topic")
@@ -328,25 +330,26 @@ def _reset(args: argparse.Namespace) -> int:
         raise UsageError("--reset-offsets needs one of --to-earliest, --to-latest, --to-offset")
     cluster = _connect(args)
     group_id = args.group[0]
-    plan = admin.plan_reset(cluster, group_id, args.topic, to, args.to_offset)
+    plan = admin_offsets.plan_reset(cluster, group_id, args.topic, to, args.to_offset)
     notes = []
     if args.execute:
-        admin.execute_reset(cluster, group_id, plan)
+        admin_offsets.execute_reset(cluster, group_id, plan)
     else:
         notes.append("WARN: No action will be performed as the --execute option is missing; "
                      "this is the plan.")
-    _emit(args, admin.RESET_COLUMNS, plan, notes)
+    _emit(args, admin_offsets.RESET_COLUMNS, plan, notes)
     return 0
 
 
 def _delete(args: argparse.Namespace) -> int:
-    from actors.tools import admin
+    from actors.tools.admin import to_json
+    from actors.tools.admin_groups import delete_group
 
     cluster = _connect(args)
     for g in args.group:
-        admin.delete_group(cluster, g)
+        delete_group(cluster, g)
     if args.json:
-        print(admin.to_json({"deleted": args.group}))
+        print(to_json({"deleted": args.group}))
     else:
         names = ", ".join(f"'{g}'" for g in args.group)
         print(f"Deletion of requested consumer groups ({names}) was successful.")
@@ -354,28 +357,30 @@ def _delete(args: argparse.Namespace) -> int:
 
 
 def _configs(args: argparse.Namespace) -> int:
-    from actors.tools import admin
+    from actors.tools import admin_configs as configs
+    from actors.tools.admin import to_json
+    from protocol.config import GroupConfig
 
-    add = {k: v for text in args.add_config for k, v in admin.parse_config_pairs(text).items()}
+    add = {k: v for text in args.add_config for k, v in configs.parse_config_pairs(text).items()}
     delete = _split(args.delete_config)
     if args.describe and (add or delete):
         raise UsageError("--add-config / --delete-config go with --alter")
     if args.alter and not (add or delete):
         raise UsageError("--alter needs --add-config or --delete-config")
     if args.alter:
-        admin.altered_config(admin.GroupConfig(), add, delete)  # bad names fail before connect
+        configs.altered_config(GroupConfig(), add, delete)  # bad names fail before connect
     cluster = _connect(args)
     if args.alter:
-        new = admin.alter_configs(cluster, args.group, add, delete)
+        new = configs.alter_configs(cluster, args.group, add, delete)
         if args.json:
-            print(admin.to_json(admin.describe_configs(args.group, new, cluster.config)))
+            print(to_json(configs.describe_configs(args.group, new, cluster.config)))
         else:
             print(f"Completed updating config for group {args.group}.")
         return 0
-    current = admin.group_config(cluster, args.group)
-    rows = admin.describe_configs(args.group, current, cluster.config, args.all)
+    current = configs.group_config(cluster, args.group)
+    rows = configs.describe_configs(args.group, current, cluster.config, args.all)
     notes = [] if rows else [f"Group '{args.group}' has no dynamic configs."]
-    _emit(args, admin.CONFIG_COLUMNS, rows, notes)
+    _emit(args, configs.CONFIG_COLUMNS, rows, notes)
     return 0
 
 
@@ -387,18 +392,18 @@ def _export(args: argparse.Namespace) -> int:
     os.environ.setdefault("RAY_DATA_LOG_LEVEL", "WARNING")  # no per-table progress chatter
     cluster = _connect(args)
     if ray.util.client.ray.is_connected():  # a Ray client cannot host Spark: an actor does
-        counts = export.export_via_actor(cluster, args.out, use_spark=args.spark)
+        counts = export.export_via_actor(cluster.num_partitions, args.out, use_spark=args.spark)
     elif args.spark:
         import raydp
 
         spark = export.start_spark(num_executors=args.executors,
                                    executor_memory=args.executor_memory)
         try:
-            counts = export.export_parquet(cluster, args.out, spark)
+            counts = export.export_parquet(cluster.partitions(), args.out, spark)
         finally:
             raydp.stop_spark()
     else:
-        counts = export.export_parquet(cluster, args.out)
+        counts = export.export_parquet(cluster.partitions(), args.out)
     rows = [{"table": name, "rows": n, "path": os.path.join(args.out, name)}
             for name, n in counts.items()]
     _emit(args, admin.EXPORT_COLUMNS, rows)
@@ -406,28 +411,29 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _timeline(args: argparse.Namespace) -> int:
-    from actors.tools import admin
+    from actors.tools import admin_timelines
+    from actors.tools.admin import AdminError
     from actors.tools.timeline_plot import draw_timeline
 
     timelines: dict[str, list[dict]] = {}
     history: list[dict] = []
     if args.timelines:
-        timelines = admin.load_timelines(args.timelines, args.group)
+        timelines = admin_timelines.load_timelines(args.timelines, args.group)
     if args.rebalances or not args.timelines:
-        history = admin.rebalance_history(_connect(args), args.group)
+        history = admin_timelines.rebalance_history(_connect(args), args.group)
     if not timelines and not history:
-        raise admin.AdminError(
+        raise AdminError(
             f"Nothing to draw for group '{args.group}': it has no rebalance history; pass "
             "--timelines DIR, the files ConsumerClient(timeline_path=...) appends to.")
     out_dir = os.path.dirname(os.path.abspath(args.out))
     if not os.path.isdir(out_dir):
-        raise admin.AdminError(f"Cannot write {args.out}: no directory {out_dir}.")
+        raise AdminError(f"Cannot write {args.out}: no directory {out_dir}.")
     summary = draw_timeline(timelines, args.out, rebalances=history,
                             title=f"group {args.group}: partition ownership")
     row = {"out": summary.path, "members": len(summary.members),
            "partitions": len(summary.lanes), "ownerships": len(summary.bars),
            "rebalances": summary.rebalances}
-    _emit(args, admin.TIMELINE_COLUMNS, [row])
+    _emit(args, admin_timelines.TIMELINE_COLUMNS, [row])
     return 0
 
 

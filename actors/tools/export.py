@@ -14,6 +14,11 @@ it: from a client, use ``export_via_actor``, which runs ``export_parquet`` in a 
 inside the cluster and writes the files on that actor's node (so ``out_dir`` should be a path
 that node can write, shared storage on a multi-node cluster).
 
+The functions take the partition actors' handles (``Cluster.partitions()``, or
+``actors.runtime.controller.partition_handles``), not a ``Cluster``: the export reads the
+partitions and nothing else, and ``Cluster.export`` calls into this module, so this module
+must not need ``actors.cluster`` back.
+
 Sizing: a RayDP executor is a Ray actor holding ``executor_cores`` CPUs for the session's
 lifetime (``executor_actor_cpus`` overrides the Ray-side reservation); the RayDP app master is
 placed with no CPU. ``ray.data``'s repartition tasks need one free CPU while they run.
@@ -25,13 +30,18 @@ import math
 import os
 import sys
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import ray
 
+from actors.runtime.controller import partition_handles
 from actors.tools.state_tables import SCHEMAS, TABLES
+
+# The offsets partition actors, ``offsets-0`` first: anything answering ``export_tables``.
+Partitions = Sequence[Any]
 
 PARTITION_COLUMN = "offsets_partition"
 # Rows per Spark task (one ray.data block each), and at most this many blocks per table.
@@ -119,18 +129,19 @@ def _tag_partition(tables: dict[str, pa.Table], partition: int) -> tuple[pa.Tabl
     return tuple(out)
 
 
-def table_refs(cluster: Any) -> dict[str, list[ray.ObjectRef]]:
+def table_refs(partitions: Partitions) -> dict[str, list[ray.ObjectRef]]:
     """Per table, one object reference per offsets partition (nothing comes to the driver)."""
     refs: dict[str, list[ray.ObjectRef]] = {name: [] for name in TABLES}
-    for p in range(cluster.num_partitions):
-        tables = cluster.partition(p).export_tables.remote()
+    for p, handle in enumerate(partitions):
+        tables = handle.export_tables.remote()
         split = _tag_partition.options(num_returns=len(TABLES)).remote(tables, p)
         for name, ref in zip(TABLES, split, strict=True):
             refs[name].append(ref)
     return refs
 
 
-def export_datasets(cluster: Any, num_blocks: int | None = None) -> dict[str, ray.data.Dataset]:
+def export_datasets(partitions: Partitions,
+                    num_blocks: int | None = None) -> dict[str, ray.data.Dataset]:
     """One materialized ``ray.data`` Dataset per table, in a few blocks.
 
     ``num_blocks`` defaults to one per ``ROWS_PER_BLOCK`` rows (at most ``MAX_BLOCKS``).
@@ -138,7 +149,7 @@ def export_datasets(cluster: Any, num_blocks: int | None = None) -> dict[str, ra
     use ``export_schema(name)`` for it.
     """
     out = {}
-    for name, refs in table_refs(cluster).items():
+    for name, refs in table_refs(partitions).items():
         ds = ray.data.from_arrow_refs(refs)
         rows = ds.count()  # from the blocks' metadata
         blocks = num_blocks or max(1, min(MAX_BLOCKS, math.ceil(rows / ROWS_PER_BLOCK)))
@@ -184,16 +195,18 @@ def dataset_to_spark(spark: Any, ds: ray.data.Dataset, schema: pa.Schema):
     return raydp_dataset._convert_by_rdd(spark, refs, locations, _spark_schema(schema))
 
 
-def export_to_spark(cluster: Any, spark: Any, num_blocks: int | None = None) -> dict[str, Any]:
+def export_to_spark(partitions: Partitions, spark: Any,
+                    num_blocks: int | None = None) -> dict[str, Any]:
     """The coordinator's state as Spark DataFrames (table name -> DataFrame), read by Spark's
     executors from Ray's object store. ``spark`` must be a RayDP session (``start_spark``)."""
-    return {name: df for name, (df, _) in _frames(cluster, spark, num_blocks).items()}
+    return {name: df for name, (df, _) in _frames(partitions, spark, num_blocks).items()}
 
 
-def _frames(cluster: Any, spark: Any, num_blocks: int | None) -> dict[str, tuple[Any, int]]:
+def _frames(partitions: Partitions, spark: Any,
+            num_blocks: int | None) -> dict[str, tuple[Any, int]]:
     """Each table's DataFrame and row count (known from the blocks, without a Spark job)."""
     out = {}
-    for name, ds in export_datasets(cluster, num_blocks).items():
+    for name, ds in export_datasets(partitions, num_blocks).items():
         schema, rows = export_schema(name), ds.count()
         if rows == 0:
             out[name] = (spark.createDataFrame([], _spark_schema(schema)), 0)
@@ -208,7 +221,7 @@ def _spark_schema(schema: pa.Schema):
     return from_arrow_schema(schema)
 
 
-def export_parquet(cluster: Any, out_dir: str | os.PathLike, spark: Any = None,
+def export_parquet(partitions: Partitions, out_dir: str | os.PathLike, spark: Any = None,
                    num_blocks: int | None = None) -> dict[str, int]:
     """Write every table as Parquet files under ``out_dir/<table>/``, replacing what was there.
 
@@ -220,11 +233,11 @@ def export_parquet(cluster: Any, out_dir: str | os.PathLike, spark: Any = None,
     out.mkdir(parents=True, exist_ok=True)
     counts = {}
     if spark is not None:
-        for name, (df, rows) in _frames(cluster, spark, num_blocks).items():
+        for name, (df, rows) in _frames(partitions, spark, num_blocks).items():
             df.write.mode("overwrite").parquet(str(out / name))
             counts[name] = rows
         return counts
-    for name, ds in export_datasets(cluster, num_blocks).items():
+    for name, ds in export_datasets(partitions, num_blocks).items():
         path = out / name
         _clear(path)
         counts[name] = ds.count()
@@ -251,30 +264,29 @@ def _clear(path: Path) -> None:
 class _Exporter:
     """Runs an export inside the cluster: where a Ray client's export has to happen."""
 
-    def run(self, out_dir: str, use_spark: bool, num_blocks: int | None) -> dict[str, int]:
-        from actors.cluster import Cluster
-
-        cluster = Cluster.connect(address=None)
+    def run(self, num_partitions: int, out_dir: str, use_spark: bool,
+            num_blocks: int | None) -> dict[str, int]:
+        partitions = partition_handles(num_partitions)  # by name: the caller may be a client
         if not use_spark:
-            return export_parquet(cluster, out_dir, num_blocks=num_blocks)
+            return export_parquet(partitions, out_dir, num_blocks=num_blocks)
         import raydp
 
         spark = start_spark(app_name=f"cohort-export-{os.getpid()}")
         try:
-            return export_parquet(cluster, out_dir, spark, num_blocks)
+            return export_parquet(partitions, out_dir, spark, num_blocks)
         finally:
             raydp.stop_spark()
 
 
-def export_via_actor(cluster: Any, out_dir: str, use_spark: bool = False,
+def export_via_actor(num_partitions: int, out_dir: str, use_spark: bool = False,
                      num_blocks: int | None = None) -> dict[str, int]:
     """``export_parquet`` run by a zero-CPU actor in the cluster, for a ``ray://`` client
-    (whose process cannot host Spark's driver). ``out_dir`` is a path on the actor's node.
-    With ``use_spark`` the actor starts (and stops) its own RayDP session, which needs a free
-    CPU for the executor. Returns the row count of each table."""
-    del cluster  # the actor finds the running Cohort by its actors' names
+    (whose process cannot host Spark's driver); the actor finds the ``num_partitions``
+    partition actors by name. ``out_dir`` is a path on the actor's node. With ``use_spark``
+    the actor starts (and stops) its own RayDP session, which needs a free CPU for the
+    executor. Returns the row count of each table."""
     exporter = _Exporter.remote()
     try:
-        return ray.get(exporter.run.remote(str(out_dir), use_spark, num_blocks))
+        return ray.get(exporter.run.remote(num_partitions, str(out_dir), use_spark, num_blocks))
     finally:
         ray.kill(exporter)

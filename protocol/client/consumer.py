@@ -3,7 +3,7 @@
 ``ConsumerMemberClient`` is to a KIP-848 consumer what ``h11.Connection`` is to an HTTP client:
 it decides which ``ConsumerGroupHeartbeatRequest`` to send and when, and what each reply means
 for the partitions the member owns, but it never sends, sleeps or reads a clock. The caller (a
-Ray actor hosting one or many members) passes ``now`` (seconds, monotonic) into every call,
+Ray actor hosting one or many members) passes ``now_s`` (seconds, monotonic) into every call,
 sends what ``poll`` returns, and feeds back ``on_response`` or ``on_failure``.
 
 It follows Kafka 4.x's AsyncKafkaConsumer:
@@ -23,12 +23,12 @@ It follows Kafka 4.x's AsyncKafkaConsumer:
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from protocol import messages as m
 from protocol import partitions as pm
+from protocol.client.timeline import DEFAULT_MAX_EVENTS, Timeline
 from protocol.consumer.member import JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH
 from protocol.errors import COORDINATOR_UNAVAILABLE, Errors
 from protocol.records import PartitionMap
@@ -51,7 +51,7 @@ FENCED = frozenset({Errors.FENCED_MEMBER_EPOCH, Errors.UNKNOWN_MEMBER_ID})
 class _Sent:
     """The request in flight: when it left (the session safety rule counts from there)."""
 
-    at: float
+    at_s: float
     leave: bool
     stale: bool = False  # the member gave up its state meanwhile: the reply means nothing now
 
@@ -59,9 +59,14 @@ class _Sent:
 class ConsumerMemberClient:
     """One member of one consumer group: what to send when, and what it owns meanwhile.
 
+    It exists so that the KIP-848 client logic runs the same under any host (the
+    ``ConsumerClient`` Ray actor hosting thousands of members, a test's simulated clock next to
+    a real coordinator shard) and can be checked without Ray, sockets or sleeping.
     Guarantees: at most one request in flight; partitions are used only between the reply
-    that granted them and the moment they were revoked, lost, or could have been fenced away;
-    ``timeline`` records those moments (bounded: the oldest events are dropped first).
+    that granted them and the moment they were revoked, lost, or could have been fenced away,
+    whether or not replies arrive (invariant 1); member epochs never go down (asserted);
+    ``timeline`` records those moments (bounded: the oldest events are dropped first;
+    ``events_recorded`` counts them all).
     """
 
     def __init__(
@@ -80,7 +85,7 @@ class ConsumerMemberClient:
         on_assign: Callback | None = None,
         on_lost: Callback | None = None,
         topic_names: Mapping[str, str] | None = None,
-        timeline_max_events: int = 100_000,
+        timeline_max_events: int = DEFAULT_MAX_EVENTS,
     ) -> None:
         if (topics is None) == (topic_regex is None):
             raise ValueError("subscribe to topic names or to a regex, exactly one of them")
@@ -98,7 +103,7 @@ class ConsumerMemberClient:
         self.error: int | None = None
         self._owned: PartitionMap = {}
         self._pending: PartitionMap = {}
-        self._timeline: deque[dict] = deque(maxlen=timeline_max_events)  # oldest dropped first
+        self._timeline = Timeline(timeline_max_events)  # oldest dropped first
         self._in_flight: _Sent | None = None
         self._due = -math.inf  # when the next heartbeat is due; -inf: at once
         self._full = True  # restate every field: a join, or a retry after a lost reply
@@ -122,7 +127,12 @@ class ConsumerMemberClient:
 
     @property
     def timeline(self) -> list[dict]:
-        return list(self._timeline)
+        return self._timeline.events
+
+    @property
+    def events_recorded(self) -> int:
+        """How many timeline events were ever recorded (for appending the new ones)."""
+        return self._timeline.recorded
 
     @property
     def partitions_unresolved(self) -> list[str]:
@@ -160,17 +170,17 @@ class ConsumerMemberClient:
 
     # -------------------------------------------------------------------------- the loop
 
-    def poll(self, now: float) -> m.ConsumerGroupHeartbeatRequest | None:
+    def poll(self, now_s: float) -> m.ConsumerGroupHeartbeatRequest | None:
         """The request to send now, marked in flight, or None (not due, busy, stopped)."""
-        self._check_deadline(now)
-        if self._in_flight is not None or self.state in ("stopped", "failed") or now < self._due:
+        self._check_deadline(now_s)
+        if self._in_flight is not None or self.state in ("stopped", "failed") or now_s < self._due:
             return None
         if self._leaving:
-            return self._send_leave(now)
-        self._in_flight = _Sent(now, leave=False)
+            return self._send_leave(now_s)
+        self._in_flight = _Sent(now_s, leave=False)
         self._maybe_member = True
         if self._unconfirmed_since is None:
-            self._unconfirmed_since = now
+            self._unconfirmed_since = now_s
         return self._request()
 
     def leave(self) -> None:
@@ -181,30 +191,30 @@ class ConsumerMemberClient:
         if not self._maybe_member and self._in_flight is None:
             self._stopped = True  # the coordinator never heard of us: nothing to say
 
-    def on_response(self, now: float, response: m.ConsumerGroupHeartbeatResponse) -> None:
-        """The reply to the request in flight, read at ``now``."""
+    def on_response(self, now_s: float, response: m.ConsumerGroupHeartbeatResponse) -> None:
+        """The reply to the request in flight, read at ``now_s``."""
         sent = self._finish()
         if sent is None:
             return
         code = response.error_code
         if code == Errors.NONE:
-            self._on_success(now, sent.at, response)
+            self._on_success(now_s, sent.at_s, response)
             return
-        self._check_deadline(now)
+        self._check_deadline(now_s)
         if code in FENCED:
-            self._lose(sent.at)  # the coordinator may have acted on it as soon as it arrived
+            self._lose(sent.at_s)  # the coordinator may have acted on it as soon as it arrived
             self._maybe_member = False  # it removed us (or never had us)
         elif code in RETRIABLE:
-            self._retry(now)
+            self._retry(now_s)
         else:
-            self._lose(sent.at)
+            self._lose(sent.at_s)
             self.error = code
 
-    def on_failure(self, now: float) -> None:
+    def on_failure(self, now_s: float) -> None:
         """No reply (transport failure, dead coordinator): keep state and retry with backoff."""
         if self._finish() is not None:
-            self._check_deadline(now)
-            self._retry(now)
+            self._check_deadline(now_s)
+            self._retry(now_s)
 
     # -------------------------------------------------------------------------- internals
 
@@ -220,7 +230,7 @@ class ConsumerMemberClient:
         return None if sent.stale else sent
 
     def _on_success(
-        self, now: float, sent_at: float, resp: m.ConsumerGroupHeartbeatResponse
+        self, now_s: float, sent_at_s: float, resp: m.ConsumerGroupHeartbeatResponse
     ) -> None:
         owned, assignment = pm.pairs(self._owned), resp.assignment
         target = (
@@ -230,11 +240,11 @@ class ConsumerMemberClient:
         )
         revoked, added = owned - target, target - owned
         # The coordinator heard from us at or after sent_at: no session fence before this.
-        self._alive_until = sent_at + self.session_timeout_ms / 1000
+        self._alive_until = sent_at_s + self.session_timeout_ms / 1000
         if not revoked:
             self._unconfirmed_since = None  # the coordinator waits for no revocation from us
         deadline = self._fence_deadline()
-        if deadline is not None and now >= deadline:
+        if deadline is not None and now_s >= deadline:
             self._lose(deadline)  # read too late to trust (even a join's reply): start over
             return
         assert resp.member_epoch >= self.member_epoch, "member epochs never go down"
@@ -248,14 +258,14 @@ class ConsumerMemberClient:
         if assignment is not None:
             self._pending = pm.from_wire(assignment.pending_topic_partitions)
             if revoked:
-                self._end(now, "revoked", revoked, self.on_revoke)
+                self._end(now_s, "revoked", revoked, self.on_revoke)
             if added:
                 self._owned = pm.union(self._owned, pm.from_pairs(added))
-                self._record(now, "assigned", added)
+                self._record(now_s, "assigned", added)
                 if self.on_assign is not None:
                     self.on_assign(self._render(pm.from_pairs(added)))
         self._ack_due = bool(revoked or added)
-        self._due = now if self._ack_due else now + self.heartbeat_interval_ms / 1000
+        self._due = now_s if self._ack_due else now_s + self.heartbeat_interval_ms / 1000
 
     def _fence_deadline(self) -> float | None:
         """Session: from the last answered send; rebalance: from the first unconfirmed one."""
@@ -263,46 +273,48 @@ class ConsumerMemberClient:
             return self._alive_until
         return min(self._alive_until, self._unconfirmed_since + self.rebalance_timeout_ms / 1000)
 
-    def _check_deadline(self, now: float) -> bool:
+    def _check_deadline(self, now_s: float) -> bool:
         """Give everything up if the coordinator may have fenced us by now; True if it did."""
         deadline = self.ownership_deadline
-        if deadline is None or now < deadline:
+        if deadline is None or now_s < deadline:
             return False
         self._lose(deadline)
         if self._in_flight is not None:
             self._in_flight.stale = True
         return True
 
-    def _lose(self, t: float) -> None:
+    def _lose(self, at_s: float) -> None:
         """Drop all partitions without revoking (Kafka's onPartitionsLost) and start over."""
         if self._owned:
-            self._end(t, "lost", pm.pairs(self._owned), self.on_lost)
+            self._end(at_s, "lost", pm.pairs(self._owned), self.on_lost)
         self._pending = {}
         self.member_epoch, self._due, self._full, self._ack_due = JOIN_EPOCH, -math.inf, True, False
         self._alive_until = self._unconfirmed_since = None
 
-    def _retry(self, now: float) -> None:
+    def _retry(self, now_s: float) -> None:
         self._full = True  # the reply may have carried an assignment: ask for it again
-        self._due = now + backoff_s(self._retries)
+        self._due = now_s + backoff_s(self._retries)
         self._retries = next_retries(self._retries)
 
-    def _end(self, t: float, event: str, parts: set[tuple[str, int]], cb: Callback | None) -> None:
+    def _end(
+        self, at_s: float, event: str, parts: set[tuple[str, int]], cb: Callback | None
+    ) -> None:
         """Stop owning ``parts``: the callback runs while they are still listed as owned."""
-        self._record(t, event, parts)
+        self._record(at_s, event, parts)
         try:
             if cb is not None:
                 cb(self._render(pm.from_pairs(parts)))
         finally:
             self._owned = pm.minus(self._owned, pm.from_pairs(parts))
 
-    def _send_leave(self, now: float) -> m.ConsumerGroupHeartbeatRequest | None:
+    def _send_leave(self, now_s: float) -> m.ConsumerGroupHeartbeatRequest | None:
         if self._owned:
-            self._end(now, "revoked", pm.pairs(self._owned), self.on_revoke)
+            self._end(now_s, "revoked", pm.pairs(self._owned), self.on_revoke)
         self._pending = {}
         if not self._maybe_member:
             self._stopped = True
             return None
-        self._in_flight = _Sent(now, leave=True)
+        self._in_flight = _Sent(now_s, leave=True)
         static = self.instance_id is not None  # a static member keeps its place for a while
         self.member_epoch = STATIC_LEAVE_EPOCH if static else LEAVE_EPOCH
         return m.ConsumerGroupHeartbeatRequest(
@@ -329,10 +341,10 @@ class ConsumerMemberClient:
             req.server_assignor = self.server_assignor
         return req
 
-    def _record(self, t: float, event: str, parts: Iterable[tuple[str, int]]) -> None:
+    def _record(self, at_s: float, event: str, parts: Iterable[tuple[str, int]]) -> None:
         self._timeline.append(
             {
-                "t": t,
+                "t": at_s,
                 "event": event,
                 "partitions": self._render(pm.from_pairs(parts)),
                 "epoch": self.member_epoch,

@@ -37,6 +37,17 @@ class _Partition:
 
 @dataclass
 class StreamProgress:
+    """One member's progress through its partitions' synthetic streams, and its commits.
+
+    It exists so that runs exercise what offsets are for (a new owner resumes where the last
+    one committed) and can check it: invariant 5 (committed offsets never go back) and the
+    stream's own promise, at least once and never a gap. Guarantees: a partition is processed
+    only once its committed offset is fetched, from there on; a revoked partition's last
+    commit is among the ``requests`` the caller sends before its acknowledging heartbeat; a
+    lost one gets none; ``events`` holds every processed range and acknowledged commit, in
+    order (all of them: it is not bounded, so a long-lived host must take them away).
+    """
+
     group_id: str
     records_per_s: float = 50.0
     commit_interval_s: float = 0.5
@@ -54,32 +65,32 @@ class StreamProgress:
         for tp in parts:
             self.partitions.setdefault(tuple(tp), _Partition())
 
-    def revoked(self, parts: Iterable[TopicPartition], now: float) -> None:
+    def revoked(self, parts: Iterable[TopicPartition], now_s: float) -> None:
         """Stop processing; owe a last commit of where processing got to."""
         for tp in parts:
             p = self.partitions.pop(tuple(tp), None)
             if p is not None and p.position is not None:
-                self._log(tuple(tp), p, now)
+                self._log(tuple(tp), p, now_s)
                 if p.position > p.committed:
                     self.final[tuple(tp)] = p.position
 
-    def lost(self, parts: Iterable[TopicPartition], now: float) -> None:
+    def lost(self, parts: Iterable[TopicPartition], now_s: float) -> None:
         """Stop processing, commit nothing: the member may no longer be in the group."""
         for tp in parts:
             p = self.partitions.pop(tuple(tp), None)
             if p is not None and p.position is not None:
-                self._log(tuple(tp), p, now)
+                self._log(tuple(tp), p, now_s)
             self.final.pop(tuple(tp), None)
 
     # ------------------------------------------------------------------ processing
 
-    def advance(self, now: float) -> None:
+    def advance(self, now_s: float) -> None:
         """Process what the rate allows since the last call, on every fetched partition."""
         if self._last_advance_at is None:
-            self._last_advance_at = now
+            self._last_advance_at = now_s
             return
-        self._carry += max(0.0, now - self._last_advance_at) * self.records_per_s
-        self._last_advance_at = now
+        self._carry += max(0.0, now_s - self._last_advance_at) * self.records_per_s
+        self._last_advance_at = now_s
         step = int(self._carry)
         if step <= 0:
             return
@@ -91,7 +102,7 @@ class StreamProgress:
     # ------------------------------------------------------------------ requests
 
     def requests(
-        self, member_id: str, epoch: int, now: float, force_commit: bool = False
+        self, member_id: str, epoch: int, now_s: float, force_commit: bool = False
     ) -> list[object]:
         """What to send now, before this member's heartbeat: a fetch for newly assigned
         partitions, and a commit when one is due (or owed for revoked partitions)."""
@@ -110,15 +121,15 @@ class StreamProgress:
                     topics=_by_topic_fetch(to_fetch),
                 )
             )
-        due = force_commit or now - self._last_commit_at >= self.commit_interval_s
+        due = force_commit or now_s - self._last_commit_at >= self.commit_interval_s
         offsets = dict(self.final)
         if due:
             for tp, p in self.partitions.items():
                 if p.position is not None and p.position > p.committed:
                     offsets[tp] = p.position
-                    self._log(tp, p, now)
+                    self._log(tp, p, now_s)
         if offsets and epoch > 0:
-            self._last_commit_at = now
+            self._last_commit_at = now_s
             out.append(
                 m.OffsetCommitRequest(
                     group_id=self.group_id,
@@ -129,11 +140,11 @@ class StreamProgress:
             )
         return out
 
-    def on_reply(self, request: object, reply: object, now: float) -> None:
+    def on_reply(self, request: object, reply: object, now_s: float) -> None:
         if isinstance(request, m.OffsetFetchRequest):
             self._on_fetch(request, reply)
         elif isinstance(request, m.OffsetCommitRequest):
-            self._on_commit(request, reply, now)
+            self._on_commit(request, reply, now_s)
 
     def on_failure(self, request: object) -> None:
         """The call carrying ``request`` failed: fetch again next time (final commits stay
@@ -163,7 +174,7 @@ class StreamProgress:
                     part.position = part.logged = start
                     part.committed = answered[(t.name, idx)]
 
-    def _on_commit(self, request: m.OffsetCommitRequest, reply: object, now: float) -> None:
+    def _on_commit(self, request: m.OffsetCommitRequest, reply: object, now_s: float) -> None:
         acked: list[tuple[TopicPartition, int]] = []
         errors = {}
         for t in getattr(reply, "topics", []):
@@ -181,14 +192,14 @@ class StreamProgress:
                     part.committed = max(part.committed, p.committed_offset)
         for tp, offset in acked:
             self.events.append(
-                {"t": now, "event": "committed", "partitions": [tp], "offset": offset}
+                {"t": now_s, "event": "committed", "partitions": [tp], "offset": offset}
             )
 
-    def _log(self, tp: TopicPartition, p: _Partition, now: float) -> None:
+    def _log(self, tp: TopicPartition, p: _Partition, now_s: float) -> None:
         if p.position is not None and p.position > p.logged:
             self.events.append(
                 {
-                    "t": now,
+                    "t": now_s,
                     "event": "processed",
                     "partitions": [tp],
                     "from": p.logged,

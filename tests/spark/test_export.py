@@ -165,7 +165,7 @@ def read_parquet_tables(root) -> dict:
 
 
 def test_export_parquet_writes_every_table_readable_by_pyarrow(cluster, groups, tmp_path):
-    counts = export_parquet(cluster, tmp_path)
+    counts = export_parquet(cluster.partitions(), tmp_path)
     tables = read_parquet_tables(tmp_path)
     for name, table in tables.items():
         assert table.schema.names == export_schema(name).names
@@ -175,12 +175,12 @@ def test_export_parquet_writes_every_table_readable_by_pyarrow(cluster, groups, 
         dm.member_id for d in groups.values() for dm in d.members
     )
     # A second export replaces the first rather than adding to it.
-    assert export_parquet(cluster, tmp_path) == counts
+    assert export_parquet(cluster.partitions(), tmp_path) == counts
     assert read_parquet_tables(tmp_path)["members"].num_rows == counts["members"]
 
 
 def test_export_parquet_through_spark_writes_the_same_rows(cluster, spark, groups, tmp_path):
-    counts = export_parquet(cluster, tmp_path, spark)
+    counts = export_parquet(cluster.partitions(), tmp_path, spark)
     tables = read_parquet_tables(tmp_path)
     assert {name: t.num_rows for name, t in tables.items()} == counts
     assignment = [r for r in tables["current_assignment"].to_pylist() if r["group_id"] in GROUPS]
@@ -188,7 +188,7 @@ def test_export_parquet_through_spark_writes_the_same_rows(cluster, spark, group
 
 
 def test_an_actor_exports_for_clients_that_cannot_host_spark(cluster, groups, tmp_path):
-    counts = export_via_actor(cluster, str(tmp_path))
+    counts = export_via_actor(cluster.num_partitions, str(tmp_path))
     groups_table = pq.read_table(tmp_path / "groups")
     assert groups_table.num_rows == counts["groups"]
     assert set(GROUPS) <= set(groups_table.column("group_id").to_pylist())

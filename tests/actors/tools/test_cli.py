@@ -333,7 +333,8 @@ def test_format_table_aligns_columns_and_shows_missing_values_as_dashes():
 
 
 def test_config_changes_are_checked_before_anything_is_sent():
-    from actors.tools.admin import AdminError, altered_config, parse_config_pairs
+    from actors.tools.admin import AdminError
+    from actors.tools.admin_configs import altered_config, parse_config_pairs
     from protocol.config import GroupConfig
     from protocol.errors import Errors
 
@@ -347,12 +348,12 @@ def test_config_changes_are_checked_before_anything_is_sent():
 
 
 # ----------------------------------------------------------------------------- classic groups
-# Classic consumers do not run on Ray yet, so the classic side of ``actors.tools.admin`` runs
-# against one shard in this process: the same requests, answered by the same rules.
+# Classic consumers do not run on Ray yet, so the classic side of ``actors.tools.admin_*``
+# runs against one shard in this process: the same requests, answered by the same rules.
 
 
 class ShardCluster:
-    """What ``actors.tools.admin`` asks of a ``Cluster``, answered by one in-process shard."""
+    """What ``actors.tools.admin_*`` ask of a ``Cluster``, answered by one in-process shard."""
 
     num_partitions = 1
 
@@ -405,42 +406,46 @@ def _classic_shard():
 
 
 def test_a_classic_group_is_described_through_describe_groups_with_decoded_assignments():
-    from actors.tools import admin
+    from actors.tools.admin import AdminError
+    from actors.tools.admin_groups import describe_members, describe_offsets, describe_state
+    from actors.tools.admin_offsets import plan_reset
 
     cluster = _classic_shard()
     commit = m.OffsetCommitRequest(group_id="classic-g", generation_id_or_member_epoch=3,
                                    member_id="m1", topics=[m.OffsetCommitRequestTopic(
                                        "foo", [m.OffsetCommitRequestPartition(2, 11)])])
     assert cluster.call(commit).topics[0].partitions[0].error_code == 0
-    rows, notes = admin.describe_offsets(cluster, "classic-g")
+    rows, notes = describe_offsets(cluster, "classic-g")
     assert notes == []
     assert [(r["partition"], r["current_offset"], r["consumer_id"], r["client_id"])
             for r in rows] == [(0, None, "m1", "client-m1"), (1, None, "m2", "client-m2"),
                                (2, 11, "m1", "client-m1")]
-    [state], _ = admin.describe_state(cluster, "classic-g")
+    [state], _ = describe_state(cluster, "classic-g")
     assert (state["type"], state["state"], state["assignment_strategy"], state["group_epoch"],
             state["members"]) == ("classic", "stable", "range", 3, 2)
-    members, _ = admin.describe_members(cluster, "classic-g")
+    members, _ = describe_members(cluster, "classic-g")
     assert {r["consumer_id"]: r["current_assignment"] for r in members} == {
         "m1": "foo:0,2", "m2": "foo:1"}
-    with pytest.raises(admin.AdminError, match="inactive, but the current state is Stable"):
-        admin.plan_reset(cluster, "classic-g", ["foo"], "earliest")
+    with pytest.raises(AdminError, match="inactive, but the current state is Stable"):
+        plan_reset(cluster, "classic-g", ["foo"], "earliest")
 
 
 def test_a_group_known_only_by_its_offsets_is_an_empty_group_that_can_be_reset():
-    from actors.tools import admin
+    from actors.tools.admin import AdminError
+    from actors.tools.admin_groups import delete_group, describe_offsets
+    from actors.tools.admin_offsets import execute_reset, plan_reset
 
     cluster = _classic_shard()
-    admin.execute_reset(cluster, "simple-g", [
+    execute_reset(cluster, "simple-g", [
         {"group": "simple-g", "topic": "foo", "partition": 0, "new_offset": 5},
     ])
     assert "simple-g" not in {g.group_id for g in cluster.list_groups()}  # no group object
-    rows, notes = admin.describe_offsets(cluster, "simple-g")
+    rows, notes = describe_offsets(cluster, "simple-g")
     assert [(r["topic"], r["partition"], r["current_offset"], r["consumer_id"]) for r in rows] \
         == [("foo", 0, 5, None)]
     assert notes == ["Consumer group 'simple-g' has no active members."]
-    plan = admin.plan_reset(cluster, "simple-g", ["foo"], "latest")
+    plan = plan_reset(cluster, "simple-g", ["foo"], "latest")
     assert [r["new_offset"] for r in plan] == [5, 0, 0]
-    admin.delete_group(cluster, "simple-g")
-    with pytest.raises(admin.AdminError, match="Consumer group 'simple-g' does not exist"):
-        admin.describe_offsets(cluster, "simple-g")
+    delete_group(cluster, "simple-g")
+    with pytest.raises(AdminError, match="Consumer group 'simple-g' does not exist"):
+        describe_offsets(cluster, "simple-g")

@@ -301,7 +301,7 @@ def test_cooperative_member_with_nothing_revoked_stays_stable():
 
 def test_cooperative_leader_refuses_an_assignment_that_moves_an_owned_partition_at_once():
     from assignors.classic import ClassicSubscription
-    from protocol.client.classic import _check_cooperative
+    from protocol.client.classic_leader import _check_cooperative
 
     subs = {
         "a": ClassicSubscription(["foo"], [("foo", 0)], 3),

@@ -10,12 +10,12 @@ from protocol.errors import Errors
 TP = ("foo", 0)
 
 
-def fetched(progress: StreamProgress, offset: int, now: float = 0.0) -> None:
-    (req,) = progress.requests("m1", 3, now)
+def fetched(progress: StreamProgress, offset: int, now_s: float = 0.0) -> None:
+    (req,) = progress.requests("m1", 3, now_s)
     assert isinstance(req, m.OffsetFetchRequest) and req.member_epoch == 3
     reply = m.OffsetFetchResponse(topics=[m.OffsetFetchResponseTopic("foo", [
         m.OffsetFetchResponsePartition(0, committed_offset=offset)])])
-    progress.on_reply(req, reply, now)
+    progress.on_reply(req, reply, now_s)
 
 
 def ack(req: m.OffsetCommitRequest, error: Errors = Errors.NONE) -> m.OffsetCommitResponse:
@@ -31,7 +31,7 @@ def test_an_assigned_partition_is_processed_from_its_committed_offset_only_once_
     p.advance(0.0)
     p.advance(5.0)
     assert p.partitions[TP].position is None  # nothing before the fetch answers
-    fetched(p, 120, now=5.0)
+    fetched(p, 120, now_s=5.0)
     p.advance(6.0)
     assert p.partitions[TP].position == 130
 
@@ -42,13 +42,13 @@ def test_progress_is_committed_with_the_member_epoch_when_due():
     fetched(p, -1)  # nothing committed yet: start at 0
     p.advance(0.0)
     p.advance(2.0)
-    (commit,) = p.requests("m1", 3, now=2.0)
+    (commit,) = p.requests("m1", 3, now_s=2.0)
     assert commit.generation_id_or_member_epoch == 3 and commit.member_id == "m1"
     assert commit.topics[0].partitions[0].committed_offset == 20
     p.on_reply(commit, ack(commit), 2.0)
     assert [e["event"] for e in p.events] == ["processed", "committed"]
     assert p.events[0]["from"] == 0 and p.events[0]["to"] == 20
-    assert p.requests("m1", 3, now=2.5) == []  # not due again yet, nothing new
+    assert p.requests("m1", 3, now_s=2.5) == []  # not due again yet, nothing new
 
 
 def test_a_revoked_partition_owes_a_last_commit_and_a_lost_one_owes_none():
@@ -59,9 +59,9 @@ def test_a_revoked_partition_owes_a_last_commit_and_a_lost_one_owes_none():
         m.OffsetFetchResponsePartition(0, 5), m.OffsetFetchResponsePartition(1, 7)])]), 0.0)
     p.advance(0.0)
     p.advance(1.0)
-    p.revoked([TP], now=1.0)
-    p.lost([("foo", 1)], now=1.0)
-    (commit,) = p.requests("m1", 3, now=1.0)
+    p.revoked([TP], now_s=1.0)
+    p.lost([("foo", 1)], now_s=1.0)
+    (commit,) = p.requests("m1", 3, now_s=1.0)
     assert [(t.name, [(q.partition_index, q.committed_offset) for q in t.partitions])
             for t in commit.topics] == [("foo", [(0, 15)])]
     p.on_reply(commit, ack(commit, Errors.STALE_MEMBER_EPOCH), 1.0)

@@ -1,0 +1,290 @@
+"""``cohort groups --list / --describe / --delete / --validate-regex``: the groups as they are.
+
+Kafka has one describe API per group type (ConsumerGroupDescribe for KIP-848 groups,
+DescribeGroups for classic ones) and a group known only by its committed offsets has no group
+object at all; this module hides those differences behind one ``_Group`` view, so that the
+offsets, members and state views (and ``admin_offsets``, which needs a group's state and
+offsets before a reset) see every group the way Kafka's tool shows it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from actors.tools.admin import AdminError, Columns, Row, missing_group, raise_for
+from protocol import messages as m
+from protocol.classic.consumer_protocol import (
+    PROTOCOL_TYPE,
+    ConsumerProtocolError,
+    decode_assignment,
+)
+from protocol.consumer.regex import InvalidRegex, compile_topic_regex, matching_topics
+from protocol.errors import CoordinatorError, Errors
+
+# The columns of each view, with Kafka's headers.
+LIST_COLUMNS: Columns = [("GROUP", "group"), ("TYPE", "type"), ("STATE", "state")]
+OFFSETS_COLUMNS: Columns = [
+    ("GROUP", "group"), ("TOPIC", "topic"), ("PARTITION", "partition"),
+    ("CURRENT-OFFSET", "current_offset"), ("LOG-END-OFFSET", "log_end_offset"), ("LAG", "lag"),
+    ("CONSUMER-ID", "consumer_id"), ("HOST", "host"), ("CLIENT-ID", "client_id"),
+]
+MEMBERS_COLUMNS: Columns = [
+    ("GROUP", "group"), ("CONSUMER-ID", "consumer_id"), ("GROUP-INSTANCE-ID", "group_instance_id"),
+    ("HOST", "host"), ("CLIENT-ID", "client_id"), ("#PARTITIONS", "partitions"),
+]
+MEMBERS_VERBOSE_COLUMNS: Columns = [
+    *MEMBERS_COLUMNS,
+    ("CURRENT-EPOCH", "current_epoch"), ("CURRENT-ASSIGNMENT", "current_assignment"),
+    ("TARGET-EPOCH", "target_epoch"), ("TARGET-ASSIGNMENT", "target_assignment"),
+]
+STATE_COLUMNS: Columns = [
+    ("GROUP", "group"), ("COORDINATOR", "coordinator"),
+    ("ASSIGNMENT-STRATEGY", "assignment_strategy"),
+    ("STATE", "state"), ("#MEMBERS", "members"), ("GROUP-EPOCH", "group_epoch"),
+    ("ASSIGNMENT-EPOCH", "assignment_epoch"),
+]
+REGEX_COLUMNS: Columns = [("TOPIC", "topic"), ("PARTITIONS", "partitions")]
+
+
+# --------------------------------------------------------------------------- list
+
+
+def list_groups(cluster, states: Sequence[str] = (), types: Sequence[str] = ()) -> list[Row]:
+    """Every group, filtered as ListGroups filters (states in either spelling; types
+    ``consumer`` / ``classic``)."""
+    try:
+        listed = cluster.list_groups(states=states, types=types)
+    except CoordinatorError as e:
+        raise AdminError(e.message or e.error.name, e.error) from None
+    return [
+        {"group": g.group_id, "type": g.group_type, "protocol_type": g.protocol_type,
+         "state": g.group_state}
+        for g in listed
+    ]
+
+
+def listed_group(cluster, group_id: str) -> m.ListedGroup:
+    """The group's ListGroups entry (its type and state), or the missing-group error.
+
+    A group known only by its committed offsets (Kafka's "simple" group: a consumer that
+    commits without group management) has no group object, so ListGroups does not name it;
+    it is shown as Kafka shows it, an empty classic group.
+    """
+    for g in cluster.list_groups():
+        if g.group_id == group_id:
+            return g
+    if committed_offsets(cluster, group_id, missing_ok=True):
+        return m.ListedGroup(group_id, "", "empty", "classic")
+    raise missing_group(group_id)
+
+
+# --------------------------------------------------------------------------- describe
+
+
+@dataclasses.dataclass
+class _Member:
+    member_id: str
+    instance_id: str | None
+    host: str
+    client_id: str
+    epoch: int
+    assignment: list[tuple[str, int]]
+    target: list[tuple[str, int]] | None
+
+
+@dataclasses.dataclass
+class _Group:
+    group_id: str
+    group_type: str
+    state: str
+    coordinator: str  # the offsets partition actor that owns the group
+    strategy: str
+    group_epoch: int
+    assignment_epoch: int | None
+    members: list[_Member]
+
+
+def _describe(cluster, group_id: str) -> _Group:
+    """One group through the describe API of its type: ConsumerGroupDescribe for a KIP-848
+    group, DescribeGroups for a classic one (ListGroups tells which)."""
+    listed = listed_group(cluster, group_id)
+    coordinator = f"offsets-{cluster.partition_for(group_id)}"
+    if listed.group_type == "consumer":
+        d = cluster.describe(group_id)
+        if d.error_code == Errors.GROUP_ID_NOT_FOUND:
+            raise missing_group(group_id)
+        raise_for(d.error_code, d.error_message, f"Describe of group '{group_id}' failed")
+        return _Group(
+            group_id, "consumer", d.group_state, coordinator, d.assignor_name, d.group_epoch,
+            d.assignment_epoch,
+            [
+                _Member(
+                    mem.member_id, mem.instance_id, mem.client_host, mem.client_id,
+                    mem.member_epoch, _pairs(mem.assignment.topic_partitions),
+                    _pairs(mem.target_assignment.topic_partitions),
+                )
+                for mem in d.members
+            ],
+        )
+    resp = cluster.call(m.DescribeGroupsRequest(groups=[group_id]))
+    d = resp.groups[0]
+    if d.error_code == Errors.GROUP_ID_NOT_FOUND and listed.group_state == "empty":
+        return _Group(group_id, "classic", "empty", coordinator, "", -1, None, [])  # offsets only
+    if d.error_code == Errors.GROUP_ID_NOT_FOUND or d.group_state == "dead":
+        raise missing_group(group_id)
+    raise_for(d.error_code, d.error_message, f"Describe of group '{group_id}' failed")
+    return _Group(
+        group_id, "classic", d.group_state, coordinator, d.protocol_data, d.generation_id, None,
+        [
+            _Member(
+                mem.member_id, mem.group_instance_id, mem.client_host, mem.client_id,
+                d.generation_id, _classic_assignment(d.protocol_type, mem.member_assignment),
+                None,
+            )
+            for mem in d.members
+        ],
+    )
+
+
+def _pairs(tps: list[m.DescribedTopicPartitions]) -> list[tuple[str, int]]:
+    return sorted((tp.topic_name, p) for tp in tps for p in tp.partitions)
+
+
+def _classic_assignment(protocol_type: str, data: bytes) -> list[tuple[str, int]]:
+    """A classic member's partitions, when its group speaks the consumer protocol."""
+    if protocol_type != PROTOCOL_TYPE or not data:
+        return []
+    try:
+        assignment = decode_assignment(data)
+    except ConsumerProtocolError:
+        return []
+    return sorted((t, p) for t, ps in assignment.assigned_partitions for p in ps)
+
+
+def committed_offsets(cluster, group_id: str,
+                      missing_ok: bool = False) -> dict[tuple[str, int], int]:
+    """Every offset the group committed (OffsetFetch with no topics: all of them).
+
+    ``missing_ok``: a coordinator that cannot fetch offsets (UNSUPPORTED_VERSION) means none.
+    """
+    resp = cluster.call(m.OffsetFetchRequest(group_id=group_id))
+    if missing_ok and resp.error_code == Errors.UNSUPPORTED_VERSION:
+        return {}
+    if resp.error_code == Errors.GROUP_ID_NOT_FOUND:
+        raise missing_group(group_id)
+    raise_for(resp.error_code, resp.error_message,
+               f"Fetching the offsets of group '{group_id}' failed")
+    out = {}
+    for t in resp.topics:
+        for p in t.partitions:
+            if p.error_code == Errors.NONE and p.committed_offset >= 0:
+                out[(t.name, p.partition_index)] = p.committed_offset
+    return out
+
+
+def describe_offsets(cluster, group_id: str) -> tuple[list[Row], list[str]]:
+    """Kafka's default describe view: a row per assigned or committed partition.
+
+    Returns the rows and notes for a human ("has no active members"). A coordinator that
+    cannot fetch offsets yet (UNSUPPORTED_VERSION) still gets the assignment, with a note.
+    """
+    group = _describe(cluster, group_id)
+    notes = []
+    try:
+        offsets = committed_offsets(cluster, group_id)
+    except AdminError as e:
+        if e.error != Errors.UNSUPPORTED_VERSION:
+            raise
+        offsets = {}
+        notes.append(f"Warning: committed offsets are unavailable: {e}")
+    if not group.members:
+        notes.append(f"Consumer group '{group_id}' has no active members.")
+    rows = []
+    for mem in group.members:
+        for topic, p in mem.assignment:
+            rows.append(_offset_row(group_id, topic, p, offsets.pop((topic, p), None), mem))
+    rows += [_offset_row(group_id, t, p, off, None) for (t, p), off in offsets.items()]
+    rows.sort(key=lambda r: (r["topic"], r["partition"]))
+    return rows, notes
+
+
+def _offset_row(group_id: str, topic: str, partition: int, offset: int | None,
+                mem: _Member | None) -> Row:
+    return {
+        "group": group_id, "topic": topic, "partition": partition, "current_offset": offset,
+        "log_end_offset": None, "lag": None,
+        "consumer_id": mem.member_id if mem else None, "host": mem.host if mem else None,
+        "client_id": mem.client_id if mem else None,
+    }
+
+
+def describe_members(cluster, group_id: str) -> tuple[list[Row], list[str]]:
+    group = _describe(cluster, group_id)
+    notes = [] if group.members else [f"Consumer group '{group_id}' has no active members."]
+    rows = [
+        {
+            "group": group_id, "consumer_id": mem.member_id, "group_instance_id": mem.instance_id,
+            "host": mem.host, "client_id": mem.client_id, "partitions": len(mem.assignment),
+            "current_epoch": mem.epoch, "current_assignment": assignment_text(mem.assignment),
+            "target_epoch": group.assignment_epoch,
+            "target_assignment": None if mem.target is None else assignment_text(mem.target),
+        }
+        for mem in group.members
+    ]
+    return rows, notes
+
+
+def describe_state(cluster, group_id: str) -> tuple[list[Row], list[str]]:
+    group = _describe(cluster, group_id)
+    return [{
+        "group": group_id, "type": group.group_type, "coordinator": group.coordinator,
+        "assignment_strategy": group.strategy or None, "state": group.state,
+        "members": len(group.members), "group_epoch": group.group_epoch,
+        "assignment_epoch": group.assignment_epoch,
+    }], []
+
+
+def assignment_text(pairs: list[tuple[str, int]]) -> str:
+    """``foo:0,1;bar:2``, as Kafka's ``--members --verbose`` prints an assignment."""
+    by_topic: dict[str, list[int]] = {}
+    for t, p in pairs:
+        by_topic.setdefault(t, []).append(p)
+    return ";".join(f"{t}:{','.join(map(str, sorted(ps)))}" for t, ps in sorted(by_topic.items()))
+
+
+# --------------------------------------------------------------------------- regex
+
+
+def check_regex(pattern: str) -> None:
+    """RE2, as the coordinator compiles a SubscribedTopicRegex; a bad one is refused."""
+    try:
+        compile_topic_regex(pattern)
+    except InvalidRegex as e:
+        raise AdminError(str(e), Errors.INVALID_REGULAR_EXPRESSION) from None
+
+
+def validate_regex(pattern: str, topics: list) -> list[Row]:
+    """The existing topics ``pattern`` matches (the whole name, as Kafka matches)."""
+    check_regex(pattern)
+    sizes = {t.name: t.num_partitions for t in topics}
+    return [{"topic": t, "partitions": sizes[t]} for t in matching_topics(pattern, list(sizes))]
+
+
+# --------------------------------------------------------------------------- delete
+
+
+def delete_group(cluster, group_id: str) -> None:
+    """DeleteGroups for one group: refused while it has members (NON_EMPTY_GROUP)."""
+    resp = cluster.call(m.DeleteGroupsRequest(groups_names=[group_id]))
+    result = next((r for r in resp.results if r.group_id == group_id), None)
+    if result is None:
+        raise AdminError(f"Group '{group_id}' could not be deleted: no result for it.",
+                         Errors.UNKNOWN_SERVER_ERROR)
+    if result.error_code == Errors.GROUP_ID_NOT_FOUND:
+        raise missing_group(group_id)
+    if result.error_code == Errors.NON_EMPTY_GROUP:
+        raise AdminError(f"Group '{group_id}' could not be deleted: it is not empty "
+                         f"(it has active members).", Errors.NON_EMPTY_GROUP)
+    raise_for(result.error_code, result.error_message,
+               f"Group '{group_id}' could not be deleted")
