@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from protocol.errors import Errors
+from protocol.group_states import kafka_state_name
 
 Row = dict[str, Any]
 Columns = Sequence[tuple[str, str]]  # (HEADER, row key)
@@ -60,16 +61,6 @@ def kafka_error(code: int) -> Errors:
         return Errors.UNKNOWN_SERVER_ERROR
 
 
-def kafka_state(state: str) -> str:
-    """Cohort's ``preparing_rebalance`` as Kafka prints it: ``PreparingRebalance``.
-
-    Kept here for now; it is to be replaced by a protocol-level function that spells group
-    state names the Kafka way (``protocol/shard.py``'s ListGroups filter reads both spellings
-    with a rule of its own), so do not copy it.
-    """
-    return "".join(part.capitalize() for part in state.split("_")) if state else "-"
-
-
 # --------------------------------------------------------------------------- tables
 
 
@@ -90,4 +81,4 @@ def to_json(rows: object) -> str:
 
 def display_rows(rows: list[Row]) -> list[Row]:
     """Rows for a human: states spelled as Kafka spells them."""
-    return [dict(r, state=kafka_state(r["state"])) if "state" in r else r for r in rows]
+    return [dict(r, state=kafka_state_name(r["state"])) if "state" in r else r for r in rows]

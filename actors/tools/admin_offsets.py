@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from actors.tools.admin import AdminError, Columns, Row, kafka_error, kafka_state, raise_for
+from actors.tools.admin import AdminError, Columns, Row, kafka_error, raise_for
 from actors.tools.admin_groups import committed_offsets, listed_group
 from protocol import messages as m
 from protocol.errors import Errors
+from protocol.group_states import kafka_state_name
 
 RESET_COLUMNS: Columns = [
     ("GROUP", "group"), ("TOPIC", "topic"), ("PARTITION", "partition"),
@@ -36,7 +37,7 @@ def plan_reset(cluster, group_id: str, topic_specs: Sequence[str], to: str,
     if group.group_state not in INACTIVE_STATES:
         raise AdminError(
             f"Assignments can only be reset if the group '{group_id}' is inactive, but the "
-            f"current state is {kafka_state(group.group_state)}.",
+            f"current state is {kafka_state_name(group.group_state)}.",
             Errors.NON_EMPTY_GROUP,
         )
     partitions = _reset_partitions(cluster.topics(), topic_specs)

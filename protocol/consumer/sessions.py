@@ -24,18 +24,10 @@ class MemberTimers:
         self._fence = fence
 
     def heartbeat_interval_ms(self, group_id: str) -> int:
-        override = self.ctx.group_config(group_id).consumer_heartbeat_interval_ms
-        return (
-            override
-            if override is not None
-            else self.ctx.config.group_consumer_heartbeat_interval_ms
-        )
+        return self.ctx.group_config(group_id).effective_heartbeat_interval_ms(self.ctx.config)
 
     def session_timeout_ms(self, group_id: str) -> int:
-        override = self.ctx.group_config(group_id).consumer_session_timeout_ms
-        return (
-            override if override is not None else self.ctx.config.group_consumer_session_timeout_ms
-        )
+        return self.ctx.group_config(group_id).effective_session_timeout_ms(self.ctx.config)
 
     def reset_session(self, group_id: str, member_id: str) -> None:
         timeout = self.session_timeout_ms(group_id)

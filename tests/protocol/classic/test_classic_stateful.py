@@ -120,6 +120,7 @@ class Client:
     synced_generation: int = -1  # whose assignment it holds
     highest_generation: int = -1
     owned: frozenset[TopicPartition] = frozenset()
+    declared: frozenset[TopicPartition] = frozenset()  # what its last JoinGroup said it owns
     join_reply: m.JoinGroupResponse | None = None
     in_flight: object | None = None  # the JoinGroup/SyncGroup it waits on
     lost: bool = False  # in_flight was answered, but the reply never arrived
@@ -147,6 +148,7 @@ class Client:
             self.drop("revoke all before joining (eager)")
         assert not (self.eager and self.owned), f"{self.name} joins owning {self.owned}"
         owned: dict[str, list[int]] = {}
+        self.declared = self.owned
         for t, p in sorted(self.owned):
             owned.setdefault(t, []).append(p)
         meta = encode_subscription(
@@ -285,7 +287,9 @@ class Client:
                 for t, ps in decode_assignment(resp.assignment).assigned_partitions
                 for p in ps
             )
-            revoked = self.owned - given
+            # What the leader took away from what this client declared at its join is revoked
+            # too, even if the client let it go meanwhile: only a rejoin hands it over.
+            revoked = (self.owned | self.declared) - given
             self.owned, self.synced_generation, self.status = given, self.generation, STABLE
             self.safe_until_ms = max(self.safe_until_ms, now_ms + self.patience_ms)
             self.history.append(f"gen {self.generation}: owns {sorted(given)}")
