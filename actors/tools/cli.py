@@ -14,12 +14,9 @@ import os
 import sys
 import tempfile
 from collections.abc import Callable
+from typing import TextIO
 
-RESET_LATEST_HELP = (
-    "reset to the latest offset. Cohort keeps no log, so 'latest' is the highest offset any "
-    "group has committed for the partition (a lower bound of the log end), or 0 when no group "
-    "has committed one"
-)
+from actors.tools.cli_parsers import add_admin_parsers
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     chaos.add_argument("--seed", type=int, default=0)
     chaos.add_argument("--storage-path", default="./cohort-data")
     sub.add_parser("case-study", help="seed 002's Basic case study on the pure coordinator core")
-    _add_admin_parsers(sub)
+    add_admin_parsers(sub)
     args = parser.parse_args(argv)
 
     if args.command == "demo":
@@ -74,102 +71,6 @@ def _chaos(args: argparse.Namespace) -> int:
         cluster.shutdown()
 
 
-# ---------------------------------------------------------------------------- admin parsers
-
-
-def _add_admin_parsers(sub) -> None:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--address", default=None,
-                        help="the Ray cluster: host:port of its GCS or ray://head:10001 "
-                             "(default: RAY_ADDRESS, else the local running Ray)")
-    common.add_argument("--json", action="store_true", help="print JSON for scripts")
-
-    groups = sub.add_parser(
-        "groups", parents=[common], help="list, describe, reset offsets of, delete groups",
-        description="Consumer groups, as kafka-consumer-groups.sh shows and changes them.",
-        epilog="Cohort keeps committed offsets but no log: LOG-END-OFFSET and LAG show '-'. "
-               "--reset-offsets commits as an admin (no member, generation -1) and only for "
-               "an existing group that is inactive (Empty); the plan is printed either way. "
-               "A group known only by its committed offsets is described as an empty classic "
-               "group, as Kafka shows it.",
-    )
-    action = groups.add_mutually_exclusive_group(required=True)
-    action.add_argument("--list", action="store_true", help="list the groups")
-    action.add_argument("--describe", action="store_true", help="describe --group G")
-    action.add_argument("--delete", action="store_true", help="delete --group G (must be empty)")
-    action.add_argument("--reset-offsets", action="store_true",
-                        help="reset the committed offsets of an inactive --group on --topic")
-    action.add_argument("--validate-regex", metavar="PATTERN",
-                        help="which existing topics a subscription regex (RE2) matches")
-    groups.add_argument("--group", action="append", default=[], metavar="G",
-                        help="the group (repeatable for --describe / --delete)")
-    groups.add_argument("--all-groups", action="store_true", help="--describe every group")
-    groups.add_argument("--state", nargs="*", metavar="S",
-                        help="with --list: only groups in these states (Stable, Empty, "
-                             "Assigning, Reconciling, PreparingRebalance, ...); with "
-                             "--describe: the state view")
-    groups.add_argument("--type", nargs="*", metavar="T",
-                        help="with --list: only groups of these types (consumer, classic)")
-    groups.add_argument("--members", action="store_true", help="--describe: the members view")
-    groups.add_argument("--offsets", action="store_true",
-                        help="--describe: the offsets view (the default)")
-    groups.add_argument("--verbose", action="store_true",
-                        help="--describe --members: epochs and assignments too")
-    groups.add_argument("--topic", action="append", default=[], metavar="T[:P,P]",
-                        help="--reset-offsets: a topic, or some of its partitions (repeatable)")
-    to = groups.add_mutually_exclusive_group()
-    to.add_argument("--to-earliest", action="store_true", help="reset to offset 0")
-    to.add_argument("--to-latest", action="store_true", help=RESET_LATEST_HELP)
-    to.add_argument("--to-offset", type=int, metavar="N", help="reset to offset N")
-    run = groups.add_mutually_exclusive_group()
-    run.add_argument("--execute", action="store_true", help="commit the reset (else: plan only)")
-    run.add_argument("--dry-run", action="store_true", help="only print the plan (the default)")
-
-    configs = sub.add_parser(
-        "configs", parents=[common], help="describe or alter dynamic group configs",
-        description="Dynamic group configs, as kafka-configs.sh --entity-type groups handles "
-                    "them. They need no existing group: set before it exists, kept after it "
-                    "is deleted.",
-    )
-    configs.add_argument("--group", "--entity-name", dest="group", required=True, metavar="G")
-    configs.add_argument("--entity-type", choices=["groups"], default="groups",
-                         help="only 'groups' (accepted for kafka-configs.sh compatibility)")
-    what = configs.add_mutually_exclusive_group(required=True)
-    what.add_argument("--describe", action="store_true", help="the group's dynamic configs")
-    what.add_argument("--alter", action="store_true", help="change them (--add/--delete-config)")
-    configs.add_argument("--all", action="store_true",
-                         help="--describe: the broker defaults of the unset configs too")
-    configs.add_argument("--add-config", action="append", default=[], metavar="k=v[,k=v]",
-                         help="consumer.session.timeout.ms, consumer.heartbeat.interval.ms")
-    configs.add_argument("--delete-config", action="append", default=[], metavar="k[,k]",
-                         help="back to the broker default")
-
-    export = sub.add_parser(
-        "export", parents=[common], help="the coordinator's state as Parquet tables",
-        description="Write groups, members, target_assignment, current_assignment, offsets "
-                    "and rebalances as Parquet under DIR/<table>/ (replacing an earlier "
-                    "export). From a ray:// client the files are written by an actor inside "
-                    "the cluster, on its node.",
-    )
-    export.add_argument("--out", required=True, metavar="DIR")
-    export.add_argument("--spark", action="store_true",
-                        help="write through a Spark session on Ray (RayDP; needs Java and a "
-                             "free CPU) instead of ray.data's writers")
-    export.add_argument("--executors", type=int, default=1, help="--spark: executors")
-    export.add_argument("--executor-memory", default="1GB", help="--spark: per executor")
-
-    timeline = sub.add_parser("timeline", parents=[common],
-                              help="draw who owned which partition when, for one group")
-    timeline.add_argument("--group", required=True, metavar="G")
-    timeline.add_argument("--out", default="timeline.png", metavar="PNG")
-    timeline.add_argument("--timelines", metavar="DIR",
-                          help="JSON-lines files consumers appended to (ConsumerClient "
-                               "timeline_path), one per consumer; read offline")
-    timeline.add_argument("--rebalances", action="store_true",
-                          help="with --timelines: also mark the group's rebalance history "
-                               "from the coordinator (the default without --timelines)")
-
-
 # ---------------------------------------------------------------------------- admin commands
 
 
@@ -182,10 +83,11 @@ def _admin(args: argparse.Namespace, command: Callable[[argparse.Namespace], int
     from protocol.errors import CoordinatorError
 
     _ray_environment()
+    _keep_stdout_for_results()
     try:
         return command(args)
     except BrokenPipeError:  # the reader went away (``| head``): not an error of ours
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        os.dup2(os.open(os.devnull, os.O_WRONLY), _RESULTS.fileno())
         return 1
     except UsageError as e:
         print(f"cohort {args.command}: error: {e}", file=sys.stderr)
@@ -194,15 +96,33 @@ def _admin(args: argparse.Namespace, command: Callable[[argparse.Namespace], int
         name = e.error.name if e.error is not None else None
         message = e.message if isinstance(e, AdminError) else (e.message or name)
         if args.json:
-            print(to_json({"error": name, "message": message}))
+            _print(to_json({"error": name, "message": message}))
         print(f"Error: {e}" if isinstance(e, AdminError) else f"Error: {message} ({name})",
               file=sys.stderr)
         return 1
     except (ConnectionError, RuntimeError, TimeoutError) as e:
         if args.json:
-            print(to_json({"error": type(e).__name__, "message": str(e)}))
+            _print(to_json({"error": type(e).__name__, "message": str(e)}))
         print(f"Error: {e}", file=sys.stderr)
         return 1
+
+
+_RESULTS: TextIO = sys.stdout
+
+
+def _print(*values: object) -> None:
+    """A command's result, on the real stdout (``--json`` readers parse it whole)."""
+    print(*values, file=_RESULTS, flush=True)
+
+
+def _keep_stdout_for_results() -> None:
+    """Only results reach stdout: whatever else writes there while the command runs (Ray's
+    log threads warning about worker processes, Spark's JVM) is sent to stderr instead."""
+    global _RESULTS
+    sys.stdout.flush()
+    _RESULTS = os.fdopen(os.dup(sys.stdout.fileno()), "w")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    sys.stdout = sys.stderr
 
 
 def _ray_environment() -> None:
@@ -236,12 +156,12 @@ def _emit(args: argparse.Namespace, columns, rows: list[dict], notes: list[str] 
     from actors.tools.admin import display_rows, format_table, to_json
 
     if args.json:
-        print(to_json(rows))
+        _print(to_json(rows))
         return
     for note in notes:
-        print(note)
+        _print(note)
     if rows or not notes:
-        print(format_table(columns, display_rows(rows)))
+        _print(format_table(columns, display_rows(rows)))
 
 
 def _split(values: list[str] | None) -> list[str]:
@@ -349,10 +269,10 @@ def _delete(args: argparse.Namespace) -> int:
     for g in args.group:
         delete_group(cluster, g)
     if args.json:
-        print(to_json({"deleted": args.group}))
+        _print(to_json({"deleted": args.group}))
     else:
         names = ", ".join(f"'{g}'" for g in args.group)
-        print(f"Deletion of requested consumer groups ({names}) was successful.")
+        _print(f"Deletion of requested consumer groups ({names}) was successful.")
     return 0
 
 
@@ -373,9 +293,9 @@ def _configs(args: argparse.Namespace) -> int:
     if args.alter:
         new = configs.alter_configs(cluster, args.group, add, delete)
         if args.json:
-            print(to_json(configs.describe_configs(args.group, new, cluster.config)))
+            _print(to_json(configs.describe_configs(args.group, new, cluster.config)))
         else:
-            print(f"Completed updating config for group {args.group}.")
+            _print(f"Completed updating config for group {args.group}.")
         return 0
     current = configs.group_config(cluster, args.group)
     rows = configs.describe_configs(args.group, current, cluster.config, args.all)
