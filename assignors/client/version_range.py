@@ -53,15 +53,10 @@ def select_by_version_range(ranges: Mapping[str, VersionRange]) -> str | None:
 def write_version(own: VersionRange, member_maximum: int) -> int:
     """The metadata version an assignor speaking ``own`` writes for a member.
 
-    The highest version both read: ``min(own maximum, member maximum)``. A member whose
-    maximum is below ``own``'s minimum cannot be served; the coordinator never picks such an
-    assignor (its range would not cover the member), so this is a caller error.
+    The highest version both read: ``min(own maximum, member maximum)``. A member claiming
+    to read less than ``own``'s minimum gets the minimum: the coordinator only picks an
+    assignor whose range covers every member's, so that member has not yet said what it
+    reads (version 0 before its first assignment) and decodes defensively.
     """
     low, high = own
-    version = min(high, member_maximum)
-    if version < low:
-        raise ValueError(
-            f"member reads metadata up to version {member_maximum}, "
-            f"below this assignor's minimum {low}"
-        )
-    return version
+    return max(low, min(high, member_maximum))
