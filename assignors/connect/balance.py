@@ -50,71 +50,129 @@ def target_counts(
         load = np.zeros(num_workers, dtype=np.int64)
     base, spare_units = np.divmod(sizes, num_workers)
     rich = current > base[:, None]
-    # Groups with no more rich workers than extras settle at once: every rich one keeps one.
-    extras = rich & (rich.sum(axis=1) <= spare_units)[:, None]
-    cap = _extras_per_worker(extras.sum(axis=0), int(spare_units.sum()), load)
-    if (extras.sum(axis=0) > cap).any():
-        extras &= np.cumsum(extras, axis=0) <= cap[None, :]
-    _fill_extras(extras, rich, spare_units, cap, load)
-    return base[:, None] + extras
+    extras = _Extras(rich, spare_units, load)
+    extras.settle_rich()
+    extras.fill(only_rich=True)
+    extras.fill(only_rich=False)
+    extras.swap_in_rest()
+    return base[:, None] + extras.matrix
 
 
-def _extras_per_worker(held: np.ndarray, total: int, load: np.ndarray) -> np.ndarray:
-    """How many extras each worker gets: ``total // W``, plus one for ``total % W`` of them.
+class _Extras:
+    """Which workers get a group's ``+1`` units: the ``B`` in ``X = q + B``.
 
-    The plus-ones go to the workers already holding the most extras, then the least
-    loaded, then the lower index.
+    Row ``g`` must hold ``wanted[g]`` ones (``r_g``), at most one per worker. Columns hold
+    ``low = E // W`` ones each, ``plus_ones = E % W`` of them one more (``E = sum(r_g)``),
+    which keeps worker totals within one. Which columns take the plus-ones is decided as
+    the ones are placed, so a row is never refused a worker that could still take it.
     """
-    num_workers = len(held)
-    low, plus_ones = divmod(total, num_workers)
-    cap = np.full(num_workers, low, dtype=np.int64)
-    if plus_ones:
-        cap[np.lexsort((np.arange(num_workers), load, -held))[:plus_ones]] += 1
-    return cap
 
+    def __init__(self, rich: np.ndarray, wanted: np.ndarray, load: np.ndarray) -> None:
+        self.rich = rich
+        self.wanted = wanted
+        self.load = load
+        self.num_workers = rich.shape[1]
+        self.low, self.plus_ones = divmod(int(wanted.sum()), self.num_workers)
+        self.matrix = np.zeros(rich.shape, dtype=bool)
+        self.count = np.zeros(self.num_workers, dtype=np.int64)  # ones per column
 
-def _fill_extras(
-    extras: np.ndarray, rich: np.ndarray, wanted: np.ndarray, cap: np.ndarray, load: np.ndarray
-) -> None:
-    """Hand out the extras still missing, in place.
+    def settle_rich(self) -> None:
+        """Groups with no more rich workers than extras: every rich worker keeps one.
 
-    Groups missing the most go first; each takes rich workers first (one move saved each),
-    then those with the most room left (so later groups still find distinct workers), then
-    the least loaded, then the lower index.
-    """
-    missing = wanted - extras.sum(axis=1)
-    room = cap - extras.sum(axis=0)
-    for g in np.flatnonzero(missing > 0)[np.argsort(-missing[missing > 0], kind="stable")]:
-        need = int(missing[g])
-        candidates = np.flatnonzero(~extras[g] & (room > 0))
-        if len(candidates) > need:
-            best = np.lexsort(
-                (candidates, load[candidates], -room[candidates], ~rich[g, candidates])
-            )
-            candidates = candidates[best[:need]]
-        extras[g, candidates] = True
-        room[candidates] -= 1
-        for _ in range(need - len(candidates)):
-            _swap_in(extras, room, g)
+        Then columns are trimmed back to the limits: none above ``low + 1``, and only
+        ``plus_ones`` of them above ``low``, kept for the workers with the most ones, then
+        rich in the most groups, then the least loaded.
+        """
+        rich = self.rich
+        self.matrix = rich & (rich.sum(axis=1) <= self.wanted)[:, None]
+        count = self.matrix.sum(axis=0)
+        order = np.lexsort((np.arange(self.num_workers), self.load, -rich.sum(axis=0), -count))
+        cap = np.full(self.num_workers, self.low, dtype=np.int64)
+        cap[order[: self.plus_ones]] += 1
+        if (count > cap).any():
+            self.matrix &= np.cumsum(self.matrix, axis=0) <= cap[None, :]
+        self.count = self.matrix.sum(axis=0)
 
+    def fill(self, only_rich: bool) -> None:
+        """Place missing ones, the most constrained groups first.
 
-def _swap_in(extras: np.ndarray, room: np.ndarray, g: int) -> None:
-    """Give group ``g`` one more extra when every worker with room already has one of it.
-
-    Take a worker ``w`` with room and a full worker ``v`` without an extra of ``g``; some
-    group ``h`` has an extra on ``v`` but not on ``w`` (``v`` holds at least as many extras
-    as ``w`` and lacks ``g``, which ``w`` has). Move ``h``'s extra from ``v`` to ``w`` and
-    give ``v``'s freed place to ``g``.
-    """
-    w = int(np.flatnonzero(room > 0)[0])
-    for v in np.flatnonzero(~extras[g]):
-        movable = np.flatnonzero(extras[:, v] & ~extras[:, w])
-        if len(movable):
-            h = movable[0]
-            extras[h, v], extras[h, w], extras[g, v] = False, True, True
-            room[w] -= 1
+        Groups go by slack (workers open to them minus ones missing), fewest first. Each
+        prefers the workers with the fewest ones so far (later groups still find distinct
+        workers), then those fewer of the waiting groups could use, then the least loaded,
+        then the lower index. With ``only_rich``, only workers already rich in the group are
+        open to it: each saves a move.
+        """
+        missing = self.wanted - self.matrix.sum(axis=1)
+        rows = np.flatnonzero(missing > 0)
+        if not len(rows):
             return
-    raise AssertionError("an extra must always find a place by one swap")
+        open_ = ~self.matrix[rows] & self._accepts()[None, :]
+        if only_rich:
+            open_ &= self.rich[rows]
+        demand = open_.sum(axis=0)
+        slack = open_.sum(axis=1) - missing[rows]
+        for i in np.lexsort((rows, -missing[rows], slack)):
+            g = rows[i]
+            demand -= open_[i]
+            usable = ~self.matrix[g] & self._accepts()
+            if only_rich:
+                usable &= self.rich[g]
+            candidates = np.flatnonzero(usable)
+            count = self.count[candidates]
+            order = np.lexsort((candidates, self.load[candidates], demand[candidates], count))
+            candidates, count = candidates[order], count[order]
+            # Taking a worker already at ``low`` uses up one of the plus-ones.
+            at_low = count == self.low
+            slots = self.plus_ones - int((self.count > self.low).sum())
+            chosen = candidates[~at_low | (np.cumsum(at_low) <= slots)][: missing[g]]
+            self.matrix[g, chosen] = True
+            self.count[chosen] += 1
+
+    def _accepts(self) -> np.ndarray:
+        """Workers that may take one more: below ``low``, or at it while plus-ones remain."""
+        if int((self.count > self.low).sum()) < self.plus_ones:
+            return self.count <= self.low
+        return self.count < self.low
+
+    def swap_in_rest(self) -> None:
+        """Ones no worker with room could take (it already has one of that group).
+
+        Fix which workers take the plus-ones, then place each missing one directly if a
+        worker with room lacks group ``g``. Otherwise every worker with room, say ``w``,
+        has one of ``g``: take a full worker ``v`` without a one of ``g``; some group
+        ``h`` has a one on ``v`` but not on ``w`` (``v`` holds at least as many ones as
+        ``w`` and lacks ``g``, which ``w`` has). Move ``h``'s one to ``w``, give ``g`` the
+        place on ``v``.
+        """
+        missing = self.wanted - self.matrix.sum(axis=1)
+        if not missing.any():
+            return
+        count = self.count.copy()
+        cap = np.full(self.num_workers, self.low, dtype=np.int64)
+        spare_plus = self.plus_ones - int((count > self.low).sum())
+        cap[count > self.low] += 1
+        cap[np.flatnonzero(count <= self.low)[:spare_plus]] += 1
+        room = cap - count
+        for g in np.flatnonzero(missing):
+            for _ in range(int(missing[g])):
+                self._swap_in(room, int(g))
+
+    def _swap_in(self, room: np.ndarray, g: int) -> None:
+        m = self.matrix
+        direct = np.flatnonzero((room > 0) & ~m[g])
+        if len(direct):
+            m[g, direct[0]] = True
+            room[direct[0]] -= 1
+            return
+        w = int(np.flatnonzero(room > 0)[0])
+        for v in np.flatnonzero(~m[g]):
+            movable = np.flatnonzero(m[:, v] & ~m[:, w])
+            if len(movable):
+                h = movable[0]
+                m[h, v], m[h, w], m[g, v] = False, True, True
+                room[w] -= 1
+                return
+        raise AssertionError("a missing extra always finds a place by one swap")
 
 
 def excess(current: np.ndarray, target: np.ndarray) -> int:
