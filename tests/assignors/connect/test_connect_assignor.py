@@ -80,6 +80,21 @@ def test_a_new_worker_gets_load_and_only_what_must_move_is_revoked():
         assert spread(c.per_connector(connector).values()) <= 1
 
 
+def test_a_newcomer_to_a_wide_group_takes_only_its_share():
+    # Every connector has fewer tasks than there are workers: each worker runs one task of
+    # many connectors, and a newcomer must take its share without reshuffling the rest.
+    c = cluster({f"s{i:02d}": 5 for i in range(20)}, workers="abcdefghij")
+    c.round(0)
+    before = {m: w.tasks | w.connectors for m, w in c.workers.items()}
+    c.join("k")
+    result = c.round(1_000)
+    newcomer = c.workers["k"].tasks | c.workers["k"].connectors
+    assert len(c.workers["k"].tasks) == 9 and len(c.workers["k"].connectors) == 1
+    assert result.moved_units == len(newcomer)
+    for m, units in before.items():
+        assert c.workers[m].tasks | c.workers[m].connectors <= units
+
+
 def test_new_connectors_go_to_the_least_loaded_workers_without_moving_anything():
     c = cluster({"s1": 3}, workers="abc")
     c.round(0)
