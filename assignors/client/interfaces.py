@@ -214,7 +214,13 @@ class ConnectMemberAssignment(MemberAssignment):
 
 
 class ConnectAssignor(Assignor):
-    """A Connect worker's assignor: assigns connectors and (connector, task) pairs."""
+    """A Connect worker's assignor: assigns connectors and (connector, task) pairs.
+
+    Connect delays some rebalances (a departed worker's work is held for a while), and the
+    coordinator only rebalances when something changes; an implementation may therefore
+    accept ``metadata(now_ms=...)`` and set ``reason`` once a delay is over (see
+    :mod:`assignors.connect`).
+    """
 
     @abstractmethod
     def assign(self, group: ConnectGroup) -> Assignment: ...  # type: ignore[override]
