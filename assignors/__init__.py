@@ -2,8 +2,10 @@
 
 The bottom floor of Cohort: imports only the standard library and numpy. The coordinator
 adapts its group state into an :class:`AssignmentSpec` and asks an assignor from
-:data:`SERVER_ASSIGNORS` for the new target assignment. Client-side assignor interfaces
-live in :mod:`assignors.client`; the classic consumers' in :mod:`assignors.classic`.
+:data:`SERVER_ASSIGNORS` for the new target assignment. Client-side assignors live in
+:mod:`assignors.client` (interfaces, the version-range rule, a sticky consumer assignor),
+Connect's incremental cooperative assignor in :mod:`assignors.connect`, the classic
+leader's strategies in :mod:`assignors.classic`.
 """
 
 from assignors.server.range import RangeAssignor

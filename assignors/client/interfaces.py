@@ -1,16 +1,21 @@
-"""Client-side assignor interfaces (seed 004) and the coordinator's version-range rule.
+"""Client-side assignor interfaces (seed 004).
 
 With client-side assignment the coordinator does not compute the assignment: it picks
 one member to run the group's assignor, hands it the group state (PrepareAssignment) and
 installs what it returns (InstallAssignment). Consumers and Connect workers both do this,
 so the seed introduces one :class:`Assignor` interface with two children:
 :class:`PartitionAssignor` (units are topic partitions) and :class:`ConnectAssignor`
-(units are connectors and tasks). Only the shapes live here; concrete client assignors
-belong with the clients.
+(units are connectors and tasks). Only the shapes live here; the concrete assignors are
+:mod:`assignors.client.sticky` (consumers) and :mod:`assignors.connect` (Connect workers).
 
 Each assignor advertises a ``[minimum_version, maximum_version]`` range of the metadata
-format it speaks. :func:`select_by_version_range` is the coordinator's choice of the
-member that runs the assignment.
+format it speaks; the rule that picks the member running the assignment lives in
+:mod:`assignors.client.version_range` and is re-exported here under its old names.
+
+The shapes grew after the seed, always with defaults so older callers keep working:
+``GroupMember.maximum_version`` (the highest version the member reads, so the assignor can
+upgrade a member's metadata) and ``ConnectGroup.now_ms`` (the time, for Connect's delayed
+rebalances: an assignor never reads a clock).
 """
 
 from __future__ import annotations
@@ -18,6 +23,33 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+from assignors.client.version_range import (
+    VersionRange,
+    common_version_range,
+    select_by_version_range,
+)
+
+__all__ = [
+    "Assignment",
+    "Assignor",
+    "AssignorMetadata",
+    "ConnectAssignor",
+    "ConnectGroup",
+    "ConnectGroupMember",
+    "ConnectMemberAssignment",
+    "Group",
+    "GroupMember",
+    "MemberAssignment",
+    "PartitionAssignor",
+    "PartitionGroup",
+    "PartitionGroupMember",
+    "PartitionMemberAssignment",
+    "TopicMetadata",
+    "VersionRange",
+    "common_version_range",
+    "select_by_version_range",
+]
 
 
 @dataclass(frozen=True)
@@ -35,13 +67,24 @@ class AssignorMetadata:
 
 @dataclass(frozen=True)
 class GroupMember:
-    """A member as the chosen assignor sees it (common part of both flavours)."""
+    """A member as the chosen assignor sees it (common part of both flavours).
+
+    ``version`` is the version ``metadata`` is encoded in. ``maximum_version`` is the
+    highest version the member's assignor reads, when the coordinator knows it (``None``:
+    assume ``version``); it lets the assignor write newer metadata to a member that was
+    last served an older version.
+    """
 
     member_id: str
     instance_id: str | None = None
     reason: int = 0
     version: int = 0
     metadata: bytes = b""
+    maximum_version: int | None = None
+
+    def readable_version(self) -> int:
+        """The highest metadata version this member is known to read."""
+        return self.version if self.maximum_version is None else self.maximum_version
 
 
 @dataclass(frozen=True)
@@ -139,7 +182,12 @@ class PartitionAssignor(Assignor):
 
 @dataclass(frozen=True)
 class ConnectGroupMember(GroupMember):
-    """A Connect worker: the connectors and tasks it runs now."""
+    """A Connect worker and its connectors and tasks.
+
+    ``owned_*`` is the worker's current *target* (what PrepareAssignment reports, as for
+    consumers): what it runs, or will run once their previous owners revoked them. That is
+    what a sticky assignor keeps in place.
+    """
 
     owned_connectors: frozenset[str] = frozenset()
     owned_tasks: frozenset[tuple[str, int]] = frozenset()
@@ -147,8 +195,16 @@ class ConnectGroupMember(GroupMember):
 
 @dataclass(frozen=True)
 class ConnectGroup(Group):
+    """A Connect group as its assignor sees it.
+
+    ``connectors`` maps each configured connector to its task count (tasks ``0..n-1``).
+    ``now_ms`` is the assigning worker's wall-clock time in ms, for delayed rebalances;
+    ``None`` when the caller has no clock to offer (an assignor that needs one says so).
+    """
+
     members: tuple[ConnectGroupMember, ...]
     connectors: Mapping[str, int] = field(default_factory=dict)  # connector -> task count
+    now_ms: int | None = None
 
 
 @dataclass(frozen=True)
@@ -158,41 +214,13 @@ class ConnectMemberAssignment(MemberAssignment):
 
 
 class ConnectAssignor(Assignor):
-    """A Connect worker's assignor: assigns connectors and (connector, task) pairs."""
+    """A Connect worker's assignor: assigns connectors and (connector, task) pairs.
+
+    Connect delays some rebalances (a departed worker's work is held for a while), and the
+    coordinator only rebalances when something changes; an implementation may therefore
+    accept ``metadata(now_ms=...)`` and set ``reason`` once a delay is over (see
+    :mod:`assignors.connect`).
+    """
 
     @abstractmethod
     def assign(self, group: ConnectGroup) -> Assignment: ...  # type: ignore[override]
-
-
-# -- the coordinator's choice of assigning member ---------------------------------------
-
-
-def common_version_range(ranges: Mapping[str, tuple[int, int]]) -> tuple[int, int] | None:
-    """The versions every member supports, ``(low, high)``, or ``None`` if there are none.
-
-    Ranges pairwise overlapping is the same as a common version (intervals on a line).
-    """
-    if not ranges:
-        return None
-    low = max(lo for lo, _ in ranges.values())
-    high = min(hi for _, hi in ranges.values())
-    return (low, high) if low <= high else None
-
-
-def select_by_version_range(ranges: Mapping[str, tuple[int, int]]) -> str | None:
-    """The member (id) to run the client-side assignor, or ``None``: UNSUPPORTED_ASSIGNOR.
-
-    Seed 004: "the group coordinator must select a worker which is able to handle all the
-    supported versions" (A [1-5], B [3-4], C [2-4] -> A). Preference, ties to the smaller
-    member id: a member whose range covers every other member's; else, when all ranges
-    share a version, the widest range; ranges without a common version -> ``None``.
-    """
-    if common_version_range(ranges) is None:
-        return None
-    lowest = min(lo for lo, _ in ranges.values())
-    highest = max(hi for _, hi in ranges.values())
-    members = sorted(ranges)
-    covering = [m for m in members if ranges[m][0] <= lowest and ranges[m][1] >= highest]
-    if covering:
-        return covering[0]
-    return min(members, key=lambda m: (-(ranges[m][1] - ranges[m][0]), m))
