@@ -12,7 +12,7 @@ import ray
 from actors.tools.chaos import _read_timeline
 from actors.tools.invariants import check_exclusive_ownership
 from protocol import messages as m
-from tests.actors.ray_helpers import wait_whole
+from tests.actors.ray_helpers import eventually, wait_whole
 
 pytestmark = pytest.mark.ray
 
@@ -79,8 +79,12 @@ def test_rolling_upgrade_to_the_new_protocol_and_back_never_double_owns(cluster,
     for i in range(n):
         stop(i, leave=False)  # a static classic member just goes away
         handles[i] = new(i)
+        # The new process converts the group once the classic group is settled (a rebalance
+        # in progress is answered REBALANCE_IN_PROGRESS and retried); until then the classic
+        # members can own every partition between them, so wait for the conversion itself.
+        eventually(lambda: cluster.describe(group).error_code == 0, timeout_s=90)
         wait_whole(handles, parts)
-        assert cluster.list_groups(types=["consumer"]) and cluster.describe(group).error_code == 0
+        assert any(g.group_id == group for g in cluster.list_groups(types=["consumer"]))
     assert cluster.wait_stable(group, members=n).group_state == "stable"
     # Downgrade: each member leaves for a while (a static leave keeps its place) and restarts as
     # a classic consumer under its instance id; the last one converts the group back.
