@@ -28,6 +28,11 @@ def groups(cluster):
     the export: they are described again afterwards and must be equal)."""
     for topic, n in TOPICS.items():
         cluster.create_topic(topic, n)
+    # The export is compared with describes taken before and after it: the groups must not
+    # churn meanwhile, even when starting Spark starves the consumer actors of CPU for a few
+    # seconds, so their sessions are longer than the suite's 4 s.
+    for g in GROUPS:
+        cluster.set_group_config(g, consumer_session_timeout_ms=30_000)
     # No synthetic stream: the offsets are the ones this module commits, known in advance.
     hosts = [cluster.spawn_consumers(g, n, topics=topics, stream=False)
              for g, (n, topics) in GROUPS.items()]
