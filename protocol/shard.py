@@ -22,6 +22,7 @@ from protocol.classic.group import ClassicGroup
 from protocol.classic.rules import ClassicGroupRules
 from protocol.classic.timers import ClassicTimer
 from protocol.config import CoordinatorConfig, GroupConfig
+from protocol.connect.rules import ConnectGroupRules
 from protocol.consumer.group import ConsumerGroup
 from protocol.consumer.rules import Admitted, ConsumerGroupRules
 from protocol.consumer.timers import ConsumerTimer
@@ -94,6 +95,7 @@ class GroupCoordinatorShard:
         self.classic_members = ClassicMembersOfConsumerGroup(self)
         self.migration = Migration(self)
         self.offsets = OffsetRules(self)
+        self.connect = ConnectGroupRules(self)
         # timer key type -> the rules that own it
         self._timer_owners = (
             (ClassicTimer, self.classic),
