@@ -165,8 +165,15 @@ class ConnectClientAssignment:
                     Errors.INVALID_ASSIGNMENT, f"Member {entry.member_id} appears twice."
                 )
             seen_members.add(entry.member_id)
-            given = [(c, u.CONNECTOR) for c in entry.connectors_and_tasks.connectors] + [
-                (t.connector, t.task) for t in entry.connectors_and_tasks.tasks
+            named = entry.connectors_and_tasks
+            for t in named.tasks:
+                if t.task < 0:  # -1 would read as the connector itself
+                    raise CoordinatorError(
+                        Errors.INVALID_ASSIGNMENT,
+                        f"Task {t.connector}-{t.task} does not exist: task ids start at 0.",
+                    )
+            given = [(c, u.CONNECTOR) for c in named.connectors] + [
+                (t.connector, t.task) for t in named.tasks
             ]
             for unit in given:
                 self._check_unit(group, unit, seen)
