@@ -158,8 +158,35 @@ class Cluster:
     def topics(self) -> list:
         return _get(self._controller.topics.remote())
 
+    # ------------------------------------------------------------ Connect connectors
+
+    def create_connector(self, group_id: str, name: str, tasks: int) -> None:
+        """Add connector ``name`` running ``tasks`` tasks to Connect group ``group_id`` (the
+        controller stands in for Connect's config topic). Refusals: DUPLICATE_RESOURCE (name
+        taken), INVALID_CONFIG (tasks not in 1..1,000,000), INVALID_REQUEST (bad name),
+        INVALID_GROUP_ID, each as a ``CoordinatorError``."""
+        _get(self._controller.create_connector.remote(group_id, name, tasks))
+
+    def alter_connector(self, group_id: str, name: str, tasks: int) -> None:
+        """Change a connector's task count; RESOURCE_NOT_FOUND if it does not exist."""
+        _get(self._controller.alter_connector.remote(group_id, name, tasks))
+
+    def delete_connector(self, group_id: str, name: str) -> None:
+        """Remove a connector; RESOURCE_NOT_FOUND if it does not exist."""
+        _get(self._controller.delete_connector.remote(group_id, name))
+
+    def list_connectors(self, group_id: str) -> dict[str, int]:
+        """``{connector: task_count}`` of Connect group ``group_id``."""
+        return _get(self._controller.list_connectors.remote(group_id))
+
+    def describe_connect(self, group_id: str) -> m.ConnectDescribedGroup:
+        """The group's entry of ConnectGroupDescribe (``error_code`` set if it is unknown)."""
+        resp = self.call(m.ConnectGroupDescribeRequest(group_ids=[group_id]))
+        return resp.groups[0]
+
     def set_group_config(self, group_id: str, **overrides: int | None) -> None:
-        """Dynamic group config (``consumer_session_timeout_ms``, ``..._heartbeat_interval_ms``)."""
+        """Dynamic group config (``consumer_session_timeout_ms``, ``..._heartbeat_interval_ms``,
+        ``connect_scheduled_rebalance_max_delay_ms``)."""
         _get(self._controller.set_group_config.remote(group_id, **overrides))
 
     # ------------------------------------------------------------------ routing
@@ -301,7 +328,7 @@ class Cluster:
 
 
 def _error_of(resp: object) -> int:
-    if isinstance(resp, m.ConsumerGroupDescribeResponse):
+    if isinstance(resp, (m.ConsumerGroupDescribeResponse, m.ConnectGroupDescribeResponse)):
         codes = [g.error_code for g in resp.groups]
         return next((c for c in codes if c in RETRIABLE), Errors.NONE)
     return getattr(resp, "error_code", Errors.NONE)
