@@ -354,3 +354,16 @@ def test_leaving_drops_a_pending_assignment_job():
     bye = w.poll(1.0)
     assert isinstance(bye, m.ConnectGroupHeartbeatRequest) and bye.member_epoch == -1
     assert w.job == "idle"
+
+
+def test_a_reply_read_after_the_session_could_have_ended_is_not_trusted():
+    w = worker()
+    req = w.poll(0.0)
+    assert req.member_epoch == 0
+    w.on_response(0.0, reply(3, ["sink"], [("sink", 0)]))  # joined; now the ack goes out...
+    w.poll(0.0)
+    late = reply(3, ["sink"], [("sink", 0), ("sink", 1)])
+    w.on_response(SESSION_MS / 1000 + 0.5, late)  # ...and its reply is read too late
+    assert owned(w) == ([], []) and w.member_epoch == 0
+    assert w.timeline[-1]["event"] == "lost"
+    assert w.timeline[-1]["t"] == pytest.approx(SESSION_MS / 1000)
