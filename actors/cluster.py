@@ -294,6 +294,50 @@ class Cluster:
         self._clients.append(handle)
         return handle
 
+    def spawn_worker(self, group_id: str, protocol: str = "connect",
+                     instance_id: str | None = None, assignor_versions: tuple[int, int] = (1, 2),
+                     **options: Any):
+        """One ``num_cpus=0`` ``ConnectWorker`` actor: a Kafka Connect worker of Connect group
+        ``group_id`` running the synthetic work it is given.
+
+        ``protocol="connect"`` joins with ConnectGroupHeartbeat (seed 004), its client-side
+        incremental cooperative assignor speaking metadata versions ``assignor_versions``;
+        ``protocol="classic"`` joins with JoinGroup/SyncGroup (protocol type "connect",
+        ``connect_protocol="sessioned"`` by default, or ``compatible`` / ``eager``). The
+        assignor holds a departed worker's work for the group's
+        ``connect.scheduled.rebalance.max.delay.ms`` unless ``scheduled_rebalance_max_delay_ms``
+        is given. Other options: ``worker_id``, ``session_timeout_ms``,
+        ``rebalance_timeout_ms``, ``heartbeat_interval_ms`` (classic), ``timeline_path``,
+        ``records_per_s``. A static worker (``instance_id``) is a new-protocol feature:
+        classic Connect refuses static membership, so a classic worker does not send it.
+        """
+        from actors.clients.connect_worker import ConnectWorker
+
+        cfg = _get(self._controller.group_config.remote(group_id))
+        options.setdefault(
+            "scheduled_rebalance_max_delay_ms",
+            cfg.effective_scheduled_rebalance_max_delay_ms(self.config),
+        )
+        if protocol == "connect":
+            options.setdefault("session_timeout_ms", self.config.group_connect_session_timeout_ms)
+        elif protocol == "classic":
+            options.setdefault("session_timeout_ms", self._bounded_classic_session_ms(
+                self.config.group_connect_session_timeout_ms))
+            options.setdefault("heartbeat_interval_ms",
+                               self.config.group_connect_heartbeat_interval_ms)
+        else:
+            raise ValueError(f"unknown protocol {protocol!r}: 'connect' or 'classic'")
+        handle = ConnectWorker.options(namespace=NAMESPACE).remote(
+            group_id, self.num_partitions, protocol=protocol, instance_id=instance_id,
+            assignor_versions=tuple(assignor_versions), **options,
+        )
+        self._clients.append(handle)
+        return handle
+
+    def _bounded_classic_session_ms(self, wanted: int) -> int:
+        cfg = self.config
+        return min(max(wanted, cfg.group_min_session_timeout_ms), cfg.group_max_session_timeout_ms)
+
     def _classic_session_timeout_ms(self, group_id: str) -> int:
         """The consumer groups' session timeout, within the broker's classic bounds."""
         wanted = self._session_timeout_ms(group_id)
