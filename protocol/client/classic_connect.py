@@ -124,6 +124,7 @@ class ClassicConnectWorkerClient:
         self._held_since: float | None = None
         self._sync_assignments: list[m.SyncGroupRequestAssignment] = []
         self._config_offset = -1
+        self._config_stale = False  # the connectors changed since the leader last read them
         self._rejoin_at: float | None = None  # a scheduled rebalance (the leader's delay)
 
     # ------------------------------------------------------------------ what the caller sees
@@ -177,7 +178,12 @@ class ClassicConnectWorkerClient:
 
     def config_changed(self) -> None:
         """The connectors changed: the leader rejoins so the group rebalances (Kafka's
-        herder requests a rejoin when connectors are added, removed or reconfigured)."""
+        herder requests a rejoin when connectors are added, removed or reconfigured). A
+        change the leader may not have assigned with yet (it is between its JoinGroup reply
+        and its SyncGroup's) makes it rejoin once that round is done."""
+        if self._state in TERMINAL:
+            return
+        self._config_stale = True
         if self.is_leader and self._state == "stable":
             self._rejoin_at = -math.inf
 
@@ -300,6 +306,7 @@ class ClassicConnectWorkerClient:
             self._end(now_s, "revoked", self._work.owned)
         self._sync_assignments = []
         if self.is_leader:
+            self._config_stale = False  # read now: this round assigns the current connectors
             _, connectors = self.config()
             now_ms = round((now_s + self.wall_offset_s) * 1000)
             led = self.leader.lead(resp, self.url, self._config_offset, connectors, now_ms)
@@ -330,7 +337,9 @@ class ClassicConnectWorkerClient:
         self._work.assign(now_s, added, self.generation, self.member_id)
         self._state = "stable"
         self._due = now_s + self.heartbeat_interval_ms / 1000
-        if revoked and a.version >= 1:
+        if self._config_stale and self.is_leader:
+            self._rejoin_at = now_s  # the connectors changed after this round was computed
+        elif revoked and a.version >= 1:
             self._rejoin_at = now_s  # released work moves in the next round
         elif a.delay_ms > 0:
             self._rejoin_at = now_s + a.delay_ms / 1000

@@ -3,9 +3,13 @@ classic coordinator of a shard, a simulated clock and a network that routes held
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 
+import hypothesis.strategies as st
 import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
 from assignors.connect import IncrementalCooperativeAssignor
 from protocol import messages as m
@@ -251,3 +255,124 @@ def test_the_incremental_leader_never_hands_over_work_someone_still_runs():
     got2 = {a.member_id: decode_assignment(a.assignment) for a in led2.assignments}
     assert got2["w2"].assigned == got["w1"].revoked
     assert got2["w1"].revoked == Work()
+
+
+# ---------------------------------------------------------------------------- chaos
+
+MAX_CLASSIC_WORKERS = 5
+
+
+class ClassicConnectChaos(RuleBasedStateMachine):
+    """Classic Connect workers of mixed modes join, leave, die and stall while connectors
+    change; held JoinGroup and SyncGroup replies are read as soon as they are sent. No unit
+    ever runs on two live workers; once the changes stop, every unit runs once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sim = ClassicSim(CONNECTORS)
+        self.spawned = 0
+        self.stalled: set[str] = set()
+        self.reverse = False  # clients polled and held replies read in order, or the reverse
+        for _ in range(2):
+            self._spawn("sessioned")
+
+    def _spawn(self, mode: str) -> None:
+        self.sim.add(f"w{self.spawned}", mode=mode)
+        self.spawned += 1
+
+    def _pick(self, i: int) -> str:
+        names = sorted(self.sim.clients)
+        return names[i % len(names)]
+
+    @rule(mode=st.sampled_from(["sessioned", "sessioned", "compatible", "eager"]))
+    def new_worker(self, mode: str) -> None:
+        if len(self.sim.clients) < MAX_CLASSIC_WORKERS:
+            self._spawn(mode)
+
+    @rule(i=st.integers(0, MAX_CLASSIC_WORKERS - 1))
+    def leave(self, i: int) -> None:
+        if len(self.sim.clients) > 1:
+            self.sim.clients[self._pick(i)].leave()
+
+    @rule(i=st.integers(0, MAX_CLASSIC_WORKERS - 1))
+    def kill(self, i: int) -> None:
+        if len(self.sim.clients) > 1:
+            name = self._pick(i)
+            del self.sim.clients[name]
+            self.sim.sent.pop(name, None)
+
+    @rule(i=st.integers(0, MAX_CLASSIC_WORKERS - 1))
+    def stall(self, i: int) -> None:
+        self.stalled.add(self._pick(i))
+
+    @rule()
+    def resume(self) -> None:
+        self.stalled.clear()
+
+    @rule()
+    def flip_reply_order(self) -> None:
+        self.reverse = not self.reverse
+
+    @rule(k=st.integers(0, 2))
+    def change_connectors(self, k: int) -> None:
+        self.sim.set_connectors([CONNECTORS, {"sink": 5}, {"sink": 1, "other": 3}][k])
+
+    @rule(ms=st.sampled_from([50, 200, 1_000, 3_500]))
+    def advance(self, ms: int) -> None:
+        end = self.sim.now_ms + ms
+        while self.sim.now_ms < end:
+            self._step()
+            self.sim.now_ms = min(end, self.sim.now_ms + 50)
+
+    def _step(self) -> None:
+        clients = list(self.sim.clients.items())
+        for name, c in clients[::-1] if self.reverse else clients:
+            if name in self.stalled:
+                continue
+            for _ in range(20):
+                if name in self.sim.sent or name not in self.sim.clients:
+                    break
+                req = c.poll(self.sim.now)
+                if req is None:
+                    break
+                self.sim.sent[name] = req
+                self._apply(self.sim.shard.handle(req))
+        self._apply(self.sim.shard.tick(self.sim.now_ms))
+
+    def _apply(self, result) -> None:
+        replies = result.replies[::-1] if self.reverse else result.replies
+        for request, reply in replies:
+            name = next((n for n, r in self.sim.sent.items() if r is request), None)
+            if name is None or name not in self.sim.clients:
+                continue
+            del self.sim.sent[name]
+            self.sim.clients[name].on_response(self.sim.now, reply)
+            self.check()
+
+    @invariant()
+    def check(self) -> None:
+        now = self.sim.now
+        seen: Counter = Counter()
+        for c in self.sim.clients.values():
+            deadline = c.ownership_deadline
+            if deadline is not None and now >= deadline:
+                continue  # the coordinator may have removed it; its next call records it
+            seen.update(units(c))
+        assert not [u for u, n in seen.items() if n > 1], seen
+
+    def teardown(self) -> None:
+        if sys.exc_info()[0] is not None:
+            return
+        self.stalled.clear()
+        self.sim.run(500)  # leaves in progress finish
+        self.sim.clients = {n: c for n, c in self.sim.clients.items() if c.state != "stopped"}
+        if self.sim.clients:
+            self.sim.settle(limit_ms=30_000)
+
+
+def test_random_classic_connect_histories_keep_work_exclusive_and_converge():
+    run_state_machine_as_test(
+        ClassicConnectChaos,
+        settings=settings(max_examples=60, stateful_step_count=30, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow]),
+    )
