@@ -118,3 +118,18 @@ def test_consumers_with_a_client_side_assignor_converge(cluster):
     described = cluster.wait_stable(group, members=3)
     assert described.assignor_name == "sticky"
     ray.get([c.stop.remote(leave=True) for c in consumers])
+
+
+def test_workers_finish_a_rebalance_after_their_coordinator_is_killed(cluster):
+    group = "cw-failover"
+    cluster.create_connector(group, "sink", tasks=6)
+    workers = [cluster.spawn_worker(group) for _ in range(2)]
+    eventually(lambda: converged(cluster, group, workers))
+    workers.append(cluster.spawn_worker(group))
+    cluster.kill_partition(cluster.partition_for(group))
+    eventually(lambda: converged(cluster, group, workers), timeout_s=90)
+    eventually(lambda: stable(cluster, group, 3), timeout_s=60)
+    tasks = sorted(len(a["tasks"]) for a in ray.get([w.assignment.remote() for w in workers]))
+    assert tasks == [2, 2, 2]
+    no_double_running(workers)
+    ray.get([w.stop.remote(leave=True) for w in workers])
