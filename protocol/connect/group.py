@@ -149,8 +149,14 @@ class ConnectGroup:
         return STABLE
 
     def assignor(self, default_assignor: str) -> AssignorChoice:
+        """The group's assignor (``assignor_choice``). Workers whose client-side ranges share
+        no version (possible once a worker that bridged them left) cannot compute: the
+        coordinator's own assignor serves the group until they can."""
         if self._assignor is None:
-            self._assignor = choose_assignor(self.members.values(), default_assignor)
+            choice = choose_assignor(self.members.values(), default_assignor)
+            if choice.client_side and choice.chosen_member_id is None:
+                choice = AssignorChoice(default_assignor, client_side=False)
+            self._assignor = choice
         return self._assignor
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from protocol import messages as m
+from protocol.assignor_choice import choose_assignor
 from protocol.connect import units as u
 from protocol.connect.changes import apply_request, assignment_changed, bump_reason
 from protocol.connect.client_assignment import ConnectClientAssignment
@@ -227,11 +228,10 @@ class ConnectGroupRules:
         """UNSUPPORTED_ASSIGNOR when the worker's version range cannot meet the group's."""
         if not member.uses_client_assignors:
             return
-        probe = ConnectGroup(group.group_id if group is not None else "")
-        probe.members = dict(group.members) if group is not None else {}
-        probe.members.pop(replacing or "", None)
-        probe.members[member.member_id] = member
-        choice = probe.assignor(self.ctx.config.default_connect_assignor)
+        members = dict(group.members) if group is not None else {}
+        members.pop(replacing or "", None)
+        members[member.member_id] = member
+        choice = choose_assignor(members.values(), self.ctx.config.default_connect_assignor)
         if choice.client_side and choice.version_range is None:
             raise CoordinatorError(
                 Errors.UNSUPPORTED_ASSIGNOR,

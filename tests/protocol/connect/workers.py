@@ -117,10 +117,49 @@ def compute(
     ).response
     assert prep.error_code == Errors.NONE, prep
     own = worker.assignors[0]
+    install = install_request(
+        prep, worker.member_id, worker.epoch, (own.minimum_version, own.maximum_version), now_ms
+    )
+    if group_epoch is not None:
+        install.group_epoch = group_epoch
+    return shard.handle(install).response
+
+
+def compute_with(
+    shard: GroupCoordinatorShard,
+    member_id: str,
+    epoch: int,
+    versions: tuple[int, int],
+    max_delay_ms: int = 300_000,
+) -> list:
+    """``compute`` for a worker known by id alone; any refusal is fine (it may no longer be
+    the chosen one). Returns the records written."""
+    prep_result = shard.handle(m.ConnectGroupPrepareAssignmentRequest(GROUP, member_id, epoch))
+    prep = prep_result.response
+    if prep.error_code != Errors.NONE:
+        assert not prep_result.records
+        return []
+    install = install_request(prep, member_id, epoch, versions, shard.now_ms, max_delay_ms)
+    result = shard.handle(install)
+    assert result.response.error_code in (Errors.NONE, Errors.INVALID_ASSIGNMENT), result.response
+    return result.records
+
+
+def install_request(
+    prep: m.ConnectGroupPrepareAssignmentResponse,
+    member_id: str,
+    epoch: int,
+    versions: tuple[int, int],
+    now_ms: int,
+    max_delay_ms: int = 300_000,
+) -> m.ConnectGroupInstallAssignmentRequest:
+    """What the connect assignor, fed a Prepare reply, asks the coordinator to install."""
     # The real assignor reads versions 1-2; wider nominal ranges (the seed's [1-5]) map onto it.
-    lo = min(max(own.minimum_version, MIN_VERSION), MAX_VERSION)
-    hi = max(lo, min(own.maximum_version, MAX_VERSION))
-    assignor = IncrementalCooperativeAssignor(minimum_version=lo, maximum_version=hi)
+    lo = min(max(versions[0], MIN_VERSION), MAX_VERSION)
+    hi = max(lo, min(versions[1], MAX_VERSION))
+    assignor = IncrementalCooperativeAssignor(
+        max_delay_ms, minimum_version=lo, maximum_version=hi
+    )
     members = tuple(
         ConnectGroupMember(
             member_id=p.member_id,
@@ -140,11 +179,11 @@ def compute(
         now_ms=now_ms,
     )
     result = assignor.assign(group)
-    install = m.ConnectGroupInstallAssignmentRequest(
-        worker.group_id,
-        worker.member_id,
-        worker.epoch,
-        prep.group_epoch if group_epoch is None else group_epoch,
+    return m.ConnectGroupInstallAssignmentRequest(
+        prep.group_id,
+        member_id,
+        epoch,
+        prep.group_epoch,
         members=[
             m.ConnectInstallAssignmentMember(
                 a.member_id,
@@ -156,7 +195,6 @@ def compute(
             for a in result.members
         ],
     )
-    return shard.handle(install).response
 
 
 def settle(workers: list[Worker], rounds: int = 12, now_ms: int = 0) -> None:
