@@ -158,8 +158,35 @@ class Cluster:
     def topics(self) -> list:
         return _get(self._controller.topics.remote())
 
+    # ------------------------------------------------------------ Connect connectors
+
+    def create_connector(self, group_id: str, name: str, tasks: int) -> None:
+        """Add connector ``name`` running ``tasks`` tasks to Connect group ``group_id`` (the
+        controller stands in for Connect's config topic). Refusals: DUPLICATE_RESOURCE (name
+        taken), INVALID_CONFIG (tasks not in 1..1,000,000), INVALID_REQUEST (bad name),
+        INVALID_GROUP_ID, each as a ``CoordinatorError``."""
+        _get(self._controller.create_connector.remote(group_id, name, tasks))
+
+    def alter_connector(self, group_id: str, name: str, tasks: int) -> None:
+        """Change a connector's task count; RESOURCE_NOT_FOUND if it does not exist."""
+        _get(self._controller.alter_connector.remote(group_id, name, tasks))
+
+    def delete_connector(self, group_id: str, name: str) -> None:
+        """Remove a connector; RESOURCE_NOT_FOUND if it does not exist."""
+        _get(self._controller.delete_connector.remote(group_id, name))
+
+    def list_connectors(self, group_id: str) -> dict[str, int]:
+        """``{connector: task_count}`` of Connect group ``group_id``."""
+        return _get(self._controller.list_connectors.remote(group_id))
+
+    def describe_connect(self, group_id: str) -> m.ConnectDescribedGroup:
+        """The group's entry of ConnectGroupDescribe (``error_code`` set if it is unknown)."""
+        resp = self.call(m.ConnectGroupDescribeRequest(group_ids=[group_id]))
+        return resp.groups[0]
+
     def set_group_config(self, group_id: str, **overrides: int | None) -> None:
-        """Dynamic group config (``consumer_session_timeout_ms``, ``..._heartbeat_interval_ms``)."""
+        """Dynamic group config (``consumer_session_timeout_ms``, ``..._heartbeat_interval_ms``,
+        ``connect_scheduled_rebalance_max_delay_ms``)."""
         _get(self._controller.set_group_config.remote(group_id, **overrides))
 
     # ------------------------------------------------------------------ routing
@@ -267,6 +294,50 @@ class Cluster:
         self._clients.append(handle)
         return handle
 
+    def spawn_worker(self, group_id: str, protocol: str = "connect",
+                     instance_id: str | None = None, assignor_versions: tuple[int, int] = (1, 2),
+                     **options: Any):
+        """One ``num_cpus=0`` ``ConnectWorker`` actor: a Kafka Connect worker of Connect group
+        ``group_id`` running the synthetic work it is given.
+
+        ``protocol="connect"`` joins with ConnectGroupHeartbeat (seed 004), its client-side
+        incremental cooperative assignor speaking metadata versions ``assignor_versions``;
+        ``protocol="classic"`` joins with JoinGroup/SyncGroup (protocol type "connect",
+        ``connect_protocol="sessioned"`` by default, or ``compatible`` / ``eager``). The
+        assignor holds a departed worker's work for the group's
+        ``connect.scheduled.rebalance.max.delay.ms`` unless ``scheduled_rebalance_max_delay_ms``
+        is given. Other options: ``worker_id``, ``session_timeout_ms``,
+        ``rebalance_timeout_ms``, ``heartbeat_interval_ms`` (classic), ``timeline_path``,
+        ``records_per_s``. A static worker (``instance_id``) is a new-protocol feature:
+        classic Connect refuses static membership, so a classic worker does not send it.
+        """
+        from actors.clients.connect_worker import ConnectWorker
+
+        cfg = _get(self._controller.group_config.remote(group_id))
+        options.setdefault(
+            "scheduled_rebalance_max_delay_ms",
+            cfg.effective_scheduled_rebalance_max_delay_ms(self.config),
+        )
+        if protocol == "connect":
+            options.setdefault("session_timeout_ms", self.config.group_connect_session_timeout_ms)
+        elif protocol == "classic":
+            options.setdefault("session_timeout_ms", self._bounded_classic_session_ms(
+                self.config.group_connect_session_timeout_ms))
+            options.setdefault("heartbeat_interval_ms",
+                               self.config.group_connect_heartbeat_interval_ms)
+        else:
+            raise ValueError(f"unknown protocol {protocol!r}: 'connect' or 'classic'")
+        handle = ConnectWorker.options(namespace=NAMESPACE).remote(
+            group_id, self.num_partitions, protocol=protocol, instance_id=instance_id,
+            assignor_versions=tuple(assignor_versions), **options,
+        )
+        self._clients.append(handle)
+        return handle
+
+    def _bounded_classic_session_ms(self, wanted: int) -> int:
+        cfg = self.config
+        return min(max(wanted, cfg.group_min_session_timeout_ms), cfg.group_max_session_timeout_ms)
+
     def _classic_session_timeout_ms(self, group_id: str) -> int:
         """The consumer groups' session timeout, within the broker's classic bounds."""
         wanted = self._session_timeout_ms(group_id)
@@ -301,7 +372,7 @@ class Cluster:
 
 
 def _error_of(resp: object) -> int:
-    if isinstance(resp, m.ConsumerGroupDescribeResponse):
+    if isinstance(resp, (m.ConsumerGroupDescribeResponse, m.ConnectGroupDescribeResponse)):
         codes = [g.error_code for g in resp.groups]
         return next((c for c in codes if c in RETRIABLE), Errors.NONE)
     return getattr(resp, "error_code", Errors.NONE)

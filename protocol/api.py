@@ -35,7 +35,7 @@ class Api:
     request: type
     response: type
     # Kafka's ApiKeys id; None for Cohort's requests that Kafka never shipped (seed 000's
-    # PrepareAssignment / InstallAssignment).
+    # PrepareAssignment / InstallAssignment, seed 004's Connect requests).
     api_key: int | None
     # The request field naming its groups; None when it names none (ListGroups).
     group_ids_field: str | None
@@ -52,6 +52,11 @@ _ROWS = (
         PerGroupReply("groups", m.DescribedGroup)),
     Api(m.ConsumerGroupPrepareAssignmentRequest,  m.ConsumerGroupPrepareAssignmentResponse,  None, "group_id",     prepare_assignment),
     Api(m.ConsumerGroupInstallAssignmentRequest,  m.ConsumerGroupInstallAssignmentResponse,  None, "group_id",     install_assignment),
+    Api(m.ConnectGroupHeartbeatRequest,           m.ConnectGroupHeartbeatResponse,           None, "group_id",     lambda s, r: s.connect.heartbeat(r)),
+    Api(m.ConnectGroupPrepareAssignmentRequest,   m.ConnectGroupPrepareAssignmentResponse,   None, "group_id",     lambda s, r: s.connect.prepare_assignment(r)),
+    Api(m.ConnectGroupInstallAssignmentRequest,   m.ConnectGroupInstallAssignmentResponse,   None, "group_id",     lambda s, r: s.connect.install_assignment(r)),
+    Api(m.ConnectGroupDescribeRequest,            m.ConnectGroupDescribeResponse,            None, "group_ids",    lambda s, r: s.connect.describe(r),
+        PerGroupReply("groups", m.ConnectDescribedGroup)),
     Api(m.ListGroupsRequest,                      m.ListGroupsResponse,                      16,  None,           list_groups),
     Api(m.JoinGroupRequest,                       m.JoinGroupResponse,                       11,  "group_id",     lambda s, r: s.classic.join(r)),
     Api(m.SyncGroupRequest,                       m.SyncGroupResponse,                       14,  "group_id",     lambda s, r: s.classic.sync(r)),

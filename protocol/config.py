@@ -10,6 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from assignors import SERVER_ASSIGNORS
+from assignors.connect import DEFAULT_MAX_DELAY_MS
+from assignors.connect import NAME as CONNECT_ASSIGNOR
+
+# The server-side assignors a Connect group may name (seed 004: "ServerAssignor must be
+# supported by the server"): the incremental cooperative one, run by the coordinator.
+CONNECT_SERVER_ASSIGNORS: tuple[str, ...] = (CONNECT_ASSIGNOR,)
 
 INT32_MAX = 2**31 - 1
 
@@ -33,6 +39,17 @@ class CoordinatorConfig:
     group_max_session_timeout_ms: int = 1_800_000
     # Online migration between the protocols: disabled | upgrade | downgrade | bidirectional.
     group_consumer_migration_policy: str = "bidirectional"
+    # Connect worker groups (seed 004). Kafka never shipped them; the keys follow its
+    # group.<type>.* pattern and the defaults are Kafka Connect's (session.timeout.ms 10 s,
+    # heartbeat.interval.ms 3 s, scheduled.rebalance.max.delay.ms 5 min).
+    group_connect_session_timeout_ms: int = 10_000
+    group_connect_heartbeat_interval_ms: int = 3_000
+    group_connect_max_size: int = INT32_MAX
+    # The first is the default server assignor.
+    group_connect_assignors: tuple[str, ...] = CONNECT_SERVER_ASSIGNORS
+    # How long the coordinator's connect assignor holds a departed worker's work for its
+    # return (Connect's scheduled.rebalance.max.delay.ms; 0: reassigned at once).
+    group_connect_scheduled_rebalance_max_delay_ms: int = DEFAULT_MAX_DELAY_MS
     # Offsets
     offsets_retention_minutes: int = 7 * 24 * 60
     offsets_retention_check_interval_ms: int = 600_000
@@ -46,7 +63,20 @@ class CoordinatorConfig:
         unknown = set(self.group_consumer_assignors) - set(SERVER_ASSIGNORS)
         if unknown:
             raise ValueError(f"unknown server assignors {sorted(unknown)}")
-        if self.group_max_size < 1 or self.group_consumer_max_size < 1:
+        if not self.group_connect_assignors:
+            raise ValueError("group_connect_assignors needs at least one assignor")
+        unknown = set(self.group_connect_assignors) - set(CONNECT_SERVER_ASSIGNORS)
+        if unknown:
+            raise ValueError(f"unknown connect server assignors {sorted(unknown)}")
+        if self.group_connect_scheduled_rebalance_max_delay_ms < 0:
+            raise ValueError("group_connect_scheduled_rebalance_max_delay_ms must be >= 0")
+        if self.group_connect_heartbeat_interval_ms >= self.group_connect_session_timeout_ms:
+            raise ValueError("the connect heartbeat interval must be below its session timeout")
+        if (
+            self.group_max_size < 1
+            or self.group_consumer_max_size < 1
+            or self.group_connect_max_size < 1
+        ):
             raise ValueError("group sizes must be at least 1 (Kafka's lower bound)")
         if self.group_consumer_migration_policy not in (
             "disabled",
@@ -64,6 +94,10 @@ class CoordinatorConfig:
     def default_server_assignor(self) -> str:
         return self.group_consumer_assignors[0]
 
+    @property
+    def default_connect_assignor(self) -> str:
+        return self.group_connect_assignors[0]
+
 
 @dataclass(frozen=True)
 class GroupConfig:
@@ -71,6 +105,9 @@ class GroupConfig:
 
     consumer_session_timeout_ms: int | None = None
     consumer_heartbeat_interval_ms: int | None = None
+    # A Connect group's scheduled.rebalance.max.delay.ms (Cohort's group config key
+    # ``connect.scheduled.rebalance.max.delay.ms``).
+    connect_scheduled_rebalance_max_delay_ms: int | None = None
 
     def effective_session_timeout_ms(self, broker: CoordinatorConfig) -> int:
         """The group's session timeout: its override when set (any value, 0 included, since
@@ -82,3 +119,10 @@ class GroupConfig:
         """The group's heartbeat interval, by the same rule as the session timeout."""
         override = self.consumer_heartbeat_interval_ms
         return override if override is not None else broker.group_consumer_heartbeat_interval_ms
+
+    def effective_scheduled_rebalance_max_delay_ms(self, broker: CoordinatorConfig) -> int:
+        """A Connect group's scheduled rebalance delay, by the same rule."""
+        override = self.connect_scheduled_rebalance_max_delay_ms
+        if override is not None:
+            return override
+        return broker.group_connect_scheduled_rebalance_max_delay_ms

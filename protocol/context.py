@@ -13,6 +13,7 @@ from typing import Protocol
 from protocol import messages as m
 from protocol.classic.group import ClassicGroup
 from protocol.config import CoordinatorConfig, GroupConfig
+from protocol.connect.group import ConnectGroup
 from protocol.consumer.group import ConsumerGroup
 from protocol.consumer.member import ConsumerGroupMember
 from protocol.history import RebalanceHistory
@@ -63,17 +64,26 @@ class MigrationPort(Protocol):
     def maybe_downgrade(self, group: ConsumerGroup) -> bool: ...
 
 
+class ConnectPort(Protocol):
+    """What other group types' requests ask of the Connect rules (DescribeGroups)."""
+
+    def describe_classic(
+        self, group: ConnectGroup, history: list
+    ) -> m.DescribeGroupsResponseGroup: ...
+
+
 class ShardContext(Protocol):
     config: CoordinatorConfig
     image: MetadataImage
     now_ms: int
     timers: Timers
-    groups: dict[str, ConsumerGroup | ClassicGroup]
+    groups: dict[str, ConsumerGroup | ClassicGroup | ConnectGroup]
     history: RebalanceHistory  # why each group rebalanced; outlives group objects
     consumer: ConsumerMembersPort
     classic: ClassicJoinPort
     classic_members: ClassicMembersPort
     migration: MigrationPort
+    connect: ConnectPort
 
     def emit(self, record: Record) -> None:
         """Apply the record to memory at once and queue it for the log."""

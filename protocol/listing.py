@@ -1,4 +1,5 @@
-"""ListGroups: every group a partition hosts, of any type, filtered by state and type."""
+"""ListGroups: every group a partition hosts, of any type (``consumer``, ``classic``,
+``connect``), filtered by state and type."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from protocol.errors import CoordinatorError, Errors
 from protocol.group_states import ALL_STATES, state_key
 from protocol.validation import check_types
 
-GROUP_TYPES = ("consumer", "classic")
+GROUP_TYPES = ("consumer", "classic", "connect")
 
 
 def list_groups(ctx: ShardContext, req: m.ListGroupsRequest) -> m.ListGroupsResponse:

@@ -1,9 +1,9 @@
 """Every request and response Cohort speaks, as dataclasses mirroring the seeds' JSON schemas.
 
 Each group type's messages live in its own room (``consumer/messages``, ``classic/messages``,
-``offsets/messages``); this module re-exports all of them, so ``from protocol import messages
-as m`` reaches every one, and holds the few that belong to no single room (ListGroups, the
-fallback reply). Topic ids are strings (Kafka's are UUIDs).
+``connect/messages``, ``offsets/messages``); this module re-exports all of them, so ``from
+protocol import messages as m`` reaches every one, and holds the few that belong to no single
+room (ListGroups, the fallback reply). Topic ids are strings (Kafka's are UUIDs).
 """
 
 from __future__ import annotations
@@ -29,6 +29,24 @@ from protocol.classic.messages import (  # noqa: F401
     SyncGroupRequest,
     SyncGroupRequestAssignment,
     SyncGroupResponse,
+)
+from protocol.connect.messages import (  # noqa: F401
+    ConnectDescribedGroup,
+    ConnectDescribedMember,
+    ConnectGroupAssignment,
+    ConnectGroupDescribeRequest,
+    ConnectGroupDescribeResponse,
+    ConnectGroupHeartbeatRequest,
+    ConnectGroupHeartbeatResponse,
+    ConnectGroupInstallAssignmentRequest,
+    ConnectGroupInstallAssignmentResponse,
+    ConnectGroupPrepareAssignmentRequest,
+    ConnectGroupPrepareAssignmentResponse,
+    ConnectInstallAssignmentMember,
+    ConnectorsAndTasks,
+    ConnectorTaskId,
+    ConnectorTasks,
+    ConnectPrepareAssignmentMember,
 )
 from protocol.consumer.messages import (  # noqa: F401
     Assignor,

@@ -1,8 +1,10 @@
-"""The cluster's topic metadata as the coordinator sees it: an immutable image.
+"""The cluster's topic and connector metadata as the coordinator sees it: an immutable image.
 
-The controller owns topics; a partition actor receives a new ``MetadataImage`` whenever one
-changes and hands it to the shard, which compares each group's subscribed slice with what it
-recorded (the partition metadata record) to decide on an epoch bump.
+The controller owns topics and, for Connect groups, the connectors of each Connect cluster
+(Cohort's stand-in for Connect's config topic); a partition actor receives a new
+``MetadataImage`` whenever one changes and hands it to the shard, which compares each group's
+slice with what it recorded (the partition metadata record, a Connect group's connectors) to
+decide on an epoch bump.
 """
 
 from __future__ import annotations
@@ -37,10 +39,27 @@ class TopicMetadata:
         return zlib.crc32(text.encode())
 
 
-class MetadataImage:
-    """Topics by id and by name. Immutable once built."""
+@dataclass(frozen=True)
+class ConnectorMetadata:
+    """A connector of a Connect cluster (``group_id``) and its task count (tasks 0..n-1)."""
 
-    def __init__(self, topics: Iterable[TopicMetadata] = ()) -> None:
+    group_id: str
+    name: str
+    task_count: int
+
+    def __post_init__(self) -> None:
+        if self.task_count < 0:
+            raise ValueError("task_count must be >= 0")
+
+
+class MetadataImage:
+    """Topics by id and by name, connectors by Connect group. Immutable once built."""
+
+    def __init__(
+        self,
+        topics: Iterable[TopicMetadata] = (),
+        connectors: Iterable[ConnectorMetadata] = (),
+    ) -> None:
         self._by_id: dict[str, TopicMetadata] = {}
         self._by_name: dict[str, TopicMetadata] = {}
         for t in topics:
@@ -48,6 +67,23 @@ class MetadataImage:
                 raise ValueError(f"duplicate topic {t.name!r} / {t.topic_id!r}")
             self._by_id[t.topic_id] = t
             self._by_name[t.name] = t
+        self._connectors: dict[str, dict[str, int]] = {}
+        for c in connectors:
+            of_group = self._connectors.setdefault(c.group_id, {})
+            if c.name in of_group:
+                raise ValueError(f"duplicate connector {c.name!r} in {c.group_id!r}")
+            of_group[c.name] = c.task_count
+
+    def connectors_of(self, group_id: str) -> dict[str, int]:
+        """The connectors of Connect group ``group_id``: ``{name: task_count}`` (a copy)."""
+        return dict(self._connectors.get(group_id, {}))
+
+    def connectors(self) -> list[ConnectorMetadata]:
+        return [
+            ConnectorMetadata(group_id, name, count)
+            for group_id, of_group in self._connectors.items()
+            for name, count in of_group.items()
+        ]
 
     def topic(self, topic_id: str) -> TopicMetadata | None:
         return self._by_id.get(topic_id)
@@ -72,7 +108,13 @@ class MetadataImage:
         return out
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, MetadataImage) and self._by_id == other._by_id
+        return (
+            isinstance(other, MetadataImage)
+            and self._by_id == other._by_id
+            and self._connectors == other._connectors
+        )
 
     def __repr__(self) -> str:
-        return f"MetadataImage({list(self._by_id.values())!r})"
+        if not self._connectors:
+            return f"MetadataImage({list(self._by_id.values())!r})"
+        return f"MetadataImage({list(self._by_id.values())!r}, connectors={self.connectors()!r})"

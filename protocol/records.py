@@ -237,6 +237,98 @@ class GroupRebalanceHistoryValue:
     causes: tuple[RebalanceCauseEntry, ...] = ()
 
 
+# ------------------------------------------------------------------ connect group (seed 004)
+# Cohort's own record types (Kafka never shipped a ``connect`` group type), numbered in
+# Cohort's range next to the rebalance history. A Connect group's units are connectors and
+# tasks: connectors are a sorted tuple of names, tasks a ``{connector: (task ids...)}`` map
+# (the partition-map shape, so equal assignments encode to equal bytes).
+
+TaskMap = dict[str, tuple[int, ...]]
+
+
+@dataclass(frozen=True)
+class ConnectorEntry:
+    name: str
+    task_count: int
+
+
+@dataclass(frozen=True)
+class ConnectGroupMetadataKey:
+    TYPE: ClassVar[int] = 101
+    group_id: str
+
+
+@dataclass(frozen=True)
+class ConnectGroupMetadataValue:
+    """The group epoch, and the group's connectors as of that epoch (what the metadata image
+    said when the epoch was bumped: a later image that differs bumps it again)."""
+
+    epoch: int
+    connectors: tuple[ConnectorEntry, ...] = ()
+
+
+@dataclass(frozen=True)
+class ConnectGroupMemberMetadataKey:
+    TYPE: ClassVar[int] = 102
+    group_id: str
+    member_id: str
+
+
+@dataclass(frozen=True)
+class ConnectGroupMemberMetadataValue:
+    instance_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    server_assignor: str | None = None
+    client_assignors: tuple[ClientAssignorEntry, ...] = ()
+    rebalance_timeout_ms: int = -1
+
+
+@dataclass(frozen=True)
+class ConnectGroupTargetAssignmentMetadataKey:
+    TYPE: ClassVar[int] = 103
+    group_id: str
+
+
+@dataclass(frozen=True)
+class ConnectGroupTargetAssignmentMetadataValue:
+    assignment_epoch: int
+
+
+@dataclass(frozen=True)
+class ConnectGroupTargetAssignmentMemberKey:
+    TYPE: ClassVar[int] = 104
+    group_id: str
+    member_id: str
+
+
+@dataclass(frozen=True)
+class ConnectGroupTargetAssignmentMemberValue:
+    connectors: tuple[str, ...] = ()
+    tasks: TaskMap = field(default_factory=dict)
+    error: int = 0
+    metadata_version: int = 0
+    metadata_bytes: bytes = b""
+
+
+@dataclass(frozen=True)
+class ConnectGroupCurrentMemberAssignmentKey:
+    TYPE: ClassVar[int] = 105
+    group_id: str
+    member_id: str
+
+
+@dataclass(frozen=True)
+class ConnectGroupCurrentMemberAssignmentValue:
+    member_epoch: int
+    previous_member_epoch: int
+    state: int
+    connectors: tuple[str, ...] = ()
+    tasks: TaskMap = field(default_factory=dict)
+    connectors_pending_revocation: tuple[str, ...] = ()
+    tasks_pending_revocation: TaskMap = field(default_factory=dict)
+
+
 # key class -> value class; the codec's registry.
 RECORD_SCHEMAS: dict[type, type] = {
     ConsumerGroupMetadataKey: ConsumerGroupMetadataValue,
@@ -248,6 +340,11 @@ RECORD_SCHEMAS: dict[type, type] = {
     OffsetCommitKey: OffsetCommitValue,
     GroupMetadataKey: GroupMetadataValue,
     GroupRebalanceHistoryKey: GroupRebalanceHistoryValue,
+    ConnectGroupMetadataKey: ConnectGroupMetadataValue,
+    ConnectGroupMemberMetadataKey: ConnectGroupMemberMetadataValue,
+    ConnectGroupTargetAssignmentMetadataKey: ConnectGroupTargetAssignmentMetadataValue,
+    ConnectGroupTargetAssignmentMemberKey: ConnectGroupTargetAssignmentMemberValue,
+    ConnectGroupCurrentMemberAssignmentKey: ConnectGroupCurrentMemberAssignmentValue,
 }
 
 # A consumer group's metadata tombstone deletes the whole consumer group: every record of
@@ -265,3 +362,21 @@ CONSUMER_GROUP_TYPES = frozenset(
         ConsumerGroupCurrentMemberAssignmentKey,
     )
 )
+
+# The same for a Connect group: its metadata tombstone deletes every record of these types.
+CONNECT_GROUP_TYPES = frozenset(
+    k.TYPE
+    for k in (
+        ConnectGroupMetadataKey,
+        ConnectGroupMemberMetadataKey,
+        ConnectGroupTargetAssignmentMetadataKey,
+        ConnectGroupTargetAssignmentMemberKey,
+        ConnectGroupCurrentMemberAssignmentKey,
+    )
+)
+
+# group metadata record type -> the record types its tombstone takes with it (compaction).
+GROUP_TOMBSTONE_SCOPE: dict[int, frozenset[int]] = {
+    ConsumerGroupMetadataKey.TYPE: CONSUMER_GROUP_TYPES,
+    ConnectGroupMetadataKey.TYPE: CONNECT_GROUP_TYPES,
+}

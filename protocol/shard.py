@@ -22,6 +22,9 @@ from protocol.classic.group import ClassicGroup
 from protocol.classic.rules import ClassicGroupRules
 from protocol.classic.timers import ClassicTimer
 from protocol.config import CoordinatorConfig, GroupConfig
+from protocol.connect.group import ConnectGroup
+from protocol.connect.rules import ConnectGroupRules
+from protocol.connect.timers import ConnectTimer
 from protocol.consumer.group import ConsumerGroup
 from protocol.consumer.rules import Admitted, ConsumerGroupRules
 from protocol.consumer.timers import ConsumerTimer
@@ -33,6 +36,7 @@ from protocol.migration.conversion import Migration
 from protocol.offsets.rules import OffsetRules
 from protocol.offsets.timers import OffsetsTimer
 from protocol.records import (
+    CONNECT_GROUP_TYPES,
     ConsumerGroupMetadataKey,
     GroupMetadataKey,
     GroupRebalanceHistoryKey,
@@ -82,7 +86,7 @@ class GroupCoordinatorShard:
         self.image = metadata or MetadataImage()
         self.now_ms = now_ms
         self.timers = Timers()
-        self.groups: dict[str, ConsumerGroup | ClassicGroup] = {}
+        self.groups: dict[str, ConsumerGroup | ClassicGroup | ConnectGroup] = {}
         self._group_configs: dict[str, GroupConfig] = {}
         self._rng = random.Random(seed)
         self._records: list[Record] = []
@@ -94,11 +98,13 @@ class GroupCoordinatorShard:
         self.classic_members = ClassicMembersOfConsumerGroup(self)
         self.migration = Migration(self)
         self.offsets = OffsetRules(self)
+        self.connect = ConnectGroupRules(self)
         # timer key type -> the rules that own it
         self._timer_owners = (
             (ClassicTimer, self.classic),
             (ConsumerTimer, self.consumer),
             (OffsetsTimer, self.offsets),
+            (ConnectTimer, self.connect),
         )
 
     # ------------------------------------------------------------------ public API
@@ -157,6 +163,7 @@ class GroupCoordinatorShard:
         self.image = image
         self.consumer.on_metadata([g for g in self.groups.values() if isinstance(g, ConsumerGroup)])
         self.classic.on_metadata([g for g in self.groups.values() if isinstance(g, ClassicGroup)])
+        self.connect.on_metadata([g for g in self.groups.values() if isinstance(g, ConnectGroup)])
         self._finish_turn()
         return self._result([])
 
@@ -171,6 +178,9 @@ class GroupCoordinatorShard:
             return
         if isinstance(key, GroupMetadataKey):
             self.classic.replay(record)
+            return
+        if type(key).TYPE in CONNECT_GROUP_TYPES:
+            self.connect.replay(record)
             return
         group_id = key.group_id  # type: ignore[attr-defined]
         if isinstance(key, ConsumerGroupMetadataKey) and record.value is None:
@@ -238,6 +248,7 @@ class GroupCoordinatorShard:
 
     def _finish_turn(self) -> None:
         self.consumer.finish_turn()
+        self.connect.finish_turn()
 
     def _dispatch(self, req: object) -> object:
         api = api_of(req)

@@ -28,6 +28,8 @@ RAY_TEST_CONFIG = CoordinatorConfig(
     group_consumer_max_heartbeat_interval_ms=5_000,
     group_min_session_timeout_ms=1_000,
     group_initial_rebalance_delay_ms=300,
+    group_connect_session_timeout_ms=4_000,
+    group_connect_heartbeat_interval_ms=300,
 )
 RAY_TEST_PARTITIONS = 3
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import copy
 import logging
 import os
 import time
@@ -29,6 +30,8 @@ from ray.exceptions import RayActorError
 
 from actors.clients.timeline import TimelineSink
 from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE, partition_actor_name
+from assignors.client.interfaces import PartitionAssignor
+from assignors.client.sticky import StickyPartitionAssignor
 from protocol import messages as m
 from protocol.client.consumer import ConsumerMemberClient
 from protocol.client.stream_progress import StreamProgress
@@ -42,6 +45,25 @@ CALL_TIMEOUT_S = 30.0
 MAX_SLEEP_S = 0.5
 LEAVE_TIMEOUT_S = 10.0
 MAX_MEMBERS_PER_ACTOR = 100_000
+
+
+# What a member sends itself (its heartbeat, and the steps of a client-side assignment); the
+# rest of a batch is its stream's offset fetches and commits.
+MEMBER_REQUESTS = (
+    m.ConsumerGroupHeartbeatRequest,
+    m.ConsumerGroupPrepareAssignmentRequest,
+    m.ConsumerGroupInstallAssignmentRequest,
+)
+CLIENT_ASSIGNORS = {"sticky": StickyPartitionAssignor}
+
+
+def client_assignor(spec: str | PartitionAssignor) -> PartitionAssignor:
+    """A fresh client-side assignor for one member: by name, or a copy of the one given."""
+    if isinstance(spec, str):
+        if spec not in CLIENT_ASSIGNORS:
+            raise ValueError(f"unknown client assignor {spec!r}: one of {sorted(CLIENT_ASSIGNORS)}")
+        return CLIENT_ASSIGNORS[spec]()
+    return copy.deepcopy(spec)
 
 
 def new_member_id() -> str:
@@ -74,7 +96,9 @@ class ConsumerClient:
     ) -> None:
         """``member_options`` go to every hosted ``ConsumerMemberClient``: ``topics`` or
         ``topic_regex``, ``rack_id``, ``rebalance_timeout_ms``, ``server_assignor``,
-        ``session_timeout_ms``, and the ``on_revoke`` / ``on_assign`` / ``on_lost`` callbacks.
+        ``session_timeout_ms``, and the ``on_revoke`` / ``on_assign`` / ``on_lost`` callbacks;
+        ``client_assignors`` (names such as ``"sticky"``, or ``PartitionAssignor`` objects,
+        copied for each member) to assign on the client instead of the coordinator.
         With ``n > 1`` and an ``instance_id``, member ``i`` is the static member
         ``<instance_id>-<i>``."""
         if not 0 < n <= MAX_MEMBERS_PER_ACTOR:
@@ -84,6 +108,7 @@ class ConsumerClient:
         stream = member_options.pop("stream", True)
         records_per_s = member_options.pop("records_per_s", 50.0)
         commit_interval_s = member_options.pop("commit_interval_s", 0.5)
+        assignor_specs = member_options.pop("client_assignors", None) or ()
         self._members: list[ConsumerMemberClient] = []
         self._progress: list[StreamProgress | None] = []
         for i in range(n):
@@ -99,6 +124,7 @@ class ConsumerClient:
                         instance_id if n == 1 else f"{instance_id}-{i}"
                     ),
                     topic_names=self._topic_names,
+                    client_assignors=[client_assignor(s) for s in assignor_specs],
                     **_with_progress(member_options, progress),
                 )
             )
@@ -212,14 +238,14 @@ class ConsumerClient:
             log.debug("heartbeat batch failed: %s", e)
             now_s = time.monotonic()
             for mem, req in batch:
-                if isinstance(req, m.ConsumerGroupHeartbeatRequest):
+                if isinstance(req, MEMBER_REQUESTS):
                     mem.on_failure(now_s)
                 else:
                     self._progress_of(mem).on_failure(req)
             return
         now_s = time.monotonic()
         for (mem, req), reply in zip(batch, replies, strict=True):
-            if isinstance(req, m.ConsumerGroupHeartbeatRequest):
+            if isinstance(req, MEMBER_REQUESTS):
                 mem.on_response(now_s, reply)
             else:
                 self._progress_of(mem).on_reply(req, reply, now_s)

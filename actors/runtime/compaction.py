@@ -3,7 +3,7 @@
 This is what Kafka's log cleaner leaves of ``__consumer_offsets`` and what a snapshot holds.
 Entries stay in the order of their latest write (an update moves a key to the end), as
 compaction keeps offsets in order, so replaying a snapshot applies records in an order the
-live partition once did. A consumer group's metadata tombstone deletes the whole consumer
+live partition once did. A consumer (or Connect) group's metadata tombstone deletes the whole
 group, so it takes every record of that group's state with it, even ones whose own tombstones
 were never written (offsets and rebalance history stay: they outlive a protocol conversion).
 """
@@ -11,9 +11,7 @@ were never written (offsets and rebalance history stay: they outlive a protocol 
 from __future__ import annotations
 
 from protocol.codec import key_identity, peek_key
-from protocol.records import CONSUMER_GROUP_TYPES, ConsumerGroupMetadataKey, Record
-
-_GROUP_METADATA_TYPE = ConsumerGroupMetadataKey.TYPE
+from protocol.records import GROUP_TOMBSTONE_SCOPE, Record
 
 
 class CompactedState:
@@ -39,9 +37,10 @@ class CompactedState:
         if not tombstone:
             self._latest[identity] = data
             self._bytes += len(data)
-        elif identity[0] == _GROUP_METADATA_TYPE:
+        elif identity[0] in GROUP_TOMBSTONE_SCOPE:
+            scope = GROUP_TOMBSTONE_SCOPE[identity[0]]
             group_id = identity[1]  # every key's first field is its group id
-            doomed = [k for k in self._latest if k[1] == group_id and k[0] in CONSUMER_GROUP_TYPES]
+            doomed = [k for k in self._latest if k[1] == group_id and k[0] in scope]
             for k in doomed:
                 self._bytes -= len(self._latest.pop(k))
 

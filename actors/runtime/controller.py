@@ -1,7 +1,10 @@
-"""The controller: topics and dynamic group configs, durable, pushed to every partition.
+"""The controller: topics, Connect connectors and dynamic group configs, durable, pushed to
+every partition.
 
-Kafka keeps both in its metadata log (KRaft); here one detached actor owns them and writes
-them to its own ``PartitionLog`` under ``<storage_path>/controller``. Every change bumps a
+Kafka keeps topics and configs in its metadata log (KRaft), and Kafka Connect keeps its
+connectors in its config topic; here one detached actor owns all three (Cohort's stand-in for
+the config topic: the coordinator sees connector changes directly, seed 004) and writes them
+to its own ``PartitionLog`` under ``<storage_path>/controller``. Every change bumps a
 version and is pushed to each ``OffsetsPartition``; a partition that was down at push time
 pulls the current image when it loads, and ignores any push older than what it has. Group
 configs are keyed by group id only (seed 000): they can be set before the group exists and
@@ -24,7 +27,7 @@ import ray
 from actors.runtime.log import PartitionLog
 from protocol.config import CoordinatorConfig, GroupConfig
 from protocol.errors import CoordinatorError, Errors
-from protocol.metadata import MetadataImage, TopicMetadata
+from protocol.metadata import ConnectorMetadata, MetadataImage, TopicMetadata
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +37,10 @@ CONTROLLER_NAME = "controller"
 TOPIC_NAME_MAX_CHARS = 249
 _TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 MAX_PARTITIONS_PER_TOPIC = 1_000_000
+# Connect connectors: a name is any text Kafka Connect accepts in a REST path, bounded here;
+# a connector runs 1..MAX_TASKS_PER_CONNECTOR tasks (Connect's tasks.max is at least 1).
+CONNECTOR_NAME_MAX_CHARS = 249
+MAX_TASKS_PER_CONNECTOR = 1_000_000
 # How long a change waits for the partitions to take it before returning anyway.
 PUSH_TIMEOUT_S = 5.0
 SNAPSHOT_AFTER_BYTES = 1 << 20
@@ -63,7 +70,8 @@ class ControllerImage:
 
 @ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=-1)
 class Controller:
-    """The cluster's metadata: topics, dynamic group configs, and the partition count.
+    """The cluster's metadata: topics, Connect connectors, dynamic group configs, and the
+    partition count.
 
     It exists because a group's rules need facts no single partition owns (which topics and
     partitions exist, a group's config set before the group exists) and Kafka keeps those in
@@ -80,6 +88,8 @@ class Controller:
         self.config = config
         self._topics: dict[str, TopicMetadata] = {}
         self._configs: dict[str, GroupConfig] = {}
+        # Connect group id -> {connector name: task count}
+        self._connectors: dict[str, dict[str, int]] = {}
         self._version = 0
         self._log = PartitionLog(Path(storage_path) / "controller")
         loaded = self._log.load()
@@ -99,8 +109,13 @@ class Controller:
         }
 
     def image(self) -> ControllerImage:
+        connectors = [
+            ConnectorMetadata(group_id, name, tasks)
+            for group_id, of_group in self._connectors.items()
+            for name, tasks in of_group.items()
+        ]
         return ControllerImage(
-            self._version, MetadataImage(self._topics.values()), dict(self._configs)
+            self._version, MetadataImage(self._topics.values(), connectors), dict(self._configs)
         )
 
     # --------------------------------------------------------------------- topics
@@ -146,6 +161,42 @@ class Controller:
     def topics(self) -> list[TopicMetadata]:
         return list(self._topics.values())
 
+    # --------------------------------------------------------- Connect connectors
+
+    async def create_connector(self, group_id: str, name: str, tasks: int) -> None:
+        """A new connector of Connect cluster ``group_id`` running ``tasks`` tasks."""
+        _check_connect_group(group_id)
+        _check_connector_name(name)
+        _check_task_count(tasks)
+        if name in self._connectors.get(group_id, {}):
+            raise CoordinatorError(
+                Errors.DUPLICATE_RESOURCE,
+                f"Connector {name} already exists in Connect group {group_id}.",
+            )
+        await self._commit([_encode("connector", group_id, [name, tasks])])
+
+    async def alter_connector(self, group_id: str, name: str, tasks: int) -> None:
+        """Change a connector's task count (Connect's tasks.max after a reconfiguration)."""
+        self._known_connector(group_id, name)
+        _check_task_count(tasks)
+        await self._commit([_encode("connector", group_id, [name, tasks])])
+
+    async def delete_connector(self, group_id: str, name: str) -> None:
+        self._known_connector(group_id, name)
+        await self._commit([_encode("connector", group_id, [name, None])])
+
+    def list_connectors(self, group_id: str) -> dict[str, int]:
+        _check_connect_group(group_id)
+        return dict(sorted(self._connectors.get(group_id, {}).items()))
+
+    def _known_connector(self, group_id: str, name: str) -> None:
+        _check_connect_group(group_id)
+        if not isinstance(name, str) or name not in self._connectors.get(group_id, {}):
+            raise CoordinatorError(
+                Errors.RESOURCE_NOT_FOUND,
+                f"Connector {name!r} does not exist in Connect group {group_id}.",
+            )
+
     # -------------------------------------------------------------- group configs
 
     async def set_group_config(
@@ -153,15 +204,17 @@ class Controller:
         group_id: str,
         consumer_session_timeout_ms: int | None = None,
         consumer_heartbeat_interval_ms: int | None = None,
+        connect_scheduled_rebalance_max_delay_ms: int | None = None,
     ) -> None:
         if not isinstance(group_id, str) or not group_id:
             raise CoordinatorError(Errors.INVALID_GROUP_ID, "group id must be a non-empty string")
-        cfg = GroupConfig(consumer_session_timeout_ms, consumer_heartbeat_interval_ms)
+        cfg = GroupConfig(
+            consumer_session_timeout_ms,
+            consumer_heartbeat_interval_ms,
+            connect_scheduled_rebalance_max_delay_ms,
+        )
         _check_group_config(cfg, self.config)
-        payload = None if cfg == GroupConfig() else [
-            cfg.consumer_session_timeout_ms,
-            cfg.consumer_heartbeat_interval_ms,
-        ]
+        payload = None if cfg == GroupConfig() else _config_payload(cfg)
         await self._commit([_encode("config", group_id, payload)])
 
     def group_config(self, group_id: str) -> GroupConfig:
@@ -204,9 +257,11 @@ class Controller:
 
     def _compacted(self) -> list[bytes]:
         out = [_topic_record(t) for t in self._topics.values()]
+        out += [_encode("config", g, _config_payload(c)) for g, c in self._configs.items()]
         out += [
-            _encode("config", g, [c.consumer_session_timeout_ms, c.consumer_heartbeat_interval_ms])
-            for g, c in self._configs.items()
+            _encode("connector", g, [name, tasks])
+            for g, of_group in self._connectors.items()
+            for name, tasks in of_group.items()
         ]
         out.append(_encode("version", "", self._version))
         return out
@@ -225,7 +280,16 @@ class Controller:
             if payload is None:
                 self._configs.pop(name, None)
             else:
-                self._configs[name] = GroupConfig(*payload)
+                self._configs[name] = GroupConfig(*payload)  # older logs: fewer fields
+        elif kind == "connector":
+            connector, tasks = payload
+            of_group = self._connectors.setdefault(name, {})
+            if tasks is None:
+                of_group.pop(connector, None)
+                if not of_group:
+                    del self._connectors[name]
+            else:
+                of_group[connector] = tasks
 
 
 async def _quiet(ref) -> None:
@@ -237,6 +301,14 @@ async def _quiet(ref) -> None:
 
 def _encode(kind: str, name: str, payload: object) -> bytes:
     return msgpack.packb([kind, name, payload], use_bin_type=True)
+
+
+def _config_payload(cfg: GroupConfig) -> list:
+    return [
+        cfg.consumer_session_timeout_ms,
+        cfg.consumer_heartbeat_interval_ms,
+        cfg.connect_scheduled_rebalance_max_delay_ms,
+    ]
 
 
 def _topic_record(t: TopicMetadata) -> bytes:
@@ -275,6 +347,36 @@ def _check_partition_count(n: object) -> None:
         )
 
 
+def _check_connect_group(group_id: object) -> None:
+    if not isinstance(group_id, str) or not group_id:
+        raise CoordinatorError(
+            Errors.INVALID_GROUP_ID, "A Connect group id must be a non-empty string."
+        )
+
+
+def _check_connector_name(name: object) -> None:
+    ok = (
+        isinstance(name, str)
+        and 0 < len(name) <= CONNECTOR_NAME_MAX_CHARS
+        and name.strip() == name
+        and name.isprintable()
+    )
+    if not ok:
+        raise CoordinatorError(
+            Errors.INVALID_REQUEST,
+            f"Connector name {name!r} is illegal: it must be 1-{CONNECTOR_NAME_MAX_CHARS} "
+            "printable characters without surrounding whitespace.",
+        )
+
+
+def _check_task_count(tasks: object) -> None:
+    if type(tasks) is not int or not 0 < tasks <= MAX_TASKS_PER_CONNECTOR:
+        raise CoordinatorError(
+            Errors.INVALID_CONFIG,
+            f"tasks.max must be an int in 1..{MAX_TASKS_PER_CONNECTOR}, got {tasks!r}.",
+        )
+
+
 def _check_group_config(cfg: GroupConfig, broker: CoordinatorConfig) -> None:
     """Kafka's GroupConfig validation: within the broker's bounds, interval below timeout."""
     session, interval = cfg.consumer_session_timeout_ms, cfg.consumer_heartbeat_interval_ms
@@ -284,6 +386,8 @@ def _check_group_config(cfg: GroupConfig, broker: CoordinatorConfig) -> None:
         (interval, "consumer.heartbeat.interval.ms",
          broker.group_consumer_min_heartbeat_interval_ms,
          broker.group_consumer_max_heartbeat_interval_ms),
+        (cfg.connect_scheduled_rebalance_max_delay_ms, "connect.scheduled.rebalance.max.delay.ms",
+         0, 2**31 - 1),
     ]
     for value, key, low, high in checks:
         if value is None:

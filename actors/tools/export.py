@@ -1,12 +1,12 @@
 """Export the coordinator's state to Spark (RayDP) and Parquet, without collecting on the driver.
 
-Each ``OffsetsPartition`` turns its shard into six Arrow tables (``actors.tools.state_tables``). The
-tables stay in Ray's object store: a zero-CPU task per partition adds the ``offsets_partition``
-column and splits the six tables into six objects; ``ray.data.from_arrow_refs`` makes one
-Dataset per table from those references, ``repartition`` merges them into a few blocks (one
-Spark task each), and RayDP's Arrow path hands the blocks, as Arrow IPC bytes, to Spark's
-executors, which read them from the object store in the JVM (``dataset_to_spark``). The driver
-only ever holds references and row counts.
+Each ``OffsetsPartition`` turns its shard into seven Arrow tables
+(``actors.tools.state_tables``). The tables stay in Ray's object store: a zero-CPU task per
+partition adds the ``offsets_partition`` column and splits the seven tables into seven
+objects; ``ray.data.from_arrow_refs`` makes one Dataset per table from those references,
+``repartition`` merges them into a few blocks (one Spark task each), and RayDP's Arrow path
+hands the blocks, as Arrow IPC bytes, to Spark's executors, which read them from the object
+store in the JVM (``dataset_to_spark``). The driver only ever holds references and row counts.
 
 A Spark session on Ray comes from ``start_spark`` (RayDP's ``init_spark`` with the options Java
 17 needs). Its driver JVM runs in the calling process, so a Ray client (``ray://``) cannot host

@@ -1,9 +1,14 @@
-"""Checks of DESIGN.md's invariants 1-4 against what a run observed.
+"""Checks of DESIGN.md's invariants 1-5 against what a run observed.
 
 The chaos runner and the Ray tests collect client timelines, describes and assignments; these
 pure functions (no Ray, no clock, no I/O) turn that evidence into a list of ``Violation``s, so
 the same judgement applies to a unit test's hand-written history and to a 100k-event chaos
 run. Every check is one pass plus a sort per partition: O(n log n) in the number of events.
+
+Connect worker groups are checked by the same functions: a worker's timeline names
+``connectors`` and ``tasks`` instead of ``partitions``, and ``connect_units`` turns them into
+units ``(connector, -1)`` (Kafka Connect's sentinel for the connector itself) and
+``(connector, task)``, which the ``check_connect_*`` functions hand to the partition checks.
 """
 
 from __future__ import annotations
@@ -17,8 +22,10 @@ TopicPartition = tuple[str, int]
 Event = Mapping[str, Any]
 
 SUMMARY_MESSAGES_PER_INVARIANT = 5
-# What a consumer's synthetic stream adds to its timeline (checked by ``check_stream``).
-STREAM_EVENTS = ("processed", "committed")  # bounds what summarize() prints, however large the run
+# What the synthetic workloads add to timelines: a consumer's stream (``check_stream``) and a
+# Connect task's work (``check_connect_work``).
+STREAM_EVENTS = ("processed", "committed", "ran")
+CONNECTOR_TASK = -1  # a Connect unit with this task id is the connector itself
 
 
 @dataclass(frozen=True)
@@ -56,7 +63,7 @@ def _span(iv: Interval) -> str:
 
 
 def _walk(
-    events: Iterable[Event], end_times: Mapping[str, float], default_end: float
+    events: Iterable[Event], end_times: Mapping[str, float], default_end: float, name=_name
 ) -> tuple[list[Interval], list[Violation]]:
     """Replay each member's timeline in order: its intervals, and where its bookkeeping broke.
 
@@ -75,7 +82,7 @@ def _walk(
                 if tp in owned:
                     since = f"owning it since {owned[tp]:.3f}"
                     broken.append(
-                        f"{_name(group_id, tp)}: {member_id} assigned it again {at}, {since}"
+                        f"{name(group_id, tp)}: {member_id} assigned it again {at}, {since}"
                     )
                 else:
                     owned[tp] = t
@@ -87,7 +94,7 @@ def _walk(
                     # "lost" of an unowned partition is tolerated: a fenced client reports
                     # everything it may have held, including partitions still being assigned.
                     broken.append(
-                        f"{_name(group_id, tp)}: {member_id} revoked it {at} without owning it"
+                        f"{name(group_id, tp)}: {member_id} revoked it {at} without owning it"
                     )
             elif kind not in STREAM_EVENTS:
                 raise ValueError(f"unknown timeline event {kind!r} from {member_id}")
@@ -106,7 +113,7 @@ def ownership_intervals(
 
 
 def check_exclusive_ownership(
-    events: Iterable[Event], end_times: Mapping[str, float], default_end: float
+    events: Iterable[Event], end_times: Mapping[str, float], default_end: float, name=_name
 ) -> list[Violation]:
     """Invariant 1: no two members own one partition of a group at the same time.
 
@@ -114,7 +121,7 @@ def check_exclusive_ownership(
     reaches furthest; each interval starting before that one ends (touching is a clean
     handover) is reported once, against it. Broken client bookkeeping is reported too.
     """
-    intervals, violations = _walk(events, end_times, default_end)
+    intervals, violations = _walk(events, end_times, default_end, name)
     by_partition: dict[tuple[str, str, int], list[Interval]] = defaultdict(list)
     for iv in intervals:
         by_partition[(iv.group_id, iv.topic, iv.partition)].append(iv)
@@ -126,7 +133,7 @@ def check_exclusive_ownership(
                 overlap_s = min(holder.end, iv.end) - iv.start
                 both = f"owned by {_span(holder)} and by {_span(iv)}"
                 msg = (
-                    f"{_name(group_id, (topic, partition))}: {both}, overlapping {overlap_s:.3f} s"
+                    f"{name(group_id, (topic, partition))}: {both}, overlapping {overlap_s:.3f} s"
                 )
                 violations.append(Violation(1, msg))
             if iv.end > holder.end:
@@ -162,6 +169,7 @@ def check_epochs(events: Iterable[Event], group_epochs: Mapping[str, int]) -> li
 def check_converged(
     assignments: Mapping[tuple[str, str], Iterable[Sequence[Any]]],
     expected: Mapping[str, Iterable[Sequence[Any]]],
+    name=_name,
 ) -> list[Violation]:
     """Invariant 3: once settled, each expected partition has exactly one owner, no others.
 
@@ -185,7 +193,7 @@ def check_converged(
                 problem = f"owned by {len(members)} members: {', '.join(members)}"
             else:
                 continue
-            violations.append(Violation(3, f"{_name(group_id, tp)}: {problem}"))
+            violations.append(Violation(3, f"{name(group_id, tp)}: {problem}"))
     return violations
 
 
@@ -372,4 +380,71 @@ def check_offsets_monotonic(
                 msg = f"{where}: offset went back from {offset} to {now} at read {i}"
                 violations.append(Violation(5, msg))
         last = {**last, **sample}
+    return violations
+
+
+# -------------------------------------------------------------- Connect worker groups
+
+
+def _unit_name(group_id: str, unit: TopicPartition) -> str:
+    connector, task = unit
+    what = f"connector {connector}" if task == CONNECTOR_TASK else f"task {connector}-{task}"
+    return f"group {group_id} {what}"
+
+
+def connect_units(work: Mapping[str, Any]) -> list[TopicPartition]:
+    """A Connect event's or assignment's ``connectors`` and ``tasks`` as units."""
+    return [(str(c), CONNECTOR_TASK) for c in work.get("connectors", ())] + [
+        _tp(t) for t in work.get("tasks", ())
+    ]
+
+
+def _as_units(events: Iterable[Event]) -> list[Event]:
+    return [
+        dict(ev, partitions=connect_units(ev))
+        for ev in events
+        if ev["event"] in ("assigned", "revoked", "lost")
+    ]
+
+
+def check_connect_exclusive(
+    events: Iterable[Event], end_times: Mapping[str, float], default_end: float
+) -> list[Violation]:
+    """Invariant 1 for Connect: no connector or task is owned by two workers at once."""
+    return check_exclusive_ownership(_as_units(events), end_times, default_end, _unit_name)
+
+
+def check_connect_converged(
+    assignments: Mapping[tuple[str, str], Mapping[str, Any]],
+    connectors: Mapping[str, Mapping[str, int]],
+) -> list[Violation]:
+    """Invariant 3 for Connect: once settled, each configured connector and task of each
+    group in ``connectors`` (``{group: {connector: task_count}}``) runs on exactly one worker.
+    ``assignments`` maps ``(group, worker)`` to ``{"connectors": [...], "tasks": [...]}``."""
+    expected = {
+        g: [(c, CONNECTOR_TASK) for c in cs] + [(c, t) for c, n in cs.items() for t in range(n)]
+        for g, cs in connectors.items()
+    }
+    units = {key: connect_units(work) for key, work in assignments.items()}
+    return check_converged(units, expected, _unit_name)
+
+
+def check_connect_work(events: Iterable[Event]) -> list[Violation]:
+    """Invariant 1 as the tasks themselves saw it: the ``ran`` ranges a unit's work was done
+    in (``{"connector", "task", "from", "to", "member_id"}``) never overlap across workers."""
+    by_unit: dict[tuple[str, TopicPartition], list[tuple[float, float, str]]] = defaultdict(list)
+    for ev in events:
+        if ev["event"] == "ran":
+            unit = (str(ev["connector"]), int(ev["task"]))
+            by_unit[(ev["group_id"], unit)].append((ev["from"], ev["to"], ev["member_id"]))
+    violations = []
+    for (group_id, unit), ranges in sorted(by_unit.items()):
+        ranges.sort()
+        reach, holder = -float("inf"), ""
+        for lo, hi, member in ranges:
+            if lo < reach and member != holder:
+                msg = f"{_unit_name(group_id, unit)}: ran on {holder} and {member} at {lo:.3f}"
+                violations.append(Violation(1, msg))
+            if hi > reach:
+                reach, holder = hi, member
     return violations

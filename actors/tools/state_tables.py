@@ -1,4 +1,7 @@
-"""A shard's state as six Arrow tables: what ``OffsetsPartition.export_tables`` returns.
+"""A shard's state as seven Arrow tables: what ``OffsetsPartition.export_tables`` returns.
+
+Six are shared by every group type; Connect groups add rows to ``groups`` and ``members`` and
+have ``connect_assignment`` for their connectors and tasks (``actors.tools.connect_tables``).
 
 These tables are the export's contract (``actors.tools.export`` turns them into Spark DataFrames and
 Parquet files), so their schemas are fixed here as constants, one per table, and every table
@@ -22,6 +25,12 @@ from collections.abc import Iterable, Mapping
 
 import pyarrow as pa
 
+from actors.tools.connect_tables import (
+    CONNECT_ASSIGNMENT_SCHEMA,
+    assignment_table,
+    group_row,
+    member_rows,
+)
 from protocol.classic.consumer_protocol import (
     PROTOCOL_TYPE,
     ConsumerProtocolError,
@@ -29,6 +38,7 @@ from protocol.classic.consumer_protocol import (
     decode_subscription,
 )
 from protocol.classic.group import ClassicGroup, ClassicMember
+from protocol.connect.group import ConnectGroup
 from protocol.consumer.describe import topic_name
 from protocol.consumer.group import ConsumerGroup
 from protocol.consumer.member import MemberState
@@ -45,7 +55,7 @@ def _f(name: str, type_: pa.DataType, nullable: bool = False) -> pa.Field:
 
 GROUPS_SCHEMA = pa.schema([
     _f("group_id", _STR),
-    _f("group_type", _STR),  # "consumer" | "classic"
+    _f("group_type", _STR),  # "consumer" | "classic" | "connect"
     _f("protocol_type", _STR),  # "consumer" for KIP-848 groups; a classic group's own
     _f("state", _STR),
     _f("group_epoch", _I32),  # classic: the generation id
@@ -65,7 +75,8 @@ MEMBERS_SCHEMA = pa.schema([
     _f("state", _STR),
     _f("subscribed_topics", pa.list_(_STR)),
     _f("subscribed_topic_regex", _STR, nullable=True),
-    _f("protocol", _STR),  # "consumer" | "classic" (a classic member of a consumer group too)
+    # "consumer" | "classic" (a classic member of a consumer group too) | "connect"
+    _f("protocol", _STR),
 ])
 
 TARGET_ASSIGNMENT_SCHEMA = pa.schema([
@@ -109,6 +120,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     "current_assignment": CURRENT_ASSIGNMENT_SCHEMA,
     "offsets": OFFSETS_SCHEMA,
     "rebalances": REBALANCES_SCHEMA,
+    "connect_assignment": CONNECT_ASSIGNMENT_SCHEMA,
 }
 TABLES: tuple[str, ...] = tuple(SCHEMAS)
 
@@ -181,9 +193,16 @@ def _shard_tables(shard) -> dict[str, pa.Table]:
     for g in groups:
         if isinstance(g, ClassicGroup):
             _classic_group(g, image, cols)
+    connect = [g for g in groups if isinstance(g, ConnectGroup)]
+    for g in connect:
+        cols["groups"].add(**group_row(g, shard.config.default_connect_assignor))
+        for row in member_rows(g):
+            cols["members"].add(**row)
     _offsets(shard.offsets.offsets, cols["offsets"])
     _rebalances(shard.history.causes, cols["rebalances"])
-    return {name: c.table() for name, c in cols.items()}
+    tables = {name: c.table() for name, c in cols.items() if name != "connect_assignment"}
+    tables["connect_assignment"] = assignment_table(connect)
+    return tables
 
 
 def _rebalances(history: dict, out: _Columns) -> None:

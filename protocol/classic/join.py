@@ -10,7 +10,12 @@ from __future__ import annotations
 from protocol import messages as m
 from protocol.classic import group as cg
 from protocol.classic.group import ClassicGroup, ClassicMember
-from protocol.classic.lookup import existing_member, protocols_of, rebalance_timeout_of
+from protocol.classic.lookup import (
+    existing_member,
+    protocols_of,
+    rebalance_timeout_of,
+    refuse_other_types,
+)
 from protocol.classic.rebalance import Rebalances
 from protocol.classic.timers import MemberSession, PendingMemberExpiry
 from protocol.consumer.group import ConsumerGroup
@@ -31,6 +36,8 @@ class JoinRules:
         check_types(req)
         self._validate(req)
         existing = self.ctx.groups.get(req.group_id)
+        if existing is not None:
+            refuse_other_types(existing)
         if isinstance(existing, ConsumerGroup):
             return self.ctx.classic_members.join(existing, req)
         group = existing

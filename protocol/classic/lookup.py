@@ -22,7 +22,19 @@ def group_for(groups: dict, group_id: str, member_id: str) -> ClassicGroup | Con
         raise CoordinatorError(
             Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}."
         )
+    refuse_other_types(group)
     return group
+
+
+def refuse_other_types(group: object) -> None:
+    """GROUP_ID_NOT_FOUND for a group no classic request can speak to (a Connect group on
+    the new protocol), as Kafka 4 answers "Group X is not a classic group"."""
+    kind = getattr(group, "group_type", "classic")
+    if kind not in ("classic", "consumer"):
+        raise CoordinatorError(
+            Errors.GROUP_ID_NOT_FOUND,
+            f"Group {group.group_id} is a {kind} group, not a classic group.",  # type: ignore[attr-defined]
+        )
 
 
 def existing_member(group: ClassicGroup, member_id: str, instance_id: str | None) -> ClassicMember:

@@ -9,9 +9,15 @@ from __future__ import annotations
 from protocol import messages as m
 from protocol.classic import group as cg
 from protocol.classic.group import ClassicGroup, ClassicMember
-from protocol.classic.lookup import existing_member, group_for, illegal_generation
+from protocol.classic.lookup import (
+    existing_member,
+    group_for,
+    illegal_generation,
+    refuse_other_types,
+)
 from protocol.classic.rebalance import Rebalances
 from protocol.classic.timers import PendingMemberExpiry
+from protocol.connect.group import ConnectGroup
 from protocol.consumer.group import ConsumerGroup
 from protocol.context import ShardContext
 from protocol.errors import CoordinatorError, Errors
@@ -56,6 +62,8 @@ class MembershipRules:
                 Errors.INVALID_REQUEST, "A LeaveGroup names at least one member."
             )
         group = self.ctx.groups.get(req.group_id)
+        if group is not None:
+            refuse_other_types(group)
         if isinstance(group, ConsumerGroup):
             return self.ctx.classic_members.leave(group, req)
         if group is None:
@@ -108,6 +116,8 @@ class MembershipRules:
                 out.append(_describe_classic(group, history))
             elif isinstance(group, ConsumerGroup):
                 out.append(self.ctx.classic_members.describe(group, history))
+            elif isinstance(group, ConnectGroup):
+                out.append(self.ctx.connect.describe_classic(group, history))
             else:
                 out.append(
                     m.DescribeGroupsResponseGroup(

@@ -17,17 +17,24 @@ It follows Kafka 4.x's AsyncKafkaConsumer:
 * a member that cannot prove it is still in the group gives its partitions up at the earliest
   moment the coordinator could have fenced it (session or rebalance timeout, counted from when
   the requests were *sent*), so two members' ownership never overlaps, even when the process
-  stalls or replies go missing.
+  stalls or replies go missing;
+* with ``client_assignors`` (seed 000's client-side assignment, which Kafka never shipped) it
+  advertises them in its heartbeats and, when a reply says ``should_compute_assignment``,
+  runs the group's round: PrepareAssignment, its own ``PartitionAssignor``,
+  InstallAssignment (``protocol/client/assignment_job.py``, shared with Connect workers).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from assignors.client.interfaces import PartitionAssignor
 from protocol import messages as m
 from protocol import partitions as pm
+from protocol.client.assignment_job import AssignmentJob, JobStats
+from protocol.client.client_assignors import PartitionFlavour, advertised, deliver
 from protocol.client.timeline import DEFAULT_MAX_EVENTS, Timeline
 from protocol.consumer.member import JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH
 from protocol.errors import COORDINATOR_UNAVAILABLE, Errors
@@ -54,6 +61,7 @@ class _Sent:
     at_s: float
     leave: bool
     stale: bool = False  # the member gave up its state meanwhile: the reply means nothing now
+    kind: str = "heartbeat"  # | "prepare" | "install" (client-side assignment)
 
 
 class ConsumerMemberClient:
@@ -86,9 +94,12 @@ class ConsumerMemberClient:
         on_lost: Callback | None = None,
         topic_names: Mapping[str, str] | None = None,
         timeline_max_events: int = DEFAULT_MAX_EVENTS,
+        client_assignors: Sequence[PartitionAssignor] | None = None,
     ) -> None:
         if (topics is None) == (topic_regex is None):
             raise ValueError("subscribe to topic names or to a regex, exactly one of them")
+        if server_assignor is not None and client_assignors:
+            raise ValueError("ServerAssignor and ClientAssignors cannot be used together")
         if rebalance_timeout_ms <= 0 or session_timeout_ms <= 0 or timeline_max_events <= 0:
             raise ValueError("timeouts and the timeline bound must be positive")
         self.group_id, self.member_id = group_id, member_id
@@ -113,6 +124,10 @@ class ConsumerMemberClient:
         self._unconfirmed_since: float | None = None  # a revocation may be timing since then
         self._maybe_member = False  # the coordinator may know us: a leave must be sent
         self._leaving = self._stopped = False
+        self.client_assignors = list(client_assignors or ())
+        self._job = AssignmentJob(PartitionFlavour(), self.client_assignors)
+        self._reported: list[m.Assignor] | None = None  # the ClientAssignors last sent
+        self._delivered: tuple[int, bytes] | None = None
 
     # ------------------------------------------------------------------ what the caller sees
 
@@ -133,6 +148,15 @@ class ConsumerMemberClient:
     def events_recorded(self) -> int:
         """How many timeline events were ever recorded (for appending the new ones)."""
         return self._timeline.recorded
+
+    @property
+    def job(self) -> str:
+        """The client-side assignment job: idle | asked | preparing | ready | installing."""
+        return self._job.state
+
+    @property
+    def job_stats(self) -> JobStats:
+        return self._job.stats
 
     @property
     def partitions_unresolved(self) -> list[str]:
@@ -166,14 +190,22 @@ class ConsumerMemberClient:
         deadline = self.ownership_deadline
         if self._in_flight is not None:
             return deadline
-        return self._due if deadline is None else min(self._due, deadline)
+        due = -math.inf if self._job.has_request else self._due
+        return due if deadline is None else min(due, deadline)
 
     # -------------------------------------------------------------------------- the loop
 
-    def poll(self, now_s: float) -> m.ConsumerGroupHeartbeatRequest | None:
-        """The request to send now, marked in flight, or None (not due, busy, stopped)."""
+    def poll(self, now_s: float) -> object | None:
+        """The request to send now, marked in flight, or None (not due, busy, stopped): a
+        heartbeat, or a step of a client-side assignment this member was asked to run."""
         self._check_deadline(now_s)
-        if self._in_flight is not None or self.state in ("stopped", "failed") or now_s < self._due:
+        if self._in_flight is not None or self.state in ("stopped", "failed"):
+            return None
+        if self._job.has_request and not self._leaving and not self._ack_due:
+            kind = "prepare" if self._job.state == "asked" else "install"
+            self._in_flight = _Sent(now_s, leave=False, kind=kind)
+            return self._job.next_request(self.group_id, self.member_id, self.member_epoch)
+        if now_s < self._due:
             return None
         if self._leaving:
             return self._send_leave(now_s)
@@ -188,14 +220,27 @@ class ConsumerMemberClient:
         if self.state in ("stopped", "failed"):
             return
         self._leaving, self._due = True, -math.inf
+        self._job.abandon()
         if not self._maybe_member and self._in_flight is None:
             self._stopped = True  # the coordinator never heard of us: nothing to say
 
-    def on_response(self, now_s: float, response: m.ConsumerGroupHeartbeatResponse) -> None:
+    def on_response(self, now_s: float, response: object) -> None:
         """The reply to the request in flight, read at ``now_s``."""
         sent = self._finish()
         if sent is None:
             return
+        if sent.kind == "prepare":
+            self._job.on_prepared(
+                response, self.group_id, self.member_id, self.member_epoch, round(now_s * 1000)
+            )
+            if self._job.state == "idle":  # refused: the next heartbeat says what is next
+                self._due = min(self._due, now_s + backoff_s(0))
+            return
+        if sent.kind == "install":
+            self._job.on_installed(response)
+            self._due = min(self._due, now_s)  # our own target may have changed: ask at once
+            return
+        assert isinstance(response, m.ConsumerGroupHeartbeatResponse)
         code = response.error_code
         if code == Errors.NONE:
             self._on_success(now_s, sent.at_s, response)
@@ -212,8 +257,11 @@ class ConsumerMemberClient:
 
     def on_failure(self, now_s: float) -> None:
         """No reply (transport failure, dead coordinator): keep state and retry with backoff."""
-        if self._finish() is not None:
+        sent = self._finish()
+        if sent is not None:
             self._check_deadline(now_s)
+            if sent.kind != "heartbeat":
+                self._job.on_failure()
             self._retry(now_s)
 
     # -------------------------------------------------------------------------- internals
@@ -255,7 +303,13 @@ class ConsumerMemberClient:
         self._retries, self._full = 0, False
         if self._leaving:
             return  # everything goes at the leave; take nothing new
+        if resp.should_compute_assignment and self.client_assignors:
+            self._job.ask()
         if assignment is not None:
+            got = (assignment.metadata_version, bytes(assignment.metadata_bytes))
+            if self.client_assignors and got != self._delivered:
+                self._delivered = got
+                deliver(self.client_assignors, self.member_id, assignment.error, *got)
             self._pending = pm.from_wire(assignment.pending_topic_partitions)
             if revoked:
                 self._end(now_s, "revoked", revoked, self.on_revoke)
@@ -288,6 +342,8 @@ class ConsumerMemberClient:
         if self._owned:
             self._end(at_s, "lost", pm.pairs(self._owned), self.on_lost)
         self._pending = {}
+        self._job.abandon()
+        self._delivered = None
         self.member_epoch, self._due, self._full, self._ack_due = JOIN_EPOCH, -math.inf, True, False
         self._alive_until = self._unconfirmed_since = None
 
@@ -339,6 +395,10 @@ class ConsumerMemberClient:
             req.subscribed_topic_names = list(self.topics) if self.topics is not None else None
             req.subscribed_topic_regex = self.topic_regex
             req.server_assignor = self.server_assignor
+        if self.client_assignors:
+            advert = advertised(self.client_assignors, 0)
+            if self._full or self.member_epoch == JOIN_EPOCH or advert != self._reported:
+                req.client_assignors, self._reported = advert, advert
         return req
 
     def _record(self, at_s: float, event: str, parts: Iterable[tuple[str, int]]) -> None:

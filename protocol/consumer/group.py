@@ -1,6 +1,6 @@
 """A KIP-848 consumer group's state, and how each record changes it.
 
-Nothing here decides anything: the rules live in ``consumer_rules``. This module holds what the
+Nothing here decides anything: the rules live in ``consumer/rules``. This module holds what the
 records say (epochs, members, target and current assignments, the subscribed topics' metadata)
 and what follows from them directly (who owns each partition, which member holds an instance
 id, the group state). ``replay`` is the only way in, both for live events and for loading a
@@ -9,11 +9,10 @@ log, which is what makes a replayed shard equal to the one that wrote the log.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 
-from assignors.client.interfaces import common_version_range, select_by_version_range
 from protocol import partitions as pm
+from protocol.assignor_choice import AssignorChoice, choose_assignor
 from protocol.config import CoordinatorConfig
 from protocol.consumer.member import ConsumerGroupMember, MemberState
 from protocol.consumer.regex import InvalidRegex, matching_topics
@@ -39,17 +38,6 @@ RECONCILING = "reconciling"
 STABLE = "stable"
 DEAD = "dead"
 STATES = (EMPTY, ASSIGNING, RECONCILING, STABLE, DEAD)
-
-
-@dataclass(frozen=True)
-class AssignorChoice:
-    """Which assignor computes the group's target: the server's, or a member's (client side)."""
-
-    name: str
-    client_side: bool
-    # client side only: who computes, and the metadata versions every member understands
-    chosen_member_id: str | None = None
-    version_range: tuple[int, int] | None = None
 
 
 @dataclass
@@ -184,7 +172,9 @@ class ConsumerGroup:
 
     def assignor(self, config: CoordinatorConfig) -> AssignorChoice:
         if self._assignor is None:
-            self._assignor = choose_assignor(self.members.values(), config)
+            self._assignor = choose_assignor(
+                self.members.values(), config.default_server_assignor
+            )
         return self._assignor
 
 
@@ -197,39 +187,4 @@ def member_topic_names(member: ConsumerGroupMember, image: MetadataImage) -> set
     return set(member.subscribed_topic_names)
 
 
-def choose_assignor(members, config: CoordinatorConfig) -> AssignorChoice:
-    """Pick the group's assignor from what its members asked for.
-
-    Members naming a server assignor win: the most requested one (ties by name). Otherwise, if
-    every member offers client-side assignors and some name is common to all, the common name
-    with the best summed priority (list position) is used, computed by the member whose version
-    range covers everyone's (seed 004). Otherwise the server's default assignor.
-    """
-    members = list(members)
-    requested = Counter(m.server_assignor for m in members if m.server_assignor is not None)
-    if requested:
-        name = min(requested, key=lambda n: (-requested[n], n))
-        return AssignorChoice(name, client_side=False)
-    if members and all(m.uses_client_assignors for m in members):
-        common = set.intersection(*({a.name for a in m.client_assignors} for m in members))
-        if common:
-
-            def rank(name: str) -> tuple[int, str]:
-                return (
-                    sum([a.name for a in m.client_assignors].index(name) for m in members),
-                    name,
-                )
-
-            name = min(common, key=rank)
-            ranges = {
-                m.member_id: (e.minimum_version, e.maximum_version)
-                for m in members
-                if (e := m.client_assignor(name)) is not None
-            }
-            return AssignorChoice(
-                name,
-                client_side=True,
-                chosen_member_id=select_by_version_range(ranges),
-                version_range=common_version_range(ranges),
-            )
-    return AssignorChoice(config.default_server_assignor, client_side=False)
+__all__ = ["STATES", "AssignorChoice", "ConsumerGroup", "choose_assignor", "member_topic_names"]

@@ -19,8 +19,9 @@ from dataclasses import dataclass, replace
 
 from protocol import messages as m
 from protocol import partitions as pm
+from protocol.assignor_choice import choose_assignor
 from protocol.consumer.epochs import EpochTurn
-from protocol.consumer.group import ConsumerGroup, choose_assignor
+from protocol.consumer.group import ConsumerGroup
 from protocol.consumer.heartbeat_changes import (
     apply_request,
     assignment_changed,
@@ -80,6 +81,12 @@ class ConsumerGroupRules:
         validate_heartbeat(req, self.ctx.config)
         self.ctx.migration.before_consumer_heartbeat(req)  # a classic group converts first
         group = self.ctx.consumer_group(req.group_id)
+        if group is None and req.group_id in self.ctx.groups:
+            other = self.ctx.groups[req.group_id].group_type
+            raise CoordinatorError(
+                Errors.GROUP_ID_NOT_FOUND,
+                f"Group {req.group_id} is a {other} group, not a consumer group.",
+            )
         if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
             return self._leave(group, req)
         owned = pm.from_wire(req.topic_partitions) if req.topic_partitions is not None else None
@@ -244,7 +251,7 @@ class ConsumerGroupRules:
         members = dict(group.members) if group is not None else {}
         members.pop(replacing or "", None)
         members[member.member_id] = member
-        choice = choose_assignor(members.values(), self.ctx.config)
+        choice = choose_assignor(members.values(), self.ctx.config.default_server_assignor)
         if choice.client_side and choice.version_range is None:
             raise CoordinatorError(
                 Errors.UNSUPPORTED_ASSIGNOR,

@@ -61,6 +61,7 @@ from protocol.classic.consumer_protocol import (
     decode_subscription,
 )
 from protocol.classic.group import ClassicGroup
+from protocol.connect.group import ConnectGroup, group_tombstones
 from protocol.consumer.group import ConsumerGroup
 from protocol.consumer.member import ConsumerGroupMember
 from protocol.context import ShardContext
@@ -142,6 +143,12 @@ class OffsetRules:
         group = self.ctx.groups.get(gid)
         if isinstance(group, ConsumerGroup):
             return validate_consumer_commit(group, req)
+        if isinstance(group, ConnectGroup):
+            # A Connect group keeps no offsets: source offsets live in Connect's own topic and
+            # sink connectors commit under their own consumer groups (connect-<name>).
+            raise CoordinatorError(
+                Errors.GROUP_ID_NOT_FOUND, f"Group {gid} is a connect group: it has no offsets."
+            )
         if isinstance(group, ClassicGroup):
             validate_classic_commit(group.state, group, req)
         elif gid in self.offsets:
@@ -248,7 +255,7 @@ class OffsetRules:
 
     def _delete_group(self, gid: str) -> None:
         group = self._existing_group(gid)
-        if (isinstance(group, ConsumerGroup) and group.members) or (
+        if (isinstance(group, (ConsumerGroup, ConnectGroup)) and group.members) or (
             isinstance(group, ClassicGroup) and group.state != cg.EMPTY
         ):
             raise CoordinatorError(Errors.NON_EMPTY_GROUP, f"Group {gid} is not empty.")
@@ -258,6 +265,9 @@ class OffsetRules:
             self.ctx.history.forget(gid)
         if isinstance(group, ConsumerGroup):
             for record in _consumer_group_tombstones(group):
+                self.ctx.emit(record)
+        elif isinstance(group, ConnectGroup):
+            for record in group_tombstones(group):
                 self.ctx.emit(record)
         elif isinstance(group, ClassicGroup):
             self.ctx.emit(Record(GroupMetadataKey(gid), None))

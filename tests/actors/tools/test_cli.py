@@ -310,7 +310,8 @@ def test_export_writes_every_table_as_parquet(groups, address, tmp_path):
     out = tmp_path / "export"
     rows = json.loads(ok(cohort("export", "--out", str(out), "--json", address=address)))
     assert [r["table"] for r in rows] == ["groups", "members", "target_assignment",
-                                          "current_assignment", "offsets", "rebalances"]
+                                          "current_assignment", "offsets", "rebalances",
+                                          "connect_assignment"]
     exported = pq.read_table(out / "groups").to_pylist()
     by_id = {g["group_id"]: g for g in exported}
     assert by_id[RUNNING]["member_count"] == 2 and by_id[RUNNING]["state"] == "stable"

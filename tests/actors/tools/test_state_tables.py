@@ -82,10 +82,11 @@ def described(parts: list[m.DescribedTopicPartitions]) -> dict:
 # ---------------------------------------------------------------------- tests
 
 
-def test_an_empty_shard_gives_six_empty_tables_with_their_schemas():
+def test_an_empty_shard_gives_seven_empty_tables_with_their_schemas():
     tables = shard_tables(GroupCoordinatorShard())
     assert tuple(tables) == TABLES == (
-        "groups", "members", "target_assignment", "current_assignment", "offsets", "rebalances"
+        "groups", "members", "target_assignment", "current_assignment", "offsets", "rebalances",
+        "connect_assignment",
     )
     for name, table in tables.items():
         assert table.schema == SCHEMAS[name]

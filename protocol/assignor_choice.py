@@ -1,0 +1,78 @@
+"""Which assignor computes a group's target: the rule consumer and Connect groups share.
+
+Both KIP-848 consumer groups (seed 000) and Connect worker groups (seed 004) let members ask
+for a server-side assignor or offer client-side ones with version ranges; the coordinator picks
+one for the whole group, and for a client-side one the member that runs it. The group types
+differ only in their default server assignor, so the rule lives here, below both.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Protocol
+
+from assignors.client.interfaces import common_version_range, select_by_version_range
+from protocol.records import ClientAssignorEntry
+
+
+@dataclass(frozen=True)
+class AssignorChoice:
+    """Which assignor computes the group's target: the server's, or a member's (client side)."""
+
+    name: str
+    client_side: bool
+    # client side only: who computes, and the metadata versions every member understands
+    chosen_member_id: str | None = None
+    version_range: tuple[int, int] | None = None
+
+
+class AssignorAsker(Protocol):
+    """What the rule reads of a member (consumer or Connect worker)."""
+
+    @property
+    def member_id(self) -> str: ...
+    @property
+    def server_assignor(self) -> str | None: ...
+    @property
+    def client_assignors(self) -> tuple[ClientAssignorEntry, ...]: ...
+
+
+def choose_assignor(members: Iterable[AssignorAsker], default_assignor: str) -> AssignorChoice:
+    """Pick the group's assignor from what its members asked for.
+
+    Members naming a server assignor win: the most requested one (ties by name). Otherwise, if
+    every member offers client-side assignors and some name is common to all, the common name
+    with the best summed priority (list position) is used, computed by the member whose version
+    range covers everyone's (seed 004). Otherwise ``default_assignor`` (server side).
+    """
+    members = list(members)
+    requested = Counter(m.server_assignor for m in members if m.server_assignor is not None)
+    if requested:
+        name = min(requested, key=lambda n: (-requested[n], n))
+        return AssignorChoice(name, client_side=False)
+    if members and all(m.client_assignors for m in members):
+        common = set.intersection(*({a.name for a in m.client_assignors} for m in members))
+        if common:
+
+            def rank(name: str) -> tuple[int, str]:
+                return (
+                    sum([a.name for a in m.client_assignors].index(name) for m in members),
+                    name,
+                )
+
+            name = min(common, key=rank)
+            ranges = {
+                m.member_id: (e.minimum_version, e.maximum_version)
+                for m in members
+                for e in m.client_assignors
+                if e.name == name
+            }
+            return AssignorChoice(
+                name,
+                client_side=True,
+                chosen_member_id=select_by_version_range(ranges),
+                version_range=common_version_range(ranges),
+            )
+    return AssignorChoice(default_assignor, client_side=False)

@@ -1,0 +1,84 @@
+"""What a ConnectGroupHeartbeat changes about its worker, and which changes bump the epoch.
+
+A heartbeat's null fields mean "unchanged"; the rest are applied to the worker. Seed 004's
+worker-side triggers: the worker changes its assignors, or its assignor's reason or metadata.
+Two refinements keep a quiet group quiet (docs/decisions.md): a worker echoing the metadata
+the assignor wrote with its target tells the assignor nothing new, and a reason falling back
+to 0 withdraws a request rather than making one.
+"""
+
+from __future__ import annotations
+
+from protocol import messages as m
+from protocol.connect.member import ConnectWorkerMember
+from protocol.records import ClientAssignorEntry, ConnectGroupTargetAssignmentMemberValue
+
+
+def apply_request(
+    member: ConnectWorkerMember, req: m.ConnectGroupHeartbeatRequest
+) -> ConnectWorkerMember:
+    """The worker with the request's non-null fields applied."""
+    changes: dict[str, object] = {}
+    if req.instance_id is not None:
+        changes["instance_id"] = req.instance_id
+    if req.rebalance_timeout_ms != -1:
+        changes["rebalance_timeout_ms"] = req.rebalance_timeout_ms
+    if req.server_assignor is not None:
+        changes["server_assignor"] = req.server_assignor
+        changes["client_assignors"] = ()
+    if req.client_assignors is not None:
+        changes["client_assignors"] = tuple(
+            ClientAssignorEntry(
+                a.name,
+                a.minimum_version,
+                a.maximum_version,
+                a.reason,
+                a.metadata_version,
+                a.metadata_bytes,
+            )
+            for a in req.client_assignors
+        )
+        changes["server_assignor"] = None
+    if req.client_id:
+        changes["client_id"] = req.client_id
+    if req.client_host:
+        changes["client_host"] = req.client_host
+    return member.updated(**changes)
+
+
+def bump_reason(
+    before: ConnectWorkerMember,
+    after: ConnectWorkerMember,
+    target: ConnectGroupTargetAssignmentMemberValue,
+) -> str | None:
+    """Why the worker's change needs a new assignment, or ``None`` if it does not."""
+    if before.server_assignor != after.server_assignor:
+        return "worker changed its assignors"
+    old = {a.name: a for a in before.client_assignors}
+    new = {a.name: a for a in after.client_assignors}
+    if [(a.name, a.minimum_version, a.maximum_version) for a in before.client_assignors] != [
+        (a.name, a.minimum_version, a.maximum_version) for a in after.client_assignors
+    ]:
+        return "worker changed its assignors"
+    for name, a in new.items():
+        b = old[name]
+        if a.reason != b.reason and a.reason != 0:
+            return f"worker's assignor {name} asked for a rebalance (reason {a.reason})"
+        moved = (a.metadata_version, a.metadata_bytes) != (b.metadata_version, b.metadata_bytes)
+        echo = (a.metadata_version, a.metadata_bytes) == (
+            target.metadata_version,
+            target.metadata_bytes,
+        )
+        if moved and not echo:
+            return f"worker's assignor {name} metadata changed"
+    return None
+
+
+def assignment_changed(before: ConnectWorkerMember | None, after: ConnectWorkerMember) -> bool:
+    return (
+        before is None
+        or before.member_epoch != after.member_epoch
+        or before.current.state != after.current.state
+        or before.assigned != after.assigned
+        or before.pending_revocation != after.pending_revocation
+    )

@@ -1,0 +1,393 @@
+"""The rules of Connect worker groups (seed 004): heartbeats, leaving, fencing, static
+workers, timers, connector changes, and the requests around client-side assignment.
+
+The Connect half of a group coordinator, mirroring ``protocol.consumer.rules``: every decision
+becomes records, replayed at once (``ctx.emit``), so memory is always what the log rebuilds.
+A heartbeat is handled whole: validate, find or create the worker, check its epoch, apply its
+changes (``changes``), settle the epoch bumps they caused and compute a server-side target
+(``epochs``), then move the worker one safe step toward its target (``reconciler``) and reply.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from protocol import messages as m
+from protocol.assignor_choice import choose_assignor
+from protocol.connect import units as u
+from protocol.connect.changes import apply_request, assignment_changed, bump_reason
+from protocol.connect.client_assignment import ConnectClientAssignment
+from protocol.connect.describe import describe_as_classic, describe_groups
+from protocol.connect.epochs import ConnectEpochs
+from protocol.connect.group import NO_TARGET, ConnectGroup, connector_changes
+from protocol.connect.member import (
+    JOIN_EPOCH,
+    LEAVE_EPOCH,
+    STATIC_LEAVE_EPOCH,
+    ConnectWorkerMember,
+    WorkerState,
+)
+from protocol.connect.reconciler import reconcile
+from protocol.connect.sessions import WorkerTimers
+from protocol.connect.timers import (
+    AssignmentDeadline,
+    ConnectTimer,
+    ScheduledRebalance,
+)
+from protocol.connect.validation import validate_heartbeat
+from protocol.context import ShardContext
+from protocol.errors import CoordinatorError, Errors
+from protocol.records import (
+    ConnectGroupCurrentMemberAssignmentKey,
+    ConnectGroupMemberMetadataKey,
+    ConnectGroupMetadataKey,
+    ConnectGroupTargetAssignmentMemberKey,
+    GroupMetadataKey,
+    Record,
+)
+
+
+class ConnectGroupRules:
+    """Every ConnectGroupHeartbeat, leave, fence, timer and connector change, and the
+    Prepare/Install/Describe requests of Connect groups."""
+
+    def __init__(self, ctx: ShardContext) -> None:
+        self.ctx = ctx
+        self.epochs = ConnectEpochs(ctx)
+        self.sessions = WorkerTimers(ctx, self.fence)
+        self.compute = ConnectClientAssignment(ctx)
+
+    # ------------------------------------------------------------------ requests
+
+    def heartbeat(self, req: m.ConnectGroupHeartbeatRequest) -> m.ConnectGroupHeartbeatResponse:
+        validate_heartbeat(req, self.ctx.config)
+        group = self._group_for(req.group_id, join=req.member_epoch == JOIN_EPOCH)
+        if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+            return self._leave(group, req)
+        owned: u.Units | None
+        if req.member_epoch == JOIN_EPOCH:
+            before, owned = self._join(group, req), u.EMPTY
+        else:
+            member = self._existing_member(group, req)
+            assert group is not None
+            owned = (
+                u.from_wire(req.connectors_and_tasks)
+                if req.connectors_and_tasks is not None
+                else None
+            )
+            if req.member_epoch != member.member_epoch and not _lost_response(
+                member, req.member_epoch, owned
+            ):
+                return self._fenced(group, member, req.member_epoch)
+            self._update_member(group, member, apply_request(member, req))
+            before = member
+        self.epochs.settle()
+        return self._reply(req, before, owned)
+
+    def prepare_assignment(
+        self, req: m.ConnectGroupPrepareAssignmentRequest
+    ) -> m.ConnectGroupPrepareAssignmentResponse:
+        return self.compute.prepare(req)
+
+    def install_assignment(
+        self, req: m.ConnectGroupInstallAssignmentRequest
+    ) -> m.ConnectGroupInstallAssignmentResponse:
+        return self.compute.install(req)
+
+    def describe(self, req: m.ConnectGroupDescribeRequest) -> m.ConnectGroupDescribeResponse:
+        return describe_groups(self.ctx, req)
+
+    def describe_classic(self, group: ConnectGroup, history: list) -> m.DescribeGroupsResponseGroup:
+        name = group.assignor(self.ctx.config.default_connect_assignor).name
+        return describe_as_classic(group, name, history)
+
+    # ------------------------------------------------------------------ the group
+
+    def _group_for(self, group_id: str, join: bool) -> ConnectGroup | None:
+        """The Connect group ``group_id`` (None: none yet); GROUP_ID_NOT_FOUND if the id is
+        another type's. An empty classic group (offsets only) simply becomes a Connect group
+        on a join, as it becomes a consumer group on a consumer's (``_join`` retires it)."""
+        group = self.ctx.groups.get(group_id)
+        if group is None or isinstance(group, ConnectGroup):
+            return group
+        classic = self.ctx.classic_group(group_id)
+        if join and classic is not None and not classic.members:
+            return None
+        raise CoordinatorError(
+            Errors.GROUP_ID_NOT_FOUND,
+            f"Group {group_id} is a {group.group_type} group, not a connect group.",
+        )
+
+    def _existing_member(
+        self, group: ConnectGroup | None, req: m.ConnectGroupHeartbeatRequest
+    ) -> ConnectWorkerMember:
+        member = group.members.get(req.member_id) if group is not None else None
+        if req.instance_id is not None and group is not None:
+            holder = group.static_members.get(req.instance_id)
+            if holder is not None and holder != req.member_id:
+                raise CoordinatorError(
+                    Errors.FENCED_INSTANCE_ID,
+                    f"Static worker {req.member_id} with instance id {req.instance_id} was "
+                    f"replaced by worker {holder}.",
+                )
+        if member is None:
+            raise CoordinatorError(
+                Errors.UNKNOWN_MEMBER_ID,
+                f"Worker {req.member_id} is not a member of group {req.group_id}.",
+            )
+        return member
+
+    # ------------------------------------------------------------------ join
+
+    def _join(
+        self, group: ConnectGroup | None, req: m.ConnectGroupHeartbeatRequest
+    ) -> ConnectWorkerMember | None:
+        """Add the worker (or take a static worker's place, or refresh a rejoining worker);
+        returns the worker as it was before, ``None`` if new."""
+        gid, mid = req.group_id, req.member_id
+        if group is not None and req.instance_id is not None:
+            holder_id = group.static_members.get(req.instance_id)
+            if holder_id is not None and holder_id != mid:
+                holder = group.members[holder_id]
+                if holder.member_epoch != STATIC_LEAVE_EPOCH:
+                    raise CoordinatorError(
+                        Errors.UNRELEASED_INSTANCE_ID,
+                        f"Static worker with instance id {req.instance_id} is still a member "
+                        f"({holder_id}); it must leave before another worker takes its place.",
+                    )
+                self._replace_static_worker(group, holder, req)
+                return None
+        existing = group.members.get(mid) if group is not None else None
+        if existing is not None:
+            # A worker rejoining under its own id (it was fenced or restarted): it runs nothing.
+            assert group is not None
+            self._update_member(group, existing, apply_request(existing, req))
+            return existing
+        size = len(group.members) if group is not None else 0
+        if size >= self.ctx.config.group_connect_max_size:
+            raise CoordinatorError(
+                Errors.GROUP_MAX_SIZE_REACHED,
+                f"The connect group has reached its maximum capacity of "
+                f"{self.ctx.config.group_connect_max_size} members.",
+            )
+        member = apply_request(ConnectWorkerMember(mid), req)
+        self._check_client_assignors(group, member)
+        if self.ctx.classic_group(gid) is not None:  # an empty classic group: retire it
+            self.ctx.emit(Record(GroupMetadataKey(gid), None))
+        self.ctx.emit(Record(ConnectGroupMemberMetadataKey(gid, mid), member.metadata))
+        self.ctx.emit(Record(ConnectGroupCurrentMemberAssignmentKey(gid, mid), member.current))
+        self.epochs.mark(gid, "new worker joined", member)
+        self.sessions.reset_session(gid, mid)
+        return None
+
+    def _replace_static_worker(
+        self, group: ConnectGroup, old: ConnectWorkerMember, req: m.ConnectGroupHeartbeatRequest
+    ) -> None:
+        """A static worker back from a temporary leave under a new member id takes its old
+        place and work at once; the epoch moves only if its assignors changed."""
+        gid, new_id = group.group_id, req.member_id
+        new = apply_request(replace(old, member_id=new_id), req)
+        self._check_client_assignors(group, new, replacing=old.member_id)
+        target = group.target.get(old.member_id, NO_TARGET)
+        self._remove_member_records(gid, old.member_id)
+        self.compute.forget(gid, old.member_id)
+        self.ctx.emit(Record(ConnectGroupMemberMetadataKey(gid, new_id), new.metadata))
+        self.ctx.emit(Record(ConnectGroupTargetAssignmentMemberKey(gid, new_id), target))
+        self.ctx.emit(Record(ConnectGroupCurrentMemberAssignmentKey(gid, new_id), new.current))
+        reason = bump_reason(old, new, target)
+        if reason is not None:
+            self.epochs.mark(gid, f"static worker rejoined: {reason}", new)
+        self.epochs.mark(gid, None)
+        self.sessions.reset_session(gid, new_id)
+
+    # ------------------------------------------------------------------ updates
+
+    def _update_member(
+        self, group: ConnectGroup, member: ConnectWorkerMember, updated: ConnectWorkerMember
+    ) -> None:
+        """Persist a worker's changed metadata (a rebalance if seed 004 says so)."""
+        gid = group.group_id
+        if updated.metadata != member.metadata:
+            self._check_client_assignors(group, updated)
+            self.ctx.emit(
+                Record(ConnectGroupMemberMetadataKey(gid, member.member_id), updated.metadata)
+            )
+            reason = bump_reason(member, updated, group.target.get(member.member_id, NO_TARGET))
+            if reason is not None:
+                self.epochs.mark(gid, reason, updated)
+        # Touched even when unchanged: a target that could not be computed earlier is retried.
+        self.epochs.mark(gid, None)
+        self.sessions.reset_session(gid, member.member_id)
+
+    def _check_client_assignors(
+        self,
+        group: ConnectGroup | None,
+        member: ConnectWorkerMember,
+        replacing: str | None = None,
+    ) -> None:
+        """UNSUPPORTED_ASSIGNOR when the worker's version range cannot meet the group's."""
+        if not member.uses_client_assignors:
+            return
+        members = dict(group.members) if group is not None else {}
+        members.pop(replacing or "", None)
+        members[member.member_id] = member
+        choice = choose_assignor(members.values(), self.ctx.config.default_connect_assignor)
+        if choice.client_side and choice.version_range is None:
+            raise CoordinatorError(
+                Errors.UNSUPPORTED_ASSIGNOR,
+                f"The version range of client assignor {choice.name!r} does not overlap with "
+                "the other workers of the group.",
+            )
+
+    # ------------------------------------------------------------------ leave and fence
+
+    def _leave(
+        self, group: ConnectGroup | None, req: m.ConnectGroupHeartbeatRequest
+    ) -> m.ConnectGroupHeartbeatResponse:
+        member = self._existing_member(group, req)
+        assert group is not None
+        if req.member_epoch == LEAVE_EPOCH:
+            self.fence(group, member.member_id, "worker left the group")
+        else:
+            # A static worker going away for a while keeps its work and its place.
+            away = member.moved(
+                state=WorkerState.STABLE,
+                assigned=member.assigned,
+                pending_revocation=u.EMPTY,
+                member_epoch=STATIC_LEAVE_EPOCH,
+            )
+            key = ConnectGroupCurrentMemberAssignmentKey(group.group_id, member.member_id)
+            self.ctx.emit(Record(key, away.current))
+            self.sessions.reset_session(group.group_id, member.member_id)
+        self.epochs.settle()
+        return m.ConnectGroupHeartbeatResponse(
+            member_id=member.member_id,
+            member_epoch=req.member_epoch,
+            heartbeat_interval_ms=self.sessions.heartbeat_interval_ms(),
+        )
+
+    def _fenced(
+        self, group: ConnectGroup, member: ConnectWorkerMember, epoch: int
+    ) -> m.ConnectGroupHeartbeatResponse:
+        self.fence(group, member.member_id, "worker fenced: stale epoch")
+        self.epochs.settle()
+        return m.ConnectGroupHeartbeatResponse(
+            error_code=Errors.FENCED_MEMBER_EPOCH,
+            error_message=(
+                f"The worker's epoch ({epoch}) is not the one known by the group coordinator "
+                f"({member.member_epoch}). The worker must stop all its connectors and tasks "
+                "and rejoin with epoch 0."
+            ),
+        )
+
+    def fence(self, group: ConnectGroup, member_id: str, reason: str = "worker removed") -> None:
+        """Remove a worker (it left, was fenced or timed out) and trigger a rebalance."""
+        member = group.members.get(member_id)
+        self._remove_member_records(group.group_id, member_id)
+        self.compute.forget(group.group_id, member_id)
+        self.epochs.mark(group.group_id, reason, member)
+
+    def _remove_member_records(self, group_id: str, member_id: str) -> None:
+        self.ctx.emit(Record(ConnectGroupCurrentMemberAssignmentKey(group_id, member_id), None))
+        self.ctx.emit(Record(ConnectGroupTargetAssignmentMemberKey(group_id, member_id), None))
+        self.ctx.emit(Record(ConnectGroupMemberMetadataKey(group_id, member_id), None))
+
+    # ------------------------------------------------------------------ reply
+
+    def _reply(
+        self,
+        req: m.ConnectGroupHeartbeatRequest,
+        before: ConnectWorkerMember | None,
+        owned: u.Units | None,
+    ) -> m.ConnectGroupHeartbeatResponse:
+        """Move the worker one step and answer. The Assignment is set, as the seed says, when
+        the worker's epoch is behind the target's; and whenever the worker needs it: on a
+        join, when its work or epoch changed, or when it reports running something else."""
+        group_id, member_id = req.group_id, req.member_id
+        group = self.ctx.groups[group_id]
+        assert isinstance(group, ConnectGroup)
+        member = group.members[member_id]
+        new = reconcile(
+            member, group.assignment_epoch, group.target_of(member_id), owned, group.owner_of
+        )
+        if new != member:
+            key = ConnectGroupCurrentMemberAssignmentKey(group_id, member_id)
+            self.ctx.emit(Record(key, new.current))
+        resp = m.ConnectGroupHeartbeatResponse(
+            member_id=member_id,
+            member_epoch=new.member_epoch,
+            heartbeat_interval_ms=self.sessions.heartbeat_interval_ms(),
+        )
+        if group.group_epoch > group.assignment_epoch and self.compute.chosen(group) == member_id:
+            resp.error_code = Errors.COMPUTE_ASSIGNMENT
+            resp.error_message = (
+                f"Worker {member_id} is chosen to compute the assignment of group {group_id} "
+                f"at epoch {group.group_epoch}."
+            )
+            self.compute.asked(group, new)
+        send = (
+            req.member_epoch == JOIN_EPOCH
+            or req.member_epoch < group.assignment_epoch
+            or (owned is not None and owned != new.assigned)
+            or assignment_changed(before, new)
+        )
+        if send:
+            target = group.target.get(member_id, NO_TARGET)
+            resp.assignment = m.ConnectGroupAssignment(
+                error=target.error,
+                connectors_and_tasks=u.to_wire(new.assigned),
+                pending_connectors_and_tasks=u.to_wire(group.pending_of(new)),
+                metadata_version=target.metadata_version,
+                metadata_bytes=target.metadata_bytes,
+            )
+        return resp
+
+    # ------------------------------------------------------------------ events
+
+    def finish_turn(self) -> None:
+        self.epochs.settle()
+
+    def on_timer(self, key: ConnectTimer) -> None:
+        if isinstance(key, ScheduledRebalance):
+            group = self.ctx.groups.get(key.group_id)
+            if isinstance(group, ConnectGroup) and group.members:
+                self.epochs.mark(key.group_id, "scheduled rebalance delay expired")
+        elif isinstance(key, AssignmentDeadline):
+            self.compute.on_deadline(key)
+        else:
+            self.sessions.on_timer(key)  # type: ignore[arg-type]
+
+    def on_metadata(self, groups: list[ConnectGroup]) -> None:
+        """New connectors: bump every group whose connectors or task counts changed."""
+        for group in groups:
+            now = self.ctx.image.connectors_of(group.group_id)
+            if group.members and now != group.connectors:
+                self.epochs.mark(group.group_id, connector_changes(group.connectors, now))
+
+    def replay(self, record: Record) -> None:
+        key = record.key
+        gid = key.group_id  # type: ignore[attr-defined]
+        if isinstance(key, ConnectGroupMetadataKey) and record.value is None:
+            if isinstance(self.ctx.groups.get(gid), ConnectGroup):
+                del self.ctx.groups[gid]
+                self.ctx.timers.cancel(ScheduledRebalance(gid))
+                self.compute.forget_group(gid)
+            return
+        group = self.ctx.groups.get(gid)
+        if not isinstance(group, ConnectGroup):
+            group = self.ctx.groups[gid] = ConnectGroup(gid)  # type: ignore[assignment]
+        before = group.members.get(getattr(key, "member_id", None) or "")
+        group.replay(record)
+        self.sessions.after_replay(group, record, before)
+
+
+def _lost_response(member: ConnectWorkerMember, epoch: int, owned: u.Units | None) -> bool:
+    """Seed 004's edge case: the reply that moved the worker to its epoch was lost, and it
+    retries with its previous epoch. Accepted when what it runs is a subset of what it was
+    assigned (part of its target), as consumers (Kafka's stricter form of the seed's rule)."""
+    return (
+        epoch == member.previous_member_epoch
+        and member.member_epoch >= 0
+        and owned is not None
+        and owned <= member.assigned
+    )

@@ -1,0 +1,98 @@
+"""A Connect group's target assignment: computed by the coordinator, or installed by a worker.
+
+With the server-side assignor (``incremental-cooperative``, the default) the coordinator runs
+Connect's incremental cooperative assignor itself (``assignors.connect``), feeding it each
+worker's current target and the assignor metadata stored with it: the assignor's memory
+between rounds (held work, storm guard) lives in those bytes, so it survives a coordinator
+restart with the records. Either way the target is written as one record per worker whose
+target changed, then the target epoch record, so a reader of the log sees it as a unit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from assignors.client.interfaces import ConnectGroup as AssignorGroup
+from assignors.client.interfaces import ConnectGroupMember as AssignorMember
+from assignors.connect import MAX_VERSION, IncrementalCooperativeAssignor, remaining_delay_ms
+from protocol.connect import units as u
+from protocol.connect.group import NO_TARGET, ConnectGroup
+from protocol.records import (
+    ConnectGroupTargetAssignmentMemberKey,
+    ConnectGroupTargetAssignmentMemberValue,
+    ConnectGroupTargetAssignmentMetadataKey,
+    ConnectGroupTargetAssignmentMetadataValue,
+    Record,
+)
+
+Targets = dict[str, ConnectGroupTargetAssignmentMemberValue]
+
+
+def assignor_member(
+    group: ConnectGroup, member_id: str, reason: int = 0, maximum_version: int | None = None
+) -> AssignorMember:
+    """A worker as the connect assignor sees it: its current target and that target's
+    metadata (what the assignor wrote for it last round)."""
+    target = group.target.get(member_id, NO_TARGET)
+    member = group.members[member_id]
+    return AssignorMember(
+        member_id=member_id,
+        instance_id=member.instance_id,
+        reason=reason,
+        version=target.metadata_version,
+        metadata=target.metadata_bytes,
+        maximum_version=maximum_version,
+        owned_connectors=frozenset(target.connectors),
+        owned_tasks=frozenset((c, t) for c, ts in target.tasks.items() for t in ts),
+    )
+
+
+def compute_server_targets(group: ConnectGroup, now_ms: int, max_delay_ms: int) -> Targets:
+    """One round of the coordinator's connect assignor over ``group`` at ``now_ms``."""
+    assignor = IncrementalCooperativeAssignor(max_delay_ms)
+    members = tuple(
+        assignor_member(group, mid, maximum_version=MAX_VERSION) for mid in sorted(group.members)
+    )
+    round_ = assignor.plan(
+        AssignorGroup(members=members, connectors=group.connectors, now_ms=now_ms)
+    )
+    targets: Targets = {mid: NO_TARGET for mid in sorted(group.members)}
+    for a in round_.members:
+        connectors, tasks = u.split(u.of(a.connectors, {}) | frozenset(a.tasks))
+        targets[a.member_id] = ConnectGroupTargetAssignmentMemberValue(
+            connectors=connectors,
+            tasks=tasks,
+            error=a.error,
+            metadata_version=a.version,
+            metadata_bytes=a.metadata,
+        )
+    return targets
+
+
+def target_records(group: ConnectGroup, targets: Targets, epoch: int) -> list[Record]:
+    gid = group.group_id
+    records = [
+        Record(ConnectGroupTargetAssignmentMemberKey(gid, mid), value)
+        for mid, value in sorted(targets.items())
+        if group.target.get(mid) != value
+    ]
+    records.append(
+        Record(
+            ConnectGroupTargetAssignmentMetadataKey(gid),
+            ConnectGroupTargetAssignmentMetadataValue(epoch),
+        )
+    )
+    return records
+
+
+def next_scheduled_rebalance_ms(
+    targets: Mapping[str, ConnectGroupTargetAssignmentMemberValue], now_ms: int
+) -> int | None:
+    """When the connect assignor asked to run again (held work expiring, a storm backoff
+    ending), read from the metadata it wrote with the targets; ``None``: never."""
+    delays = [
+        d
+        for t in targets.values()
+        if (d := remaining_delay_ms(t.metadata_bytes, t.metadata_version, now_ms)) is not None
+    ]
+    return now_ms + min(delays) if delays else None
