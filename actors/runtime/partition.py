@@ -190,6 +190,7 @@ class OffsetsPartition:
             "state": self.state,
             "pid": os.getpid(),
             "groups": len(shard.groups) if shard else 0,
+            "records": len(self._compacted),  # live records: the latest of each key
             "image_version": self._image_version,
             "load": self.load_stats,
             "queued": self._queued,
