@@ -1,12 +1,12 @@
 """Many chaos runs in a row, each with a fresh seed and a fresh Cohort: kills, commits, violations.
 
-Run: ``python bench/chaos.py --runs 10 --steps 150`` (or ``--seconds 60`` per run). One local
-Ray hosts every run; each run starts Cohort on new storage, follows its seed's schedule
-(``actors/tools/chaos_schedule.py``: partition kills, half of them mid-rebalance, controller
-kills with changes in flight, consumer and classic consumer kills), checks DESIGN.md's
-invariants and stops Cohort again. Each run prints its seed and its counts; the end prints the
-totals and, for every run with a violation, the command that replays its schedule. Exits 1 on
-any violation.
+Run: ``python bench/chaos.py --runs 12 --steps 120 --kills 1000`` (or ``--seconds 60`` per
+run). One local Ray hosts every run; each run starts Cohort on new storage, follows its seed's
+schedule (``actors/tools/chaos_schedule.py``: partition kills, half of them mid-rebalance,
+controller kills with changes in flight, consumer and classic consumer kills), checks
+DESIGN.md's invariants and stops Cohort again. Each run prints its seed and its counts; the
+end prints the totals and, for every run with a violation, the command that replays its
+schedule. Exits 1 on any violation.
 """
 
 from __future__ import annotations
@@ -46,6 +46,8 @@ TOTALS = ("steps", "kills", "partition_kills", "mid_rebalance_kills", "controlle
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--kills", type=int, help="stop starting new runs once the runs so far "
+                    "killed this many actors in total")
     length = ap.add_mutually_exclusive_group()
     length.add_argument("--steps", type=int, help="steps per run (replays exactly)")
     length.add_argument("--seconds", type=float, help="seconds per run (default 60)")
@@ -75,6 +77,8 @@ def main() -> int:
             reports.append(_one_run(a, seed, root / f"run-{i}"))
             print(reports[-1].summary(), flush=True)
             _print_totals(reports, time.monotonic() - started)
+            if a.kills is not None and sum(r.kills for r in reports) >= a.kills:
+                break
     finally:
         ray.shutdown()
         shutil.rmtree(root, ignore_errors=True)
