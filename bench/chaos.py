@@ -31,7 +31,7 @@ from protocol.config import CoordinatorConfig
 # Short sessions so that a killed consumer's partitions move within seconds, and a short
 # classic join delay: more kills and rebalances per minute of a run.
 BENCH_CONFIG = CoordinatorConfig(
-    group_consumer_session_timeout_ms=6_000,
+    group_consumer_session_timeout_ms=10_000,
     group_consumer_min_session_timeout_ms=1_000,
     group_consumer_heartbeat_interval_ms=300,
     group_consumer_min_heartbeat_interval_ms=100,
