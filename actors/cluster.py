@@ -30,7 +30,7 @@ from actors.runtime.controller import (
 )
 from actors.runtime.partition import OffsetsPartition
 from protocol import messages as m
-from protocol.api import group_ids_of
+from protocol.api import group_ids_of, routing_error
 from protocol.config import CoordinatorConfig
 from protocol.errors import COORDINATOR_UNAVAILABLE, CoordinatorError, Errors
 from protocol.placement import partition_for
@@ -234,7 +234,11 @@ class Cluster:
     def call(self, request: object, deadline_s: float = CALL_DEADLINE_S) -> object:
         """Send ``request`` to its group's coordinator; retry while it moves or loads."""
         ids = group_ids_of(request)
-        return self._call_partition(self.partition_for(ids[0] if ids else ""), request, deadline_s)
+        # A request the partitions refuse unread (routing_error) is not worth hashing: any
+        # partition answers it, with INVALID_REQUEST.
+        routable = ids and routing_error(request) is None
+        return self._call_partition(self.partition_for(ids[0]) if routable else 0, request,
+                                    deadline_s)
 
     def describe(self, group_id: str) -> m.DescribedGroup:
         """The group's entry of ConsumerGroupDescribe (``error_code`` set if it is unknown)."""

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from protocol import messages as m
+from protocol import validation
 from protocol.consumer.client_assignment import install_assignment, prepare_assignment
 from protocol.consumer.describe import describe_groups
 from protocol.errors import Errors
@@ -86,7 +87,18 @@ def group_ids_of(request: object) -> list[str]:
         ids = [ids]
     elif not isinstance(ids, list):
         ids = []
-    return [g for g in ids if isinstance(g, str)]
+    return [g for g in ids if type(g) is str]
+
+
+def routing_error(request: object) -> str | None:
+    """Why the runtime must refuse ``request`` before routing it (INVALID_REQUEST), or None:
+    a request of no known type, or group ids that are not strings Kafka could carry (a
+    megabyte-long id is refused without being hashed)."""
+    api = api_of(request)
+    if api is None:
+        return f"unknown request type {type(request).__name__}"
+    why = validation.routing_error(request, api.group_ids_field, api.per_group is not None)
+    return None if why is None else f"malformed field {api.request.__name__}.{why}"
 
 
 def error_response(req: object, error: Errors, message: str | None) -> object:
@@ -97,7 +109,7 @@ def error_response(req: object, error: Errors, message: str | None) -> object:
         return m.ErrorResponse(error_code=error, error_message=message)
     if api.per_group is not None:
         ids = getattr(req, api.group_ids_field)
-        named = [g for g in ids if isinstance(g, str)] if isinstance(ids, list) else []
+        named = [g for g in ids if type(g) is str] if type(ids) is list else []
         entries = [
             api.per_group.entry(error_code=error, error_message=message, group_id=g)
             for g in named or [""]
