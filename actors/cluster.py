@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -46,6 +47,8 @@ DEFAULT_PARTITIONS = 4
 # How long ``shutdown`` waits for Ray to release the actors' names (a ``start`` right after a
 # ``stop`` must create new actors, not find the dying ones).
 RELEASE_TIMEOUT_S = 60.0
+# How long ``init_ray`` waits for a TCP connection to a given address before calling it dead.
+PROBE_TIMEOUT_S = 5.0
 NOT_RUNNING = (
     "no Cohort cluster is running on this Ray; start one with `cohort start` "
     "(or Cluster.start in Python)"
@@ -424,6 +427,7 @@ def init_ray(address: str | None, start_local: bool = True) -> bool:
         from ray._raylet import Config
 
         Config.initialize("")
+    _probe(target)
     try:
         ray.init(address=target, namespace=NAMESPACE, log_to_driver=False)
         return False
@@ -432,3 +436,15 @@ def init_ray(address: str | None, start_local: bool = True) -> bool:
             raise
     ray.init(namespace=NAMESPACE, include_dashboard=False, log_to_driver=False)
     return True
+
+
+def _probe(target: str, timeout_s: float = PROBE_TIMEOUT_S) -> None:
+    """Fail at once when nothing listens at a ``host:port`` (or ``ray://host:port``) address:
+    Ray itself would retry the connection for minutes before giving up."""
+    host, sep, port = target.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit():
+        return  # "auto", or a form Ray resolves itself
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as e:
+        raise ConnectionError(f"nothing answers at {target}: {e.strerror or e}") from None
