@@ -419,10 +419,12 @@ def init_ray(address: str | None, start_local: bool = True) -> bool:
     if ray.is_initialized():
         return False
     target = address or os.environ.get("RAY_ADDRESS") or "auto"
-    if target.startswith("ray://") and _have_token() and "RAY_AUTH_MODE" not in os.environ:
-        # Ray >= 2.59 clusters require a token by default; the Ray client sends the one it
-        # finds (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token) only in token mode.
-        # Ray reads the mode when it is imported, so its config is re-read after the switch.
+    if _have_token() and "RAY_AUTH_MODE" not in os.environ:
+        # Ray >= 2.59 clusters require a token by default; a driver or Ray client sends the
+        # one it finds (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token) only in token
+        # mode, which an operator's shell has not set (a cluster without auth accepts a
+        # token-mode driver too). Ray reads the mode when it is imported, so its config is
+        # re-read after the switch.
         os.environ["RAY_AUTH_MODE"] = "token"
         from ray._raylet import Config
 
