@@ -29,6 +29,15 @@ print(ray.get_runtime_context().gcs_address, flush=True)
 sys.stdin.read()
 ray.shutdown()
 """
+# The README's quick start in Python: a plain driver (no Ray settings in its environment)
+# attaches to the running Cohort and spawns a consumer.
+QUICK_START = """
+import sys
+from actors.cluster import Cluster
+cluster = Cluster.connect(sys.argv[1])
+cluster.spawn_consumer("svc-g", topics=["kept"])
+print(cluster.wait_stable("svc-g", members=1, timeout_s=120).group_state)
+"""
 # Kills one partition actor for good, from a driver of the private Ray.
 KILL_FOR_GOOD = """
 import sys, ray
@@ -90,6 +99,9 @@ def test_start_status_stop_and_start_again_keeps_the_data(private_ray, tmp_path)
     assert [r["actor"] for r in report["actors"]] == ["controller", "offsets-0", "offsets-1"]
     assert all(r["restarts"] == 0 for r in report["actors"])
     ok(cohort("topics", "--create", "--topic", "kept", "--partitions", "3", address=address))
+    consumed = subprocess.run([sys.executable, "-c", QUICK_START, address], env=env(),
+                              capture_output=True, text=True, timeout=300)
+    assert consumed.returncode == 0 and consumed.stdout.split()[-1] == "stable", consumed.stderr
 
     # A partition killed for good: status says so and exits 1; start brings it back.
     killed = subprocess.run([sys.executable, "-c", KILL_FOR_GOOD, address, "offsets-1"],
