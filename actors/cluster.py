@@ -31,7 +31,7 @@ from actors.runtime.controller import (
 )
 from actors.runtime.partition import OffsetsPartition
 from protocol import messages as m
-from protocol.api import group_ids_of, routing_error
+from protocol.api import group_ids_of, reply_error_codes, routing_error
 from protocol.config import CoordinatorConfig
 from protocol.errors import COORDINATOR_UNAVAILABLE, CoordinatorError, Errors
 from protocol.placement import partition_for
@@ -390,10 +390,9 @@ def _named_actor_exists(name: str) -> bool:
 
 
 def _error_of(resp: object) -> int:
-    if isinstance(resp, m.ConsumerGroupDescribeResponse):
-        codes = [g.error_code for g in resp.groups]
-        return next((c for c in codes if c in RETRIABLE), Errors.NONE)
-    return getattr(resp, "error_code", Errors.NONE)
+    """A retriable error the reply carries (for any of its groups, in a per-group reply such
+    as DescribeGroups while the partition loads), else NONE."""
+    return next((c for c in reply_error_codes(resp) if c in RETRIABLE), Errors.NONE)
 
 
 def _get(ref) -> Any:

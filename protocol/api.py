@@ -69,6 +69,9 @@ _ROWS = (
 # fmt: on
 APIS: dict[type, Api] = {api.request: api for api in _ROWS}
 BY_API_KEY: dict[int, Api] = {a.api_key: a for a in APIS.values() if a.api_key is not None}
+_PER_GROUP_FIELDS: dict[type, str] = {
+    a.response: a.per_group.list_field for a in APIS.values() if a.per_group is not None
+}
 
 
 def api_of(request: object) -> Api | None:
@@ -99,6 +102,15 @@ def routing_error(request: object) -> str | None:
         return f"unknown request type {type(request).__name__}"
     why = validation.routing_error(request, api.group_ids_field, api.per_group is not None)
     return None if why is None else f"malformed field {api.request.__name__}.{why}"
+
+
+def reply_error_codes(response: object) -> list[int]:
+    """Every error code a reply carries: one per group for a per-group reply (DescribeGroups,
+    ConsumerGroupDescribe, DeleteGroups), else its own; what a retrying caller inspects."""
+    field = _PER_GROUP_FIELDS.get(type(response))
+    if field is not None:
+        return [getattr(e, "error_code", Errors.NONE) for e in getattr(response, field, [])]
+    return [getattr(response, "error_code", Errors.NONE)]
 
 
 def error_response(req: object, error: Errors, message: str | None) -> object:

@@ -244,7 +244,8 @@ TOKEN_MODE_PROBE = textwrap.dedent(
     seen = []
     ray.init = lambda *args, **kwargs: seen.append(
         get_authentication_mode() == AuthenticationMode.TOKEN)
-    actors.cluster._init_ray("ray://127.0.0.1:1", start_local=False)
+    actors.cluster._probe = lambda target: None  # nothing listens there: skip the probe
+    actors.cluster.init_ray("ray://127.0.0.1:1", start_local=False)
     print("token mode at ray.init:", seen)
     """
 )
