@@ -38,6 +38,20 @@ cluster = Cluster.connect(sys.argv[1])
 cluster.spawn_consumer("svc-g", topics=["kept"])
 print(cluster.wait_stable("svc-g", members=1, timeout_s=120).group_state)
 """
+# A stand-in for the Kafka wire gateway (a detached actor named "gateway" in namespace cohort),
+# which status shows and stop stops.
+GATEWAY_STANDIN = """
+import sys, ray
+ray.init(address=sys.argv[1], namespace="cohort-cli-service-test", log_to_driver=False)
+
+@ray.remote(num_cpus=0)
+class Gateway:
+    def info(self):
+        return {"bootstrap": "127.0.0.1:9092"}
+
+gateway = Gateway.options(name="gateway", namespace="cohort", lifetime="detached").remote()
+ray.get(gateway.info.remote())
+"""
 # Kills one partition actor for good, from a driver of the private Ray.
 KILL_FOR_GOOD = """
 import sys, ray
@@ -63,6 +77,12 @@ def private_ray():
         except subprocess.TimeoutExpired:
             helper.kill()
             helper.wait()
+
+
+def driver(script: str, *args: str) -> subprocess.CompletedProcess:
+    """Run ``script`` as a Ray driver of the private Ray (token mode, as cohort's own)."""
+    return subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True,
+                          env={**env(), "RAY_AUTH_MODE": "token"}, timeout=120)
 
 
 def status(address: str) -> tuple[int, dict]:
@@ -104,9 +124,7 @@ def test_start_status_stop_and_start_again_keeps_the_data(private_ray, tmp_path)
     assert consumed.returncode == 0 and consumed.stdout.split()[-1] == "stable", consumed.stderr
 
     # A partition killed for good: status says so and exits 1; start brings it back.
-    killed = subprocess.run([sys.executable, "-c", KILL_FOR_GOOD, address, "offsets-1"],
-                            env={**env(), "RAY_AUTH_MODE": "token"},  # as cohort's own
-                            capture_output=True, text=True, timeout=120)
+    killed = driver(KILL_FOR_GOOD, address, "offsets-1")
     assert killed.returncode == 0, killed.stderr
     report = eventually_status(address, serving=False)
     rows = {r["actor"]: r for r in report["actors"]}
@@ -116,9 +134,16 @@ def test_start_status_stop_and_start_again_keeps_the_data(private_ray, tmp_path)
     assert ok(cohort("start", address=address)).startswith("Cohort is already running")
     eventually_status(address, serving=True)
 
+    # A gateway, once one runs, is shown, and stopped with the rest.
+    assert driver(GATEWAY_STANDIN, address).returncode == 0
+    report = eventually_status(address, serving=True)
+    gateway = report["actors"][-1]
+    assert (gateway["actor"], gateway["state"]) == ("gateway", "alive")
+    assert gateway["info"] == {"bootstrap": "127.0.0.1:9092"}
+
     stopped = cohort("stop", address=address)
-    assert ok(stopped) == (f"Stopped Cohort: controller, offsets-0, offsets-1. The data stays "
-                           f"in {storage}.\n")
+    assert ok(stopped) == (f"Stopped Cohort: controller, offsets-0, offsets-1, gateway. The data "
+                           f"stays in {storage}.\n")
     gone = cohort_parallel({"status": ["status"], "stop": ["stop"]}, address)
     refused(gone["status"], "start one with `cohort start`")
     refused(gone["stop"], "nothing to stop")
