@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -30,6 +29,7 @@ from actors.runtime.controller import (
     partition_handles,
 )
 from actors.runtime.partition import OffsetsPartition
+from actors.runtime.ray_driver import init_ray, named_actor_exists, wait_released
 from protocol import messages as m
 from protocol.api import group_ids_of, reply_error_codes, routing_error
 from protocol.config import CoordinatorConfig
@@ -44,11 +44,6 @@ CALL_DEADLINE_S = 60.0
 READY_TIMEOUT_S = 120.0
 MAX_PARTITIONS = 1000
 DEFAULT_PARTITIONS = 4
-# How long ``shutdown`` waits for Ray to release the actors' names (a ``start`` right after a
-# ``stop`` must create new actors, not find the dying ones).
-RELEASE_TIMEOUT_S = 60.0
-# How long ``init_ray`` waits for a TCP connection to a given address before calling it dead.
-PROBE_TIMEOUT_S = 5.0
 NOT_RUNNING = (
     "no Cohort cluster is running on this Ray; start one with `cohort start` "
     "(or Cluster.start in Python)"
@@ -106,7 +101,7 @@ class Cluster:
             raise ValueError(f"num_partitions must be in 1..{MAX_PARTITIONS}")
         config = config or CoordinatorConfig()
         owns_ray = init_ray(address, start_local)
-        adopted = _named_actor_exists(CONTROLLER_NAME)
+        adopted = named_actor_exists(CONTROLLER_NAME)
         if num_partitions is None:
             num_partitions = DEFAULT_PARTITIONS
             if adopted:
@@ -369,26 +364,6 @@ class Cluster:
             retries = next_retries(retries)
 
 
-def wait_released(names: Iterable[str], timeout_s: float = RELEASE_TIMEOUT_S) -> None:
-    """Poll until no actor of ``names`` (namespace ``cohort``) can be found any more."""
-    deadline = time.monotonic() + timeout_s
-    pending = list(names)
-    while pending:
-        pending = [n for n in pending if _named_actor_exists(n)]
-        if pending and time.monotonic() > deadline:
-            raise TimeoutError(f"Ray still lists {pending} {timeout_s} s after they were killed")
-        if pending:
-            time.sleep(0.1)
-
-
-def _named_actor_exists(name: str) -> bool:
-    try:
-        ray.get_actor(name, namespace=NAMESPACE)
-    except ValueError:
-        return False
-    return True
-
-
 def _error_of(resp: object) -> int:
     """A retriable error the reply carries (for any of its groups, in a per-group reply such
     as DescribeGroups while the partition loads), else NONE."""
@@ -403,49 +378,3 @@ def _get(ref) -> Any:
         if isinstance(e.cause, CoordinatorError):
             raise e.cause from None
         raise
-
-
-def _have_token() -> bool:
-    return bool(
-        os.environ.get("RAY_AUTH_TOKEN")
-        or os.environ.get("RAY_AUTH_TOKEN_PATH")
-        or os.path.exists(os.path.expanduser("~/.ray/auth_token"))
-    )
-
-
-def init_ray(address: str | None, start_local: bool = True) -> bool:
-    """Join the Ray this process should use; True when we started a local one ourselves."""
-    if ray.is_initialized():
-        return False
-    target = address or os.environ.get("RAY_ADDRESS") or "auto"
-    if _have_token() and "RAY_AUTH_MODE" not in os.environ:
-        # Ray >= 2.59 clusters require a token by default; a driver or Ray client sends the
-        # one it finds (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token) only in token
-        # mode, which an operator's shell has not set (a cluster without auth accepts a
-        # token-mode driver too). Ray reads the mode when it is imported, so its config is
-        # re-read after the switch.
-        os.environ["RAY_AUTH_MODE"] = "token"
-        from ray._raylet import Config
-
-        Config.initialize("")
-    _probe(target)
-    try:
-        ray.init(address=target, namespace=NAMESPACE, log_to_driver=False)
-        return False
-    except ConnectionError:
-        if not start_local or address is not None:
-            raise
-    ray.init(namespace=NAMESPACE, include_dashboard=False, log_to_driver=False)
-    return True
-
-
-def _probe(target: str, timeout_s: float = PROBE_TIMEOUT_S) -> None:
-    """Fail at once when nothing listens at a ``host:port`` (or ``ray://host:port``) address:
-    Ray itself would retry the connection for minutes before giving up."""
-    host, sep, port = target.removeprefix("ray://").rpartition(":")
-    if not sep or not port.isdigit():
-        return  # "auto", or a form Ray resolves itself
-    try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
-    except OSError as e:
-        raise ConnectionError(f"nothing answers at {target}: {e.strerror or e}") from None

@@ -24,8 +24,9 @@ from typing import Any
 import ray
 from ray.exceptions import GetTimeoutError, RayActorError
 
-from actors.cluster import DEFAULT_PARTITIONS, NOT_RUNNING, Cluster, init_ray, wait_released
+from actors.cluster import DEFAULT_PARTITIONS, NOT_RUNNING, Cluster
 from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE
+from actors.runtime.ray_driver import init_ray, wait_released
 from actors.tools.admin import AdminError, Columns, Row
 from protocol.config import CoordinatorConfig
 

@@ -239,13 +239,13 @@ TOKEN_MODE_PROBE = textwrap.dedent(
     """
     import ray
     from ray._raylet import AuthenticationMode, get_authentication_mode
-    import actors.cluster
+    import actors.runtime.ray_driver as driver
 
     seen = []
     ray.init = lambda *args, **kwargs: seen.append(
         get_authentication_mode() == AuthenticationMode.TOKEN)
-    actors.cluster._probe = lambda target: None  # nothing listens there: skip the probe
-    actors.cluster.init_ray("ray://127.0.0.1:1", start_local=False)
+    driver._probe = lambda target: None  # nothing listens there: skip the probe
+    driver.init_ray("ray://127.0.0.1:1", start_local=False)
     print("token mode at ray.init:", seen)
     """
 )
