@@ -29,6 +29,7 @@ from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE
 from actors.runtime.ray_driver import init_ray, wait_released
 from actors.tools.admin import AdminError, Columns, Row
 from protocol.config import CoordinatorConfig
+from protocol.errors import Errors
 
 GATEWAY_NAME = "gateway"
 INFO_TIMEOUT_S = 10.0
@@ -47,28 +48,43 @@ SERVING = {"controller": "alive", "partition": "active", "gateway": "alive"}
 # --------------------------------------------------------------------------- start
 
 
-def parse_broker_configs(pairs: list[str]) -> dict[str, int]:
+def parse_broker_configs(pairs: list[str]) -> dict[str, object]:
     """``group.consumer.session.timeout.ms=10000`` -> ``{"group_consumer_session_timeout_ms":
-    10000}``: Kafka's broker config keys, as ``CoordinatorConfig`` names its fields."""
+    10000}``: Kafka's broker config keys, as ``CoordinatorConfig`` names its fields, each value
+    parsed as its field's type (a list of names is comma-separated, as Kafka writes one)."""
     known = {f.name: f for f in fields(CoordinatorConfig)}
-    out: dict[str, int] = {}
+    out: dict[str, object] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
-        name = key.strip().replace(".", "_")
+        key, name = key.strip(), key.strip().replace(".", "_")
         if not sep or name not in known:
-            raise AdminError(f"Unknown broker config '{key.strip()}' (expected key=value with "
-                             "one of Kafka's group coordinator keys, e.g. "
-                             "group.consumer.session.timeout.ms=10000).")
-        try:
-            out[name] = int(value)
-        except ValueError:
-            raise AdminError(f"Broker config {key.strip()} must be an integer, got "
-                             f"'{value}'.") from None
+            raise AdminError(f"Unknown broker config '{key}' (expected key=value with one of "
+                             "Kafka's group coordinator keys, e.g. "
+                             "group.consumer.session.timeout.ms=10000).", Errors.INVALID_CONFIG)
+        kind = str(known[name].type)
+        if kind == "int":
+            try:
+                out[name] = int(value)
+            except ValueError:
+                raise AdminError(f"Broker config {key} must be an integer, got '{value}'.",
+                                 Errors.INVALID_CONFIG) from None
+        elif kind.startswith("tuple"):
+            out[name] = tuple(v.strip() for v in value.split(",") if v.strip())
+        else:
+            out[name] = value.strip()
     return out
 
 
+def broker_config(overrides: dict[str, object]) -> CoordinatorConfig:
+    """The coordinator's config with ``overrides``; one it refuses is INVALID_CONFIG."""
+    try:
+        return CoordinatorConfig(**overrides)
+    except ValueError as e:
+        raise AdminError(f"Invalid broker config: {e}.", Errors.INVALID_CONFIG) from None
+
+
 def start(address: str | None, partitions: int | None, storage: str | None,
-          overrides: dict[str, int]) -> tuple[Cluster, bool]:
+          overrides: dict[str, object]) -> tuple[Cluster, bool]:
     """Start Cohort's actors on the Ray at ``address`` (never a Ray of its own, which would
     die with the command); return the cluster and whether it was already running.
 
@@ -83,10 +99,10 @@ def start(address: str | None, partitions: int | None, storage: str | None,
             f"no Ray cluster to start Cohort on at {where} ({e}); start one with "
             "`ray start --head`, or pass --address host:port / ray://head:10001"
         ) from None
+    config = broker_config(overrides)  # refused before anything is asked of Ray
     running = _running_info()
     if running is not None:
         _refuse_other_settings(running, partitions, storage, overrides)
-    config = CoordinatorConfig(**overrides)
     cluster = Cluster.start(
         num_partitions=partitions if partitions is not None else (
             running["num_partitions"] if running else DEFAULT_PARTITIONS),
@@ -106,7 +122,7 @@ def _running_info() -> dict | None:
 
 
 def _refuse_other_settings(running: dict, partitions: int | None, storage: str | None,
-                           overrides: dict[str, int]) -> None:
+                           overrides: dict[str, object]) -> None:
     differs = []
     if partitions is not None and partitions != running["num_partitions"]:
         differs.append(f"--partitions {running['num_partitions']}, not {partitions}")

@@ -16,6 +16,7 @@ def _start(args: argparse.Namespace) -> int:
     if args.partitions is not None and args.partitions < 1:
         raise UsageError("--partitions must be at least 1")
     overrides = admin_service.parse_broker_configs(args.config)
+    admin_service.broker_config(overrides)  # a config it refuses fails before any connect
     cluster, adopted = admin_service.start(args.address, args.partitions, args.storage,
                                            overrides)
     row = admin_service.start_rows(cluster, adopted)

@@ -96,7 +96,7 @@ def test_refusals_carry_kafkas_texts_and_error_names_and_change_nothing(cluster,
         cluster.delete_topic(T3)
 
 
-def test_bad_numbers_and_usage_are_refused_before_any_connect():
+def test_bad_numbers_configs_and_usage_are_refused_before_any_connect():
     # No --address and no Ray to reach: these never get that far.
     zero = cohort("topics", "--create", "--topic", "x", "--partitions", "0")
     assert refused(zero, "INVALID_PARTITIONS") == (
@@ -108,6 +108,9 @@ def test_bad_numbers_and_usage_are_refused_before_any_connect():
     assert no_topic.returncode == 2 and "--delete needs --topic" in no_topic.stderr
     two = cohort("topics", "--list", "--create")
     assert two.returncode == 2 and "not allowed with argument" in two.stderr
+    config = cohort("start", "--config", "group.consumer.heartbeat.interval.ms=50000")
+    assert "the heartbeat interval must be below the session timeout" in refused(
+        config, "INVALID_CONFIG")
 
 
 # ----------------------------------------------------------------------------- status, start
