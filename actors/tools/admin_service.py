@@ -252,7 +252,8 @@ def _info(ref) -> dict | None:
 def _status_row(name: str, gcs: dict, info: dict | None, present: bool) -> Row:
     kind = ("controller" if name == CONTROLLER_NAME else
             "gateway" if name == GATEWAY_NAME else "partition")
-    ray_state = gcs.get("State", "DEAD")
+    ray_state = gcs.get("State") or "DEAD"
+    address = gcs.get("Address") or {}
     if not present:
         state = "missing"
     elif ray_state != "ALIVE":
@@ -268,8 +269,8 @@ def _status_row(name: str, gcs: dict, info: dict | None, present: bool) -> Row:
         "state": state,
         "serving": state == SERVING[kind],
         "pid": gcs.get("Pid") or (info or {}).get("pid"),
-        "node": gcs.get("Address", {}).get("IPAddress"),
-        "node_id": gcs.get("Address", {}).get("NodeID"),
+        "node": address.get("IPAddress"),
+        "node_id": address.get("NodeID"),
         "restarts": gcs.get("NumRestarts"),
         "groups": (info or {}).get("groups") if kind == "partition" else None,
         "records": (info or {}).get("records", load.get("records")) if kind == "partition"
@@ -295,7 +296,10 @@ def gcs_rows(actor_ids: dict[str, str]) -> dict[str, dict]:
 def _gcs_rows(actor_ids: dict[str, str]) -> dict[str, dict]:
     from ray._private import state  # Ray's own reader of the GCS actor table
 
-    return {name: state.actors(actor_id=actor_id) for name, actor_id in actor_ids.items()}
+    rows = {name: state.actors(actor_id=actor_id) for name, actor_id in actor_ids.items()}
+    # Only plain fields: the row's death cause is a protobuf message, which does not pickle.
+    return {name: {k: row.get(k) for k in ("State", "Pid", "NumRestarts", "Address")}
+            for name, row in rows.items()}
 
 
 _gcs_rows_task = ray.remote(num_cpus=0)(_gcs_rows)
