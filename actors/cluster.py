@@ -29,8 +29,9 @@ from actors.runtime.controller import (
     partition_handles,
 )
 from actors.runtime.partition import OffsetsPartition
+from actors.runtime.ray_driver import init_ray, named_actor_exists, wait_released
 from protocol import messages as m
-from protocol.api import group_ids_of
+from protocol.api import group_ids_of, reply_error_codes, routing_error
 from protocol.config import CoordinatorConfig
 from protocol.errors import COORDINATOR_UNAVAILABLE, CoordinatorError, Errors
 from protocol.placement import partition_for
@@ -42,6 +43,11 @@ RETRIABLE = COORDINATOR_UNAVAILABLE
 CALL_DEADLINE_S = 60.0
 READY_TIMEOUT_S = 120.0
 MAX_PARTITIONS = 1000
+DEFAULT_PARTITIONS = 4
+NOT_RUNNING = (
+    "no Cohort cluster is running on this Ray; start one with `cohort start` "
+    "(or Cluster.start in Python)"
+)
 
 
 class Cluster:
@@ -65,26 +71,42 @@ class Cluster:
         self._controller = ray.get_actor(CONTROLLER_NAME, namespace=NAMESPACE)
         self._partitions = partition_handles(num_partitions)
         self._clients: list[Any] = []
+        # True when ``start`` found this Cohort already running (a tool that adopted a
+        # running service must not stop it when it is done).
+        self.adopted = True
 
     # ------------------------------------------------------------------ lifecycle
 
     @classmethod
     def start(
         cls,
-        num_partitions: int = 4,
+        num_partitions: int | None = 4,
         storage_path: str = "./cohort-data",
         config: CoordinatorConfig | None = None,
         address: str | None = None,
+        start_local: bool = True,
     ) -> Cluster:
         """Create (or adopt, when already running) the controller and partitions.
 
         With no Ray running in this process, attach to the cluster at ``address`` (or the one
-        ``RAY_ADDRESS`` / a local ``ray start`` points to), else start a local Ray.
+        ``RAY_ADDRESS`` / a local ``ray start`` points to), else start a local Ray (unless
+        ``start_local`` is False: ``cohort start`` wants actors that outlive it, which a Ray
+        started by the command itself would not). A running Cohort is adopted as it is (its
+        storage and config win; ``adopted`` says so); a different partition count is refused
+        with ``ValueError``; ``num_partitions=None`` takes the running one's, else 4.
         """
-        if type(num_partitions) is not int or not 0 < num_partitions <= MAX_PARTITIONS:
+        if num_partitions is not None and (
+            type(num_partitions) is not int or not 0 < num_partitions <= MAX_PARTITIONS
+        ):
             raise ValueError(f"num_partitions must be in 1..{MAX_PARTITIONS}")
         config = config or CoordinatorConfig()
-        owns_ray = _init_ray(address)
+        owns_ray = init_ray(address, start_local)
+        adopted = named_actor_exists(CONTROLLER_NAME)
+        if num_partitions is None:
+            num_partitions = DEFAULT_PARTITIONS
+            if adopted:
+                controller = ray.get_actor(CONTROLLER_NAME, namespace=NAMESPACE)
+                num_partitions = ray.get(controller.info.remote())["num_partitions"]
         storage = os.path.abspath(storage_path)
         controller = Controller.options(
             name=CONTROLLER_NAME, namespace=NAMESPACE, lifetime="detached", get_if_exists=True
@@ -102,19 +124,26 @@ class Cluster:
                 get_if_exists=True,
             ).remote(p, num_partitions, info["storage_path"], info["config"])
         cluster = cls(num_partitions, info["config"], info["storage_path"], owns_ray)
+        cluster.adopted = adopted
         cluster.wait_ready()
         return cluster
 
     @classmethod
     def connect(cls, address: str | None = "auto") -> Cluster:
         """Attach to a running Cohort (``address`` may be ``ray://head:10001``)."""
-        _init_ray(address, start_local=False)
+        init_ray(address, start_local=False)
         try:
             controller = ray.get_actor(CONTROLLER_NAME, namespace=NAMESPACE)
         except ValueError:
-            raise RuntimeError("no Cohort cluster is running here; use Cluster.start") from None
+            raise RuntimeError(NOT_RUNNING) from None
         info = ray.get(controller.info.remote())
-        return cls(info["num_partitions"], info["config"], info["storage_path"])
+        try:
+            return cls(info["num_partitions"], info["config"], info["storage_path"])
+        except ValueError as e:  # a partition actor is missing (killed for good)
+            raise RuntimeError(
+                f"Cohort is only partly running on this Ray ({e}); `cohort start` starts "
+                "what is missing"
+            ) from None
 
     def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> None:
         deadline = time.monotonic() + timeout_s
@@ -131,14 +160,37 @@ class Cluster:
             if pending:
                 time.sleep(0.1)
 
-    def shutdown(self) -> None:
-        """Stop every Cohort actor; the data stays in ``storage_path`` for the next start."""
-        for handle in [*self._clients, *self._partitions, self._controller]:
+    def close(self) -> None:
+        """Kill the client actors this handle spawned; the coordinator keeps running."""
+        for handle in self._clients:
             try:
                 ray.kill(handle, no_restart=True)
             except Exception as e:
                 log.debug("kill failed: %s", e)
         self._clients.clear()
+
+    def release(self) -> None:
+        """What a tool does when it is done: ``shutdown`` if it started Cohort itself,
+        ``close`` if it adopted a running one (a service someone else started stays up)."""
+        if self.adopted:
+            self.close()
+        else:
+            self.shutdown()
+
+    def shutdown(self) -> None:
+        """Stop every Cohort actor; the data stays in ``storage_path`` for the next start.
+
+        Returns once Ray has released the coordinator actors' names, so that a ``start``
+        that follows creates fresh actors instead of finding the dying ones.
+        """
+        self.close()
+        for handle in [*self._partitions, self._controller]:
+            try:
+                ray.kill(handle, no_restart=True)
+            except Exception as e:
+                log.debug("kill failed: %s", e)
+        names = [CONTROLLER_NAME, *(partition_actor_name(p) for p in range(self.num_partitions))]
+        wait_released(names)
         if self._owns_ray:
             ray.shutdown()
 
@@ -207,7 +259,11 @@ class Cluster:
     def call(self, request: object, deadline_s: float = CALL_DEADLINE_S) -> object:
         """Send ``request`` to its group's coordinator; retry while it moves or loads."""
         ids = group_ids_of(request)
-        return self._call_partition(self.partition_for(ids[0] if ids else ""), request, deadline_s)
+        # A request the partitions refuse unread (routing_error) is not worth hashing: any
+        # partition answers it, with INVALID_REQUEST.
+        routable = ids and routing_error(request) is None
+        return self._call_partition(self.partition_for(ids[0]) if routable else 0, request,
+                                    deadline_s)
 
     def describe(self, group_id: str) -> m.DescribedGroup:
         """The group's entry of ConsumerGroupDescribe (``error_code`` set if it is unknown)."""
@@ -253,6 +309,14 @@ class Cluster:
     def kill_partition(self, p: int) -> None:
         """Kill ``offsets-<p>``; Ray restarts it and it reloads its log."""
         ray.kill(self._partitions[p], no_restart=False)
+
+    def controller(self):
+        """The ``controller`` actor (topics, group configs), as chaos runs and tools reach it."""
+        return self._controller
+
+    def kill_controller(self) -> None:
+        """Kill the controller; Ray restarts it, it replays its log and pushes its image."""
+        ray.kill(self._controller, no_restart=False)
 
     # ------------------------------------------------------------------ clients
 
@@ -372,10 +436,9 @@ class Cluster:
 
 
 def _error_of(resp: object) -> int:
-    if isinstance(resp, (m.ConsumerGroupDescribeResponse, m.ConnectGroupDescribeResponse)):
-        codes = [g.error_code for g in resp.groups]
-        return next((c for c in codes if c in RETRIABLE), Errors.NONE)
-    return getattr(resp, "error_code", Errors.NONE)
+    """A retriable error the reply carries (for any of its groups, in a per-group reply such
+    as DescribeGroups while the partition loads), else NONE."""
+    return next((c for c in reply_error_codes(resp) if c in RETRIABLE), Errors.NONE)
 
 
 def _get(ref) -> Any:
@@ -386,34 +449,3 @@ def _get(ref) -> Any:
         if isinstance(e.cause, CoordinatorError):
             raise e.cause from None
         raise
-
-
-def _have_token() -> bool:
-    return bool(
-        os.environ.get("RAY_AUTH_TOKEN")
-        or os.environ.get("RAY_AUTH_TOKEN_PATH")
-        or os.path.exists(os.path.expanduser("~/.ray/auth_token"))
-    )
-
-
-def _init_ray(address: str | None, start_local: bool = True) -> bool:
-    """Join the Ray this process should use; True when we started a local one ourselves."""
-    if ray.is_initialized():
-        return False
-    target = address or os.environ.get("RAY_ADDRESS") or "auto"
-    if target.startswith("ray://") and _have_token() and "RAY_AUTH_MODE" not in os.environ:
-        # Ray >= 2.59 clusters require a token by default; the Ray client sends the one it
-        # finds (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token) only in token mode.
-        # Ray reads the mode when it is imported, so its config is re-read after the switch.
-        os.environ["RAY_AUTH_MODE"] = "token"
-        from ray._raylet import Config
-
-        Config.initialize("")
-    try:
-        ray.init(address=target, namespace=NAMESPACE, log_to_driver=False)
-        return False
-    except ConnectionError:
-        if not start_local or address is not None:
-            raise
-    ray.init(namespace=NAMESPACE, include_dashboard=False, log_to_driver=False)
-    return True

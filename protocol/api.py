@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from protocol import messages as m
+from protocol import validation
 from protocol.consumer.client_assignment import install_assignment, prepare_assignment
 from protocol.consumer.describe import describe_groups
 from protocol.errors import Errors
@@ -73,6 +74,9 @@ _ROWS = (
 # fmt: on
 APIS: dict[type, Api] = {api.request: api for api in _ROWS}
 BY_API_KEY: dict[int, Api] = {a.api_key: a for a in APIS.values() if a.api_key is not None}
+_PER_GROUP_FIELDS: dict[type, str] = {
+    a.response: a.per_group.list_field for a in APIS.values() if a.per_group is not None
+}
 
 
 def api_of(request: object) -> Api | None:
@@ -91,7 +95,27 @@ def group_ids_of(request: object) -> list[str]:
         ids = [ids]
     elif not isinstance(ids, list):
         ids = []
-    return [g for g in ids if isinstance(g, str)]
+    return [g for g in ids if type(g) is str]
+
+
+def routing_error(request: object) -> str | None:
+    """Why the runtime must refuse ``request`` before routing it (INVALID_REQUEST), or None:
+    a request of no known type, or group ids that are not strings Kafka could carry (a
+    megabyte-long id is refused without being hashed)."""
+    api = api_of(request)
+    if api is None:
+        return f"unknown request type {type(request).__name__}"
+    why = validation.routing_error(request, api.group_ids_field, api.per_group is not None)
+    return None if why is None else f"malformed field {api.request.__name__}.{why}"
+
+
+def reply_error_codes(response: object) -> list[int]:
+    """Every error code a reply carries: one per group for a per-group reply (DescribeGroups,
+    ConsumerGroupDescribe, DeleteGroups), else its own; what a retrying caller inspects."""
+    field = _PER_GROUP_FIELDS.get(type(response))
+    if field is not None:
+        return [getattr(e, "error_code", Errors.NONE) for e in getattr(response, field, [])]
+    return [getattr(response, "error_code", Errors.NONE)]
 
 
 def error_response(req: object, error: Errors, message: str | None) -> object:
@@ -102,7 +126,7 @@ def error_response(req: object, error: Errors, message: str | None) -> object:
         return m.ErrorResponse(error_code=error, error_message=message)
     if api.per_group is not None:
         ids = getattr(req, api.group_ids_field)
-        named = [g for g in ids if isinstance(g, str)] if isinstance(ids, list) else []
+        named = [g for g in ids if type(g) is str] if type(ids) is list else []
         entries = [
             api.per_group.entry(error_code=error, error_message=message, group_id=g)
             for g in named or [""]

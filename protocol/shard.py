@@ -272,4 +272,4 @@ class GroupCoordinatorShard:
 def _member_key(req: m.ConsumerGroupHeartbeatRequest) -> tuple[str, str] | None:
     """The (group, member) a heartbeat speaks for, when it names one (ids may be garbage)."""
     gid, mid = req.group_id, req.member_id
-    return (gid, mid) if isinstance(gid, str) and isinstance(mid, str) and mid else None
+    return (gid, mid) if type(gid) is str and type(mid) is str and mid else None

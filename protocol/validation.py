@@ -5,6 +5,11 @@ send a string where an int32 belongs, a list of ten million entries, or a nested
 wrong class. The rules in the group modules assume well-typed input, so every request passes
 through ``check_types`` first; a violation becomes INVALID_REQUEST with the offending path in
 the message, and nothing else runs.
+
+Types are matched exactly (``type(v) is str``, not ``isinstance``): a subclass of ``str`` or
+``int`` can redefine hashing and comparison, and the rules use ids as dictionary keys, so a
+subclass could make a rule raise halfway through a change. ``routing_error`` is the part of
+the check the runtime needs before it may even hash a request's group ids to route it.
 """
 
 from __future__ import annotations
@@ -16,7 +21,13 @@ import typing
 from typing import Any, get_args, get_origin
 
 from protocol.errors import CoordinatorError, Errors
-from protocol.types import INT_BOUNDS, MAX_ARRAY_LEN, MAX_STRING_CHARS
+from protocol.types import (
+    INT_BOUNDS,
+    MAX_ARRAY_LEN,
+    MAX_REQUEST_ENTRIES,
+    MAX_STRING_BYTES,
+    MAX_STRING_CHARS,
+)
 
 
 class _Fail(Exception):
@@ -30,25 +41,74 @@ def _hints(cls: type) -> dict[str, Any]:
 
 
 def check_types(obj: object) -> None:
-    """Raise CoordinatorError(INVALID_REQUEST) unless ``obj`` matches its annotations."""
+    """Raise CoordinatorError(INVALID_REQUEST) unless ``obj`` matches its annotations and
+    holds at most ``MAX_REQUEST_ENTRIES`` list entries in all."""
     try:
-        _check_dataclass(obj, type(obj).__name__)
+        _check_dataclass(obj, type(obj).__name__, _Budget())
     except _Fail as e:
         raise CoordinatorError(Errors.INVALID_REQUEST, f"malformed field {e}") from None
     except RecursionError:
         raise CoordinatorError(Errors.INVALID_REQUEST, "request nested too deeply") from None
 
 
-def _check_dataclass(obj: object, path: str) -> None:
+def string_error(value: object) -> str | None:
+    """Why ``value`` is not a string field Kafka could carry, or None."""
+    if type(value) is not str:
+        return f"expected a string, got {type(value).__name__}"
+    if len(value) > MAX_STRING_CHARS:
+        return f"longer than {MAX_STRING_BYTES} bytes"
+    if not value.isascii():
+        try:
+            size = len(value.encode("utf-8"))
+        except UnicodeEncodeError:
+            return "not valid UTF-8 (a lone surrogate)"
+        if size > MAX_STRING_BYTES:
+            return f"longer than {MAX_STRING_BYTES} bytes"
+    return None
+
+
+def routing_error(request: object, group_ids_field: str | None, per_group: bool) -> str | None:
+    """What makes ``request``'s group ids unfit to route by (hashing a megabyte-long id is
+    work a partition should not do for a request it refuses anyway), or None. The caller
+    says where the ids are: a field naming one group, or a list of them (``per_group``)."""
+    if group_ids_field is None:
+        return None
+    ids = getattr(request, group_ids_field, None)
+    if not per_group:
+        ids = [ids]
+    elif type(ids) is not list:
+        return f"{group_ids_field}: expected a list, got {type(ids).__name__}"
+    elif len(ids) > MAX_ARRAY_LEN:
+        return f"{group_ids_field}: more than {MAX_ARRAY_LEN} entries"
+    for group_id in ids:
+        why = string_error(group_id)
+        if why is not None:
+            return f"{group_ids_field}: {why}"
+    return None
+
+
+class _Budget:
+    """The list entries a request may still hold (``MAX_REQUEST_ENTRIES`` in all)."""
+
+    def __init__(self) -> None:
+        self.left = MAX_REQUEST_ENTRIES
+
+    def take(self, n: int, path: str) -> None:
+        self.left -= n
+        if self.left < 0:
+            raise _Fail(path, f"the request holds more than {MAX_REQUEST_ENTRIES} entries")
+
+
+def _check_dataclass(obj: object, path: str, budget: _Budget) -> None:
     for f in dataclasses.fields(obj):  # type: ignore[arg-type]
-        _check(getattr(obj, f.name), _hints(type(obj))[f.name], f"{path}.{f.name}")
+        _check(getattr(obj, f.name), _hints(type(obj))[f.name], f"{path}.{f.name}", budget)
 
 
-def _check(value: object, hint: Any, path: str) -> None:
+def _check(value: object, hint: Any, path: str, budget: _Budget) -> None:
     origin = get_origin(hint)
     if origin is typing.Annotated:
         base, width = get_args(hint)[0], get_args(hint)[1]
-        _check(value, base, path)
+        _check(value, base, path, budget)
         lo, hi = INT_BOUNDS[width]
         if not lo <= value <= hi:  # type: ignore[operator]
             raise _Fail(path, f"{value} is out of {width} range")
@@ -60,43 +120,44 @@ def _check(value: object, hint: Any, path: str) -> None:
         non_none = [o for o in options if o is not type(None)]
         if len(non_none) != 1:
             raise _Fail(path, "unsupported union")  # schema bug, not user input
-        _check(value, non_none[0], path)
+        _check(value, non_none[0], path, budget)
         return
     if origin is list:
-        if not isinstance(value, list):
+        if type(value) is not list:
             raise _Fail(path, f"expected a list, got {type(value).__name__}")
         if len(value) > MAX_ARRAY_LEN:
             raise _Fail(path, f"more than {MAX_ARRAY_LEN} entries")
+        budget.take(len(value), path)
         (item,) = get_args(hint)
         for i, v in enumerate(value):
-            _check(v, item, f"{path}[{i}]")
+            _check(v, item, f"{path}[{i}]", budget)
         return
-    _check_scalar(value, hint, path)
+    _check_scalar(value, hint, path, budget)
 
 
-def _check_scalar(value: object, hint: Any, path: str) -> None:
+def _check_scalar(value: object, hint: Any, path: str, budget: _Budget) -> None:
     if hint is bool:
-        if not isinstance(value, bool):
+        if type(value) is not bool:
             raise _Fail(path, f"expected a bool, got {type(value).__name__}")
     elif hint is int:
-        if not isinstance(value, int) or isinstance(value, bool):
+        if type(value) is not int and not _is_int_enum(value):
             raise _Fail(path, f"expected an int, got {type(value).__name__}")
     elif hint is str:
-        if not isinstance(value, str):
-            raise _Fail(path, f"expected a string, got {type(value).__name__}")
-        if len(value) > MAX_STRING_CHARS:
-            raise _Fail(path, f"longer than {MAX_STRING_CHARS} characters")
-        if not value.isascii():
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError:
-                raise _Fail(path, "not valid UTF-8 (a lone surrogate)") from None
+        why = string_error(value)
+        if why is not None:
+            raise _Fail(path, why)
     elif hint is bytes:
-        if not isinstance(value, bytes):
+        if type(value) is not bytes:
             raise _Fail(path, f"expected bytes, got {type(value).__name__}")
     elif dataclasses.is_dataclass(hint):
         if type(value) is not hint:
             raise _Fail(path, f"expected {hint.__name__}, got {type(value).__name__}")
-        _check_dataclass(value, path)
+        _check_dataclass(value, path, budget)
     else:
         raise _Fail(path, f"unsupported annotation {hint!r}")
+
+
+def _is_int_enum(value: object) -> bool:
+    """Cohort's own ``Errors`` (an IntEnum whose hashing and ordering are int's) is accepted
+    where an int belongs: its own clients put error codes in requests that way."""
+    return type(value) is Errors

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
+import os
 import re
 import uuid
 from dataclasses import dataclass
@@ -98,6 +99,10 @@ class Controller:
         for batch in loaded.batches:
             for data in batch:
                 self._replay(data)
+        # Back from a kill, a push of the change being written may have been cut short: push
+        # the image now, so that every running partition catches up without waiting for the
+        # next change (a partition that is loading pulls it; at first start none is running).
+        self._push_on_start = asyncio.get_running_loop().create_task(self._push())
 
     # ---------------------------------------------------------------- cluster info
 
@@ -106,6 +111,11 @@ class Controller:
             "num_partitions": self.num_partitions,
             "storage_path": self.storage_path,
             "config": self.config,
+            "version": self._version,
+            "topics": len(self._topics),
+            "group_configs": len(self._configs),
+            "pid": os.getpid(),
+            "node_id": ray.get_runtime_context().get_node_id(),
         }
 
     def image(self) -> ControllerImage:
@@ -138,11 +148,12 @@ class Controller:
         """Grow ``name`` to ``total`` partitions, as ``kafka-topics --alter --partitions``."""
         old = self._known(name)
         _check_partition_count(total)
-        if total <= old.num_partitions:
+        if total <= old.num_partitions:  # Kafka's (KRaft) wording of both refusals
             raise CoordinatorError(
                 Errors.INVALID_PARTITIONS,
-                f"Topic currently has {old.num_partitions} partitions, which is higher than or "
-                f"equal to the requested {total}.",
+                f"Topic already has {total} partition(s)." if total == old.num_partitions
+                else f"The topic {name} currently has {old.num_partitions} partition(s); "
+                     f"{total} would not be an increase.",
             )
         if old.partition_racks is None:
             new_racks = None

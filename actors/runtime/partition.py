@@ -38,7 +38,7 @@ from actors.runtime.compaction import CompactedState
 from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE, ControllerImage
 from actors.runtime.log import PartitionLog
 from actors.runtime.metrics import PartitionMetrics
-from protocol.api import error_response, group_ids_of
+from protocol.api import error_response, group_ids_of, routing_error
 from protocol.codec import decode_record, encode_record
 from protocol.config import CoordinatorConfig
 from protocol.consumer.describe import summarize_group
@@ -144,7 +144,7 @@ class OffsetsPartition:
 
     async def handle_batch(self, requests: list[object]) -> list[object]:
         """Many requests in one Ray call (one client actor's members); each answered alone."""
-        if not isinstance(requests, list):
+        if type(requests) is not list:
             return [error_response(requests, Errors.INVALID_REQUEST, "expected a list")]
         error = refusal(self.state, self._queued, len(self._waiting), len(requests))
         if error is not None:
@@ -152,7 +152,12 @@ class OffsetsPartition:
         replies: list[object | None] = [None] * len(requests)
         mine: list[int] = []
         for i, req in enumerate(requests):
-            if self._owns(req):
+            # The runtime's own guard: what is not a request, or names a group by something
+            # no Kafka client could send, is answered here, never hashed nor enqueued.
+            why = routing_error(req)
+            if why is not None:
+                replies[i] = error_response(req, Errors.INVALID_REQUEST, why)
+            elif self._owns(req):
                 mine.append(i)
             else:
                 replies[i] = self._refuse(req, Errors.NOT_COORDINATOR)
@@ -190,6 +195,7 @@ class OffsetsPartition:
             "state": self.state,
             "pid": os.getpid(),
             "groups": len(shard.groups) if shard else 0,
+            "records": len(self._compacted),  # live records: the latest of each key
             "image_version": self._image_version,
             "load": self.load_stats,
             "queued": self._queued,

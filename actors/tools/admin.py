@@ -33,10 +33,11 @@ EXPORT_COLUMNS: Columns = [("TABLE", "table"), ("ROWS", "rows"), ("PATH", "path"
 class AdminError(Exception):
     """A refusal, said the way the CLI prints it; ``error`` is the Kafka error, if there is one."""
 
-    def __init__(self, message: str, error: Errors | None = None) -> None:
+    def __init__(self, message: str, error: Errors | None = None, prefix: str = "Error: ") -> None:
         super().__init__(message)
         self.message = message
         self.error = error
+        self.prefix = prefix  # how the CLI introduces it (kafka-topics.sh has its own words)
 
     def __str__(self) -> str:
         return f"{self.message} ({self.error.name})" if self.error is not None else self.message

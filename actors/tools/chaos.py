@@ -1,36 +1,54 @@
-"""Chaos: run groups of consumers while killing partition and consumer actors at random.
+"""Chaos: run groups of consumers while killing partitions, the controller and consumers.
 
-For ``seconds``, several groups consume while the runner, at random moments, kills a
-group's coordinator partition (half of the time just after provoking a rebalance, so the
-kill lands mid-rebalance), kills a consumer actor (and starts a replacement), or adds a
-consumer. Then it lets the system settle and checks DESIGN.md's invariants:
+KIP-848 groups and classic groups consume while the runner follows the run's schedule
+(``chaos_schedule``: a pure function of the seed): it kills a group's coordinator partition
+(half of the time just after provoking a rebalance, so the kill lands mid-rebalance), kills
+the controller with a topic creation and a group config change in flight, kills a consumer
+or a classic consumer (and starts a replacement), or adds a consumer. Then it lets the system
+settle and checks DESIGN.md's invariants:
 
 1. no partition owned by two members at once (from every member's timeline, including the
    timelines of killed consumers, which their actors append to files as they go);
-2. member epochs never go down and never exceed the group epoch;
-3. once chaos stops, each group converges: every partition owned by exactly one member;
+2. member epochs never go down and never exceed the group epoch (generation, for classic);
+3. once chaos stops, each group converges: every partition owned by exactly one member; and
+   after a controller restart every partition catches up on its image;
 4. a restarted partition serves what it acknowledged: the group epoch and every surviving
-   member's epoch right after reload are at least what they were just before the kill;
-5. committed offsets, read before and after every action, never go back or vanish, and
-   every partition's processed ranges (the consumers' synthetic streams) leave no gap.
+   member's epoch right after reload are at least what they were just before the kill; a
+   restarted controller still has every topic and group config it acknowledged;
+5. committed offsets, read before and after every action, never go back or vanish; every
+   commit a consumer saw acknowledged is still held at the end; and every partition's
+   processed ranges (the consumers' synthetic streams) leave no gap.
 
-Everything random comes from ``seed``, so a failing run can be replayed (up to timing).
+A run of ``steps`` replays its seed's schedule exactly; a run of ``seconds`` stops when time is
+up, and its report says how many steps that was.
 """
 
 from __future__ import annotations
 
 import json
-import random
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 
 import ray
 
 from actors.cluster import Cluster
+from actors.tools.chaos_controller import kill_controller
+from actors.tools.chaos_schedule import (
+    ADD_CONSUMER,
+    DEFAULT_PAUSE_S,
+    KILL_CLASSIC,
+    KILL_CONSUMER,
+    KILL_CONTROLLER,
+    KILL_PARTITION,
+    Step,
+    chaos_schedule,
+)
 from actors.tools.invariants import (
     Violation,
+    check_acknowledged_commits,
     check_all,
     check_converged,
     check_not_behind,
@@ -40,29 +58,47 @@ from actors.tools.invariants import (
 )
 from protocol import messages as m
 
-SETTLE_TIMEOUT_S = 60.0
+SETTLE_TIMEOUT_S = 120.0  # a loaded machine starts actors slowly
+UNSTABLE_TIMEOUT_S = 10.0
 PROGRESS_WIDTH = 30
+# Live consumers a group may reach; beyond it a provoked rebalance is a graceful leave.
+EXTRA_CONSUMERS_PER_GROUP = 2
+CLASSIC_ASSIGNORS = (("range",), ("cooperative-sticky",))  # by classic group index
+REBALANCING = ("assigning", "reconciling", "preparing_rebalance", "completing_rebalance")
 
 
 @dataclass
 class ChaosReport:
-    seconds: float
+    seed: int
+    seconds: float = 0.0
+    steps: int = 0
     partition_kills: int = 0
     mid_rebalance_kills: int = 0
+    controller_kills: int = 0
     consumer_kills: int = 0
+    classic_kills: int = 0
     consumers_added: int = 0
     rebalances: int = 0
     events: int = 0
     commits: int = 0
+    commits_lost: int = 0
     violations: list[Violation] = field(default_factory=list)
+
+    @property
+    def kills(self) -> int:
+        return self.partition_kills + self.controller_kills + self.consumer_kills + \
+            self.classic_kills
 
     def summary(self) -> str:
         return (
-            f"chaos: {self.seconds:.0f} s, kills: {self.partition_kills} partitions "
-            f"({self.mid_rebalance_kills} mid-rebalance) + {self.consumer_kills} consumers, "
+            f"chaos seed {self.seed}: {self.steps} steps in {self.seconds:.0f} s, "
+            f"kills: {self.kills} = {self.partition_kills} partitions "
+            f"({self.mid_rebalance_kills} mid-rebalance) + {self.controller_kills} controller "
+            f"+ {self.consumer_kills} consumers + {self.classic_kills} classic consumers, "
             f"consumers added: {self.consumers_added}, rebalances: {self.rebalances}, "
-            f"timeline events: {self.events}, acknowledged commits: {self.commits}\n"
-            f"{summarize(self.violations)}"
+            f"timeline events: {self.events}, acknowledged commits: {self.commits} "
+            f"(lost: {self.commits_lost})\n{summarize(self.violations)}\n"
+            f"replay: cohort chaos --seed {self.seed} --steps {self.steps}"
         )
 
 
@@ -70,51 +106,80 @@ class ChaosReport:
 class _Consumer:
     handle: object
     group: str
+    classic: bool
     timeline_path: Path
     killed_at: float | None = None
 
 
 class ChaosRun:
     def __init__(self, cluster: Cluster, workdir: Path, groups: int, consumers: int,
-                 partitions: int, seed: int, progress: bool) -> None:
+                 partitions: int, seed: int, progress: bool, classic_groups: int = 1,
+                 pause_s: tuple[float, float] = DEFAULT_PAUSE_S) -> None:
         self.cluster = cluster
-        self.rng = random.Random(seed)
+        self.seed = seed
         self.workdir = workdir
         self.progress = progress
+        self.pause_s = pause_s
         self.tag = f"chaos{seed}-{int(time.time() * 1000) % 10**8}"
         self.groups = [f"{self.tag}-g{i}" for i in range(groups)]
-        self.topics = {g: f"{g}-topic" for g in self.groups}
+        self.classic = [f"{self.tag}-c{i}" for i in range(classic_groups)]
+        self.topics = {g: f"{g}-topic" for g in self.groups + self.classic}
         self.partitions = partitions
         self.initial_consumers = consumers
         self.consumers: list[_Consumer] = []
-        self.report = ChaosReport(seconds=0)
+        self.report = ChaosReport(seed)
         self.offset_samples: list[dict[tuple[str, str, int], int]] = []
 
     # ------------------------------------------------------------------ the run
 
-    def run(self, seconds: float) -> ChaosReport:
+    def run(self, seconds: float | None = None, steps: int | None = None) -> ChaosReport:
+        """Follow the schedule until ``steps`` steps are done or ``seconds`` are up (the two
+        openers always run), then settle and check."""
+        if seconds is None and steps is None:
+            raise ValueError("a chaos run needs seconds or steps")
         self.workdir.mkdir(parents=True, exist_ok=True)
-        for g in self.groups:
+        for g in self.groups + self.classic:
             self.cluster.create_topic(self.topics[g], self.partitions)
             for _ in range(self.initial_consumers):
                 self._spawn(g)
+        for g in self.groups + self.classic:
+            self._wait_stable(g)
         started = time.monotonic()
-        for g in self.groups:
-            self.cluster.wait_stable(g, timeout_s=SETTLE_TIMEOUT_S)
-        self._kill_mid_rebalance()  # at least one kill lands mid-rebalance, whatever the seed
-        while (elapsed := time.monotonic() - started) < seconds:
-            self._show(elapsed, seconds)
-            time.sleep(self.rng.uniform(0.5, 2.0))
+        schedule = chaos_schedule(self.seed, len(self.groups), len(self.classic), self.pause_s)
+        for step in schedule:
+            elapsed = time.monotonic() - started
+            if step.index >= 2 and (
+                (steps is not None and step.index >= steps)
+                or (seconds is not None and elapsed >= seconds)
+            ):
+                break
+            self._show(step.index, elapsed, seconds, steps)
+            time.sleep(step.pause_s)
             self._sample_offsets()
-            self.rng.choice([self._kill_partition, self._kill_partition, self._kill_consumer,
-                             self._add_consumer])()
+            self._act(step)
             self._sample_offsets()
-        self._show(seconds, seconds)
+            self.report.steps = step.index + 1
         if self.progress:
             print(file=sys.stderr)
         self.report.seconds = time.monotonic() - started
         self._settle_and_check()
         return self.report
+
+    def _act(self, step: Step) -> None:
+        if step.kind == KILL_PARTITION:
+            self._kill_partition(step)
+        elif step.kind == KILL_CONTROLLER:
+            self.report.controller_kills += 1
+            self.report.violations += kill_controller(self.cluster, f"{self.tag}-{step.index}")
+        elif step.kind == KILL_CONSUMER:
+            self._kill_consumer(step, classic=False)
+        elif step.kind == KILL_CLASSIC:
+            self._kill_consumer(step, classic=True)
+        elif step.kind == ADD_CONSUMER:
+            self._spawn(self.groups[step.group])
+            self.report.consumers_added += 1
+        else:
+            raise ValueError(f"unknown chaos step {step.kind}")
 
     def _sample_offsets(self) -> None:
         """Read every group's committed offsets: invariant 5 says the readings never go back
@@ -129,64 +194,97 @@ class ChaosRun:
 
     def _spawn(self, group: str) -> None:
         path = self.workdir / f"consumer-{len(self.consumers)}.jsonl"
+        classic = group in self.classic
+        options = {}
+        if classic:
+            options = {"protocol": "classic",
+                       "assignors": CLASSIC_ASSIGNORS[self.classic.index(group) % 2]}
         handle = self.cluster.spawn_consumer(
-            group, topics=[self.topics[group]], timeline_path=str(path)
+            group, topics=[self.topics[group]], timeline_path=str(path), **options
         )
-        self.consumers.append(_Consumer(handle, group, path))
+        self.consumers.append(_Consumer(handle, group, classic, path))
 
-    def _alive(self, group: str | None = None) -> list[_Consumer]:
+    def _alive(self, group: str | None = None, classic: bool | None = None) -> list[_Consumer]:
         return [c for c in self.consumers
-                if c.killed_at is None and (group is None or c.group == group)]
+                if c.killed_at is None and (group is None or c.group == group)
+                and (classic is None or c.classic == classic)]
 
     # ------------------------------------------------------------------ actions
 
-    def _kill_mid_rebalance(self, attempts: int = 5) -> None:
-        for _ in range(attempts):
-            before = self.report.mid_rebalance_kills
-            self._kill_partition(provoke=True)
-            if self.report.mid_rebalance_kills > before:
-                return
-
-    def _kill_partition(self, provoke: bool | None = None) -> None:
-        group = self.rng.choice(self.groups)
-        if provoke or (provoke is None and self.rng.random() < 0.5):
-            self._spawn(group)  # provoke a rebalance, then kill while it is under way
-            self.report.consumers_added += 1
-            self._wait_unstable(group)
-        before = self.cluster.describe(group)
-        p = self.cluster.partition_for(group)
-        self.cluster.kill_partition(p)
+    def _kill_partition(self, step: Step) -> None:
+        everyone = self.groups + self.classic
+        group = everyone[step.group % len(everyone)]
+        if step.provoke:
+            self._provoke(group, step.pick)
+        before = self._describe(group)
+        self.cluster.kill_partition(self.cluster.partition_for(group))
         self.report.partition_kills += 1
-        if before.group_state in ("assigning", "reconciling"):
+        if before.group_state in REBALANCING:
             self.report.mid_rebalance_kills += 1
-        after = self.cluster.describe(group)  # retried until the partition has reloaded
+        after = self._describe(group)  # retried until the partition has reloaded
         self.report.violations += check_not_behind(before, after)
 
-    def _wait_unstable(self, group: str, timeout_s: float = 3.0) -> None:
-        deadline = time.monotonic() + timeout_s
+    def _provoke(self, group: str, pick: int) -> None:
+        """Start a rebalance and wait until it is under way: a new consumer joins, or, when
+        the group is at its bound, one of its consumers leaves and a new one replaces it."""
+        alive = self._alive(group)
+        if len(alive) < self.initial_consumers + EXTRA_CONSUMERS_PER_GROUP:
+            self._spawn(group)
+            self.report.consumers_added += 1
+        else:
+            leaver = alive[pick % len(alive)]
+            ray.get(leaver.handle.stop.remote(leave=True))
+            leaver.killed_at = time.monotonic()
+            self._spawn(group)
+        deadline = time.monotonic() + UNSTABLE_TIMEOUT_S
         while time.monotonic() < deadline:
-            if self.cluster.describe(group).group_state in ("assigning", "reconciling"):
+            if self._describe(group).group_state in REBALANCING:
                 return
             time.sleep(0.02)
 
-    def _kill_consumer(self) -> None:
-        alive = self._alive()
-        if len(alive) <= len(self.groups):
-            return self._add_consumer()
-        victim = self.rng.choice(alive)
+    def _kill_consumer(self, step: Step, classic: bool) -> None:
+        groups = self.classic if classic else self.groups
+        alive = self._alive(classic=classic)
+        if len(alive) <= len(groups):
+            self._spawn(groups[step.group])
+            self.report.consumers_added += 1
+            return
+        victim = alive[step.pick % len(alive)]
         ray.kill(victim.handle, no_restart=True)
         victim.killed_at = time.monotonic()
-        self.report.consumer_kills += 1
+        if classic:
+            self.report.classic_kills += 1
+        else:
+            self.report.consumer_kills += 1
         self._spawn(victim.group)
 
-    def _add_consumer(self) -> None:
-        self._spawn(self.rng.choice(self.groups))
-        self.report.consumers_added += 1
+    def _describe(self, group: str) -> SimpleNamespace:
+        """One view of either kind of group: its state, its epoch (a classic group's
+        generation) and its members' epochs (none for classic members), as
+        ``check_not_behind`` reads them."""
+        if group in self.classic:
+            g = self.cluster.call(m.DescribeGroupsRequest(groups=[group])).groups[0]
+            return SimpleNamespace(group_id=group, error_code=g.error_code,
+                                   group_state=g.group_state, group_epoch=g.generation_id,
+                                   members=[])
+        return self.cluster.describe(group)
+
+    def _wait_stable(self, group: str) -> None:
+        deadline = time.monotonic() + SETTLE_TIMEOUT_S
+        while True:
+            g = self._describe(group)
+            members = group in self.classic or g.members  # classic views list none
+            if g.error_code == 0 and g.group_state == "stable" and members:
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"group {group} not stable after {SETTLE_TIMEOUT_S} s")
+            time.sleep(0.2)
 
     # ------------------------------------------------------------------ the checks
 
     def _settle_and_check(self) -> None:
-        expected = {g: [(self.topics[g], p) for p in range(self.partitions)] for g in self.groups}
+        everyone = self.groups + self.classic
+        expected = {g: [(self.topics[g], p) for p in range(self.partitions)] for g in everyone}
         deadline = time.monotonic() + SETTLE_TIMEOUT_S
         while True:
             assignments = self._assignments()
@@ -204,15 +302,18 @@ class ChaosRun:
             for e in _read_timeline(c.timeline_path):
                 ends[e["member_id"]] = c.killed_at if c.killed_at is not None else end
         epochs = {}
-        for g in self.groups:
-            described = self.cluster.describe(g)
-            epochs[g] = described.group_epoch
-            self.report.rebalances += described.group_epoch
+        for g in everyone:
+            epochs[g] = self._describe(g).group_epoch
+            self.report.rebalances += epochs[g]
         self.report.events = len(events)
         self.report.violations += check_all(events, ends, end, epochs)
         self._sample_offsets()
+        final = self.offset_samples[-1]
         self.report.violations += check_offsets_monotonic(self.offset_samples)
-        self.report.violations += check_stream(events, self.offset_samples[-1])
+        self.report.violations += check_stream(events, final)
+        lost = check_acknowledged_commits(events, final)
+        self.report.commits_lost = len(lost)
+        self.report.violations += lost
         self.report.commits = sum(1 for e in events if e["event"] == "committed")
         self.report.violations.sort(key=lambda v: v.invariant)
 
@@ -225,15 +326,16 @@ class ChaosRun:
                 out[(c.group, mem["member_id"])] = [tuple(tp) for tp in mem["assignment"]]
         return out
 
-    def _show(self, elapsed: float, total: float) -> None:
+    def _show(self, step: int, elapsed: float, seconds: float | None, steps: int | None) -> None:
         if not self.progress:
             return
-        done = int(PROGRESS_WIDTH * min(elapsed / total, 1.0))
+        share = elapsed / seconds if seconds is not None else step / max(steps or 1, 1)
+        done = int(PROGRESS_WIDTH * min(share, 1.0))
         r = self.report
         bar = "#" * done + "-" * (PROGRESS_WIDTH - done)
         print(
-            f"\r[{bar}] {elapsed:5.1f}/{total:.0f} s  kills: {r.partition_kills} partitions, "
-            f"{r.consumer_kills} consumers",
+            f"\r[{bar}] step {step}, {elapsed:5.1f} s  kills: {r.partition_kills} partitions, "
+            f"{r.controller_kills} controller, {r.consumer_kills + r.classic_kills} consumers",
             end="", file=sys.stderr, flush=True,
         )
 
@@ -251,8 +353,11 @@ def _read_timeline(path: Path) -> list[dict]:
     return out
 
 
-def run_chaos(cluster: Cluster, seconds: float, workdir: str | Path, groups: int = 3,
+def run_chaos(cluster: Cluster, seconds: float | None, workdir: str | Path, groups: int = 3,
               consumers: int = 3, partitions: int = 6, seed: int = 0,
-              progress: bool = True) -> ChaosReport:
-    run = ChaosRun(cluster, Path(workdir), groups, consumers, partitions, seed, progress)
-    return run.run(seconds)
+              progress: bool = True, classic_groups: int = 1,
+              pause_s: tuple[float, float] = DEFAULT_PAUSE_S,
+              steps: int | None = None) -> ChaosReport:
+    run = ChaosRun(cluster, Path(workdir), groups, consumers, partitions, seed, progress,
+                   classic_groups, pause_s)
+    return run.run(seconds, steps)

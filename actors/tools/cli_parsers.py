@@ -1,9 +1,11 @@
 """The admin commands' arguments (``cohort groups``, ``configs``, ``export``, ``timeline``), shaped
-as Kafka's tools shape theirs; ``cli`` parses with them and runs the commands."""
+as Kafka's tools shape theirs; ``cli`` parses with them and runs the commands. Every command's
+``--help`` ends with an example (``cli_service_parsers`` holds the service and topic commands)."""
 
 from __future__ import annotations
 
 import argparse
+import textwrap
 
 RESET_LATEST_HELP = (
     "reset to the latest offset. Cohort keeps no log, so 'latest' is the highest offset any "
@@ -12,22 +14,40 @@ RESET_LATEST_HELP = (
 )
 
 
+def wrap(text: str) -> str:
+    """A description pre-wrapped, for parsers whose epilog keeps its own lines."""
+    return textwrap.fill(text, width=88)
 
-def add_admin_parsers(sub: argparse._SubParsersAction) -> None:
+
+def common_options() -> argparse.ArgumentParser:
+    """``--address`` and ``--json``, which every admin command takes."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--address", default=None,
                         help="the Ray cluster: host:port of its GCS or ray://head:10001 "
                              "(default: RAY_ADDRESS, else the local running Ray)")
     common.add_argument("--json", action="store_true", help="print JSON for scripts")
+    return common
+
+
+def add_admin_parsers(sub: argparse._SubParsersAction) -> None:
+    common = common_options()
 
     groups = sub.add_parser(
         "groups", parents=[common], help="list, describe, reset offsets of, delete groups",
-        description="Consumer groups, as kafka-consumer-groups.sh shows and changes them.",
-        epilog="Cohort keeps committed offsets but no log: LOG-END-OFFSET and LAG show '-'. "
-               "--reset-offsets commits as an admin (no member, generation -1) and only for "
-               "an existing group that is inactive (Empty); the plan is printed either way. "
-               "A group known only by its committed offsets is described as an empty classic "
-               "group, as Kafka shows it.",
+        description=wrap("Consumer groups, as kafka-consumer-groups.sh shows and changes them."),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="""\
+Cohort keeps committed offsets but no log: LOG-END-OFFSET and LAG show '-'.
+--reset-offsets commits as an admin (no member, generation -1) and only for an
+existing group that is inactive (Empty); the plan is printed either way. A group
+known only by its committed offsets is described as an empty classic group, as
+Kafka shows it.
+
+examples:
+  cohort groups --list --state Stable
+  cohort groups --describe --group g1 --members --verbose
+  cohort groups --reset-offsets --group g2 --topic orders --to-earliest --execute
+  cohort groups --delete --group g2""",
     )
     action = groups.add_mutually_exclusive_group(required=True)
     action.add_argument("--list", action="store_true", help="list the groups")
@@ -63,9 +83,14 @@ def add_admin_parsers(sub: argparse._SubParsersAction) -> None:
 
     configs = sub.add_parser(
         "configs", parents=[common], help="describe or alter dynamic group configs",
-        description="Dynamic group configs, as kafka-configs.sh --entity-type groups handles "
+        description=wrap("Dynamic group configs, as kafka-configs.sh --entity-type groups handles "
                     "them. They need no existing group: set before it exists, kept after it "
-                    "is deleted.",
+                    "is deleted."),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="""\
+examples:
+  cohort configs --group g1 --alter --add-config consumer.session.timeout.ms=30000
+  cohort configs --group g1 --describe --all""",
     )
     configs.add_argument("--group", "--entity-name", dest="group", required=True, metavar="G")
     configs.add_argument("--entity-type", choices=["groups"], default="groups",
@@ -82,10 +107,14 @@ def add_admin_parsers(sub: argparse._SubParsersAction) -> None:
 
     export = sub.add_parser(
         "export", parents=[common], help="the coordinator's state as Parquet tables",
-        description="Write groups, members, target_assignment, current_assignment, offsets "
+        description=wrap("Write groups, members, target_assignment, current_assignment, offsets "
                     "and rebalances as Parquet under DIR/<table>/ (replacing an earlier "
                     "export). From a ray:// client the files are written by an actor inside "
-                    "the cluster, on its node.",
+                    "the cluster, on its node."),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="""\
+example:
+  cohort export --out ./cohort-export --json""",
     )
     export.add_argument("--out", required=True, metavar="DIR")
     export.add_argument("--spark", action="store_true",
@@ -95,7 +124,12 @@ def add_admin_parsers(sub: argparse._SubParsersAction) -> None:
     export.add_argument("--executor-memory", default="1GB", help="--spark: per executor")
 
     timeline = sub.add_parser("timeline", parents=[common],
-                              help="draw who owned which partition when, for one group")
+                              help="draw who owned which partition when, for one group",
+                              formatter_class=argparse.RawDescriptionHelpFormatter,
+                              epilog="""\
+examples:
+  cohort timeline --group g1 --out g1.png
+  cohort timeline --group g1 --timelines ./timelines --rebalances --out g1.png""")
     timeline.add_argument("--group", required=True, metavar="G")
     timeline.add_argument("--out", default="timeline.png", metavar="PNG")
     timeline.add_argument("--timelines", metavar="DIR",

@@ -29,7 +29,8 @@ DEMO_CONFIG = CoordinatorConfig(
 TOPIC_PARTITIONS = 6
 
 
-def run_demo(storage_path: str = "./cohort-data", partitions: int = 4, out=print) -> int:
+def run_demo(storage_path: str = "./cohort-data", partitions: int | None = None,
+             out=print) -> int:
     started = time.monotonic()
     cluster = Cluster.start(num_partitions=partitions, storage_path=storage_path,
                             config=DEMO_CONFIG)
@@ -38,7 +39,8 @@ def run_demo(storage_path: str = "./cohort-data", partitions: int = 4, out=print
     try:
         cluster.create_topic(topic, TOPIC_PARTITIONS)
         p = cluster.partition_for(group)
-        out(f"Cohort on Ray: {partitions} __consumer_offsets partitions, storage {storage_path}")
+        out(f"Cohort on Ray: {cluster.num_partitions} __consumer_offsets partitions, storage "
+            f"{cluster.storage_path}")
         out(f"topic {topic} ({TOPIC_PARTITIONS} partitions); group {group} lives on offsets-{p}")
         consumers = [cluster.spawn_consumer(group, topics=[topic]) for _ in range(3)]
         _show(out, "before", cluster.wait_stable(group, members=3))
@@ -62,7 +64,7 @@ def run_demo(storage_path: str = "./cohort-data", partitions: int = 4, out=print
         ray.get([c.stop.remote(leave=True) for c in consumers])
         return 0 if not violations else 1
     finally:
-        cluster.shutdown()
+        cluster.release()  # a Cohort started by `cohort start` stays up
 
 
 def _wait_rebalancing(cluster: Cluster, group: str, timeout_s: float = 10.0) -> str:

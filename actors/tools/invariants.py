@@ -448,3 +448,27 @@ def check_connect_work(events: Iterable[Event]) -> list[Violation]:
             if hi > reach:
                 reach, holder = hi, member
     return violations
+
+
+def check_acknowledged_commits(
+    events: Iterable[Event], committed_now: Mapping[tuple[str, str, int], int]
+) -> list[Violation]:
+    """Invariant 5 from the consumers' side: every commit a consumer saw acknowledged (its
+    timeline's ``committed`` events) is still covered by what the coordinator holds now. A
+    commit lost across a partition restart shows up here even if no read happened to see it."""
+    acknowledged: dict[tuple[str, str, int], int] = {}
+    for ev in events:
+        if ev["event"] == "committed":
+            (tp,) = ev["partitions"]
+            topic, partition = _tp(tp)
+            key = (ev["group_id"], topic, partition)
+            acknowledged[key] = max(acknowledged.get(key, -1), ev["offset"])
+    violations = []
+    for key, offset in sorted(acknowledged.items()):
+        now = committed_now.get(key)
+        if now is None or now < offset:
+            where = _name(key[0], (key[1], key[2]))
+            held = "nothing" if now is None else f"{now}"
+            msg = f"{where}: commit of {offset} was acknowledged, the coordinator holds {held}"
+            violations.append(Violation(5, f"acknowledged commit lost: {msg}"))
+    return violations

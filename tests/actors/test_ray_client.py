@@ -25,6 +25,7 @@ import pytest
 import ray
 
 from protocol.errors import Errors
+from tests.actors.tools.cli_helpers import cohort
 
 pytestmark = pytest.mark.ray
 
@@ -194,6 +195,8 @@ def test_a_ray_client_drives_topics_configs_a_group_and_a_coordinator_kill(clust
     prefix = "ray-client"
     with ray_client_server(ray.get_runtime_context().gcs_address) as url:
         out = _run_child(url, prefix)
+        # cohort status reads Ray's actor table through a task inside the cluster.
+        status = cohort("status", "--json", address=url)
     a, b, g = f"{prefix}-a", f"{prefix}-b", f"{prefix}-g"
 
     assert out["client_mode"] is True
@@ -233,18 +236,25 @@ def test_a_ray_client_drives_topics_configs_a_group_and_a_coordinator_kill(clust
     # The session's own driver sees what the Ray client did.
     assert not {a, b} & {t.name for t in cluster.topics()}
     assert cluster.describe(g).group_state == "empty"
+    assert status.returncode == 0, status.stderr[-3000:]
+    report = json.loads(status.stdout)
+    assert report["serving"] is True
+    rows = {r["actor"]: r for r in report["actors"]}
+    assert rows[f"offsets-{kill['partition']}"]["pid"] == kill["pid_after"]
+    assert rows[f"offsets-{kill['partition']}"]["restarts"] >= 1
 
 
 TOKEN_MODE_PROBE = textwrap.dedent(
     """
     import ray
     from ray._raylet import AuthenticationMode, get_authentication_mode
-    import actors.cluster
+    import actors.runtime.ray_driver as driver
 
     seen = []
     ray.init = lambda *args, **kwargs: seen.append(
         get_authentication_mode() == AuthenticationMode.TOKEN)
-    actors.cluster._init_ray("ray://127.0.0.1:1", start_local=False)
+    driver._probe = lambda target: None  # nothing listens there: skip the probe
+    driver.init_ray("ray://127.0.0.1:1", start_local=False)
     print("token mode at ray.init:", seen)
     """
 )

@@ -5,7 +5,14 @@ import dataclasses
 import pytest
 
 from protocol import messages as m
-from protocol.api import APIS, BY_API_KEY, api_of, error_response, group_ids_of
+from protocol.api import (
+    APIS,
+    BY_API_KEY,
+    api_of,
+    error_response,
+    group_ids_of,
+    reply_error_codes,
+)
 from protocol.errors import Errors
 from protocol.shard import GroupCoordinatorShard
 
@@ -60,3 +67,14 @@ def test_something_that_is_not_a_request_gets_an_error_response():
     assert api_of("hello") is None
     reply = error_response("hello", Errors.INVALID_REQUEST, "what is this")
     assert isinstance(reply, m.ErrorResponse) and reply.error_code == Errors.INVALID_REQUEST
+
+
+def test_a_per_group_reply_carries_one_error_code_per_group_for_a_retrying_caller():
+    loading = error_response(m.DescribeGroupsRequest(groups=["a", "b"]),
+                             Errors.COORDINATOR_LOAD_IN_PROGRESS, "loading")
+    assert reply_error_codes(loading) == [Errors.COORDINATOR_LOAD_IN_PROGRESS] * 2
+    deleted = m.DeleteGroupsResponse(results=[m.DeletableGroupResult(group_id="a")])
+    assert reply_error_codes(deleted) == [Errors.NONE]
+    assert reply_error_codes(m.OffsetFetchResponse(error_code=Errors.NOT_COORDINATOR)) == [
+        Errors.NOT_COORDINATOR]
+    assert reply_error_codes(None) == [Errors.NONE]

@@ -37,7 +37,7 @@ from protocol.records import (
     GroupRebalanceHistoryKey,
 )
 from protocol.shard import CoordinatorResult, GroupCoordinatorShard
-from protocol.types import INT_BOUNDS, MAX_STRING_CHARS
+from protocol.types import INT_BOUNDS, MAX_STRING_BYTES, MAX_STRING_CHARS
 
 SERVER_GROUP, CLIENT_GROUP = "g", "c"
 A, B = "member-a", "member-b"
@@ -209,7 +209,7 @@ def _first_bad(value: Any, hint: Any, path: str) -> str | None:
                 return bad
         return None
     if hint is str:
-        ok = type(value) is str and len(value) <= MAX_STRING_CHARS and _utf8(value)
+        ok = type(value) is str and _utf8(value) and len(value.encode()) <= MAX_STRING_BYTES
         return None if ok else path
     return None if type(value) is hint else path  # bool, int, bytes
 

@@ -48,7 +48,16 @@ def test_a_killed_consumers_partitions_resume_from_its_last_commit(cluster, tmp_
     ray.kill(b)  # mid-stream: no leave, no last commit
     killed_at = time.monotonic()
     wait_whole([a], 4, timeout_s=60)
-    time.sleep(1.5)  # let the new owner process and commit past the old offsets
+
+    def a_resumed_all() -> bool:
+        """The new owner processed and committed each of b's partitions since the kill."""
+        since = [e for e in _read_timeline(paths[0]) if e["t"] > killed_at]
+        for kind in ("processed", "committed"):
+            if not victims <= {tuple(e["partitions"][0]) for e in since if e["event"] == kind}:
+                return False
+        return True
+
+    eventually(a_resumed_all, timeout_s=60)
     samples.append(committed(cluster, group))
     # The coordinator dies too: the commits are in its log.
     p = cluster.partition_for(group)

@@ -359,3 +359,35 @@ def test_check_offsets_monotonic_reports_offsets_going_back_or_vanishing():
     assert check_offsets_monotonic([{k: 1}, {k: 1}, {k: 5}]) == []
     assert "went back" in check_offsets_monotonic([{k: 5}, {k: 3}])[0].message
     assert "vanished" in check_offsets_monotonic([{k: 5}, {}])[0].message
+
+
+# ----------------------------------------------------------------------------- acknowledged
+
+
+def committed(t: float, member: str, offset: int, tp=FOO0, group: str = "g1") -> dict[str, Any]:
+    return {"t": t, "event": "committed", "partitions": [list(tp)], "offset": offset,
+            "member_id": member, "group_id": group}
+
+
+def test_an_acknowledged_commit_the_coordinator_no_longer_holds_is_reported_as_lost():
+    from actors.tools.invariants import check_acknowledged_commits
+
+    events = [committed(1.0, "a", 10), committed(2.0, "a", 25), committed(3.0, "b", 30, ("foo", 1))]
+    assert check_acknowledged_commits(events, {("g1", "foo", 0): 25, ("g1", "foo", 1): 31}) == []
+    lost = check_acknowledged_commits(events, {("g1", "foo", 0): 24})
+    assert [v.invariant for v in lost] == [5, 5]
+    assert "commit of 25 was acknowledged, the coordinator holds 24" in lost[0].message
+    assert "holds nothing" in lost[1].message
+
+
+def test_a_controller_restart_that_loses_a_topic_or_an_acknowledged_config_is_reported():
+    from actors.tools.controller_invariants import check_controller_kept, check_images_caught_up
+
+    before = {"orders": ("id-1", 6), "audit": ("id-2", 2)}
+    assert check_controller_kept(before, {**before, "new": ("id-3", 1)}, {"g": 1}, {"g": 1}) == []
+    broken = check_controller_kept(before, {"orders": ("id-1", 3)}, {"g": 1}, {"g": 2})
+    assert [v.invariant for v in broken] == [4, 4, 4]
+    assert "audit vanished" in broken[0].message and "id-1/6" in broken[1].message
+    assert check_images_caught_up(7, {0: 7, 1: 8}) == []
+    assert [v.message for v in check_images_caught_up(7, {0: 7, 1: 6})] == [
+        "offsets-1 holds image 6, the controller is at 7"]

@@ -1,0 +1,90 @@
+"""How a driver (a script, a test, the ``cohort`` command, a Ray client) joins the Ray cluster
+Cohort runs on, and how it sees Cohort's named actors come and go.
+
+Kept apart from ``Cluster`` because the service commands need it without a running Cohort:
+``cohort start`` must join a Ray without starting one of its own, ``cohort stop`` must know when
+Ray has released the actors' names, and every driver must find Ray's token itself.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Iterable
+
+import ray
+
+from actors.runtime.controller import NAMESPACE
+
+# How long ``wait_released`` waits for Ray to release killed actors' names (a ``start`` right
+# after a ``stop`` must create new actors, not find the dying ones).
+RELEASE_TIMEOUT_S = 60.0
+# How long ``init_ray`` waits for a TCP connection to a given address before calling it dead.
+PROBE_TIMEOUT_S = 5.0
+
+
+def wait_released(names: Iterable[str], timeout_s: float = RELEASE_TIMEOUT_S) -> None:
+    """Poll until no actor of ``names`` (namespace ``cohort``) can be found any more."""
+    deadline = time.monotonic() + timeout_s
+    pending = list(names)
+    while pending:
+        pending = [n for n in pending if named_actor_exists(n)]
+        if pending and time.monotonic() > deadline:
+            raise TimeoutError(f"Ray still lists {pending} {timeout_s} s after they were killed")
+        if pending:
+            time.sleep(0.1)
+
+
+def named_actor_exists(name: str) -> bool:
+    try:
+        ray.get_actor(name, namespace=NAMESPACE)
+    except ValueError:
+        return False
+    return True
+
+
+def _have_token() -> bool:
+    return bool(
+        os.environ.get("RAY_AUTH_TOKEN")
+        or os.environ.get("RAY_AUTH_TOKEN_PATH")
+        or os.path.exists(os.path.expanduser("~/.ray/auth_token"))
+    )
+
+
+def init_ray(address: str | None, start_local: bool = True) -> bool:
+    """Join the Ray this process should use; True when we started a local one ourselves."""
+    if ray.is_initialized():
+        return False
+    target = address or os.environ.get("RAY_ADDRESS") or "auto"
+    if _have_token() and "RAY_AUTH_MODE" not in os.environ:
+        # Ray >= 2.59 clusters require a token by default; a driver or Ray client sends the
+        # one it finds (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token) only in token
+        # mode, which an operator's shell has not set (a cluster without auth accepts a
+        # token-mode driver too). Ray reads the mode when it is imported, so its config is
+        # re-read after the switch.
+        os.environ["RAY_AUTH_MODE"] = "token"
+        from ray._raylet import Config
+
+        Config.initialize("")
+    _probe(target)
+    try:
+        ray.init(address=target, namespace=NAMESPACE, log_to_driver=False)
+        return False
+    except ConnectionError:
+        if not start_local or address is not None:
+            raise
+    ray.init(namespace=NAMESPACE, include_dashboard=False, log_to_driver=False)
+    return True
+
+
+def _probe(target: str, timeout_s: float = PROBE_TIMEOUT_S) -> None:
+    """Fail at once when nothing listens at a ``host:port`` (or ``ray://host:port``) address:
+    Ray itself would retry the connection for minutes before giving up."""
+    host, sep, port = target.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit():
+        return  # "auto", or a form Ray resolves itself
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as e:
+        raise ConnectionError(f"nothing answers at {target}: {e.strerror or e}") from None

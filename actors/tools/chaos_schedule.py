@@ -1,0 +1,89 @@
+"""The schedule of a chaos run: what to kill when, as a pure function of the run's seed.
+
+A chaos run that finds a violation is only useful if it can be run again: so every random
+choice the runner makes (how long to wait, what to do, in which group, which victim) is drawn
+here, from one ``random.Random(seed)``, before and apart from anything that depends on timing.
+The runner interprets each ``Step`` against its live consumers, choosing the victim as
+``alive[step.pick % len(alive)]``; since every spawn and kill is itself a step, the list of
+live consumers, and so every victim, follows from the seed too. Only how long each action takes
+(and so how many steps fit in a run of ``seconds``) depends on the machine; a run of ``steps``
+replays the same schedule exactly. No Ray, no clock, no I/O here.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+KILL_PARTITION = "kill-partition"
+KILL_CONTROLLER = "kill-controller"
+KILL_CONSUMER = "kill-consumer"
+KILL_CLASSIC = "kill-classic-consumer"
+ADD_CONSUMER = "add-consumer"
+
+# Relative weights of the random steps: mostly kills, partitions the most often, since a
+# partition restart is where acknowledged state could be lost.
+WEIGHTS: dict[str, int] = {
+    KILL_PARTITION: 4,
+    KILL_CONSUMER: 2,
+    KILL_CLASSIC: 2,
+    KILL_CONTROLLER: 1,
+    ADD_CONSUMER: 1,
+}
+# Half of the partition kills first add a consumer to the group and wait for the rebalance to
+# start, so that the kill lands mid-rebalance.
+PROVOKE_SHARE = 0.5
+DEFAULT_PAUSE_S = (0.5, 2.0)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One action of a chaos run.
+
+    ``group`` indexes the run's KIP-848 groups, except for ``KILL_CLASSIC`` (the classic
+    groups) and ``KILL_PARTITION`` (the KIP-848 groups, then the classic ones); ``pick``
+    chooses the victim among the live consumers of that kind (``alive[pick % len(alive)]``);
+    ``provoke`` asks a partition kill to start a rebalance first and kill mid-rebalance.
+    """
+
+    index: int
+    pause_s: float
+    kind: str
+    group: int
+    pick: int
+    provoke: bool = False
+
+
+def chaos_schedule(
+    seed: int,
+    groups: int,
+    classic_groups: int = 0,
+    pause_s: tuple[float, float] = DEFAULT_PAUSE_S,
+) -> Iterator[Step]:
+    """The endless schedule of run ``seed``: two fixed openers, then random steps.
+
+    The openers make every run, however short, cover the two kills that matter most: a
+    partition killed mid-rebalance, then the controller. Classic kills are drawn only when the
+    run has classic groups.
+    """
+    if groups < 1 or classic_groups < 0:
+        raise ValueError("a chaos run needs at least one consumer group")
+    low, high = pause_s
+    if not 0 <= low <= high:
+        raise ValueError(f"pause bounds must satisfy 0 <= low <= high, got {pause_s}")
+    rng = random.Random(seed)
+    kinds = [k for k in WEIGHTS if k != KILL_CLASSIC or classic_groups]
+    weights = [WEIGHTS[k] for k in kinds]
+    yield Step(0, 0.0, KILL_PARTITION, rng.randrange(groups), 0, provoke=True)
+    yield Step(1, rng.uniform(low, high), KILL_CONTROLLER, rng.randrange(groups), 0)
+    index = 2
+    while True:
+        pause = rng.uniform(low, high)
+        kind = rng.choices(kinds, weights)[0]
+        span = {KILL_CLASSIC: classic_groups, KILL_PARTITION: groups + classic_groups}
+        group = rng.randrange(span.get(kind, groups))
+        pick = rng.randrange(1 << 30)
+        provoke = kind == KILL_PARTITION and rng.random() < PROVOKE_SHARE
+        yield Step(index, pause, kind, group, pick, provoke)
+        index += 1
