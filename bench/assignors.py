@@ -13,6 +13,20 @@ topic so that every topic has subscribers), it measures:
   partitions the leaver owned (a sticky assignor moves no more than those when it can).
 
 Prints a table and writes the same figures to ``bench/results/assignors.json``.
+
+``--kafka-grid`` runs Kafka's own JMH grid instead (``ServerSideAssignorBenchmark`` and
+``TargetAssignmentBuilderBenchmark`` in apache/kafka's jmh-benchmarks): members x topics x
+partitions per member (``partitionsToMemberRatio``; each topic has members x ratio / topics
+partitions), homogeneous subscriptions (everyone, every topic) and heterogeneous ones (five
+buckets of members, each subscribed to its fifth of the topics), full (everyone assigned from
+nothing) and incremental (the group minus one member is assigned first; then a new member
+joins, subscribed as the last bucket, and that reassignment is timed), no racks. Each case is
+timed as JMH's average time (after warm-up runs), and Kafka's published figure is printed
+beside Cohort's where Kafka published one. ``--members``, ``--topics``, ``--ratios``,
+``--assignors`` narrow the grid (the whole of it takes a while in Python).
+
+Times are this process's CPU time (``time.process_time``), not wall time: the machine is
+shared, and other processes' load would otherwise land in Cohort's figures.
 """
 
 from __future__ import annotations
@@ -81,9 +95,9 @@ def owners(assignment: GroupAssignment) -> dict[tuple[str, int], str]:
 
 
 def timed(assignor: PartitionAssignor, spec: AssignmentSpec) -> tuple[GroupAssignment, float]:
-    start = time.perf_counter()
+    start = time.process_time()
     result = assignor.assign(spec)
-    return result, time.perf_counter() - start
+    return result, time.process_time() - start
 
 
 def run_case(
@@ -138,10 +152,181 @@ def print_ratios(rows: list[dict[str, object]]) -> None:
         print(f"{subs:13} {members:>7} {parts:>10} {ratio:>13.2f} {growth:>18.1f}")
 
 
+# ------------------------------------------------------------------ Kafka's JMH grid
+
+KAFKA_MEMBERS = (100, 500, 1_000, 5_000, 10_000)
+KAFKA_RATIOS = (5, 10, 50)
+KAFKA_TOPICS = (10, 100, 1_000)
+KAFKA_BUCKETS = 5  # MAX_BUCKET_COUNT of the heterogeneous subscriptions
+# Kafka's published figures (ms), keyed (assignor, subscriptions, type, members, topics,
+# ratio); type None: published without saying full or incremental (shown beside both).
+KAFKA_PUBLISHED: dict[tuple, float] = {
+    ("uniform", "homogeneous", "incremental", 10_000, 1_000, 10): 17.7,
+    ("uniform", "heterogeneous", None, 10_000, 1_000, 10): 342.8,
+    ("range", "homogeneous", None, 10_000, 1_000, 10): 37.9,
+    ("range", "heterogeneous", None, 10_000, 1_000, 10): 172.4,
+    ("range", "homogeneous", None, 100, 100, 10): 0.052,
+    ("range", "heterogeneous", None, 100, 100, 10): 0.172,
+    ("builder", "homogeneous", "incremental", 10_000, 1_000, 10): 40.2,
+}
+
+
+def kafka_published(name: str, subs: str, kind: str, members: int, topics: int,
+                    ratio: int) -> float | None:
+    return KAFKA_PUBLISHED.get((name, subs, kind, members, topics, ratio),
+                               KAFKA_PUBLISHED.get((name, subs, None, members, topics, ratio)))
+
+
+def kafka_topics(members: int, ratio: int, topics: int) -> dict[str, TopicSpec]:
+    size = members * ratio // topics
+    return {f"topic-id-{i:04d}": TopicSpec(f"topic{i}", size) for i in range(topics)}
+
+
+def kafka_subscriptions(members: int, topic_ids: list[str],
+                        heterogeneous: bool) -> list[frozenset[str]]:
+    """As Kafka's benchmark: everyone everything, or buckets of members with their topics."""
+    if not heterogeneous:
+        everything = frozenset(topic_ids)
+        return [everything] * members
+    buckets = min(KAFKA_BUCKETS, members)
+    per_bucket_topics = -(-len(topic_ids) // buckets)
+    per_bucket_members = -(-members // buckets)
+    subs: list[frozenset[str]] = []
+    for b in range(buckets):
+        chunk = frozenset(topic_ids[b * per_bucket_topics : (b + 1) * per_bucket_topics])
+        count = min((b + 1) * per_bucket_members, members) - b * per_bucket_members
+        subs += [chunk] * max(count, 0)
+    return subs
+
+
+def kafka_spec(assignor: PartitionAssignor, members: int, ratio: int, topics: int,
+               heterogeneous: bool, incremental: bool) -> AssignmentSpec:
+    """The spec Kafka's benchmark times: full, or one new member after an assignment."""
+    topic_specs = kafka_topics(members, ratio, topics)
+    count = members - 1 if incremental else members
+    subs = kafka_subscriptions(count, sorted(topic_specs), heterogeneous)
+    ids = [f"member{i}" for i in range(count)]
+    spec = make_spec(ids, subs, topic_specs, None)
+    if not incremental:
+        return spec
+    first = assignor.assign(spec)
+    new_subs = subs[-1] if heterogeneous else subs[0]
+    return make_spec([*ids, "newMember"], [*subs, new_subs], topic_specs, first)
+
+
+def average_ms(fn, min_runs: int = 3, min_s: float = 0.5) -> float:
+    """JMH's average time, roughly: one warm-up run, then runs until both minimums are met."""
+    fn()
+    runs, started = 0, time.process_time()
+    while runs < min_runs or time.process_time() - started < min_s:
+        fn()
+        runs += 1
+    return (time.process_time() - started) / runs * 1000
+
+
+def builder_case(members: int, ratio: int, topics: int) -> tuple[float, float]:
+    """TargetAssignmentBuilderBenchmark: a homogeneous group of members - 1 holding the
+    uniform assignor's target, plus one new member; Cohort's builder (the assignor spec from
+    the group, the assignment, the records of the targets that changed) is timed, warm (its
+    cache made by the previous run, as in a running coordinator) and cold (the first run).
+    The group is made by replaying its records, as a coordinator's is."""
+    from protocol.consumer.group import ConsumerGroup
+    from protocol.consumer.target_assignment import compute_target, target_records
+    from protocol.metadata import MetadataImage, TopicMetadata
+    from protocol.records import (
+        ConsumerGroupMemberMetadataKey,
+        ConsumerGroupMemberMetadataValue,
+        ConsumerGroupTargetAssignmentMemberKey,
+        Record,
+    )
+
+    size = members * ratio // topics
+    image = MetadataImage([TopicMetadata(f"topic-id-{i:04d}", f"topic-{i}", size)
+                           for i in range(topics)])
+    group = ConsumerGroup("benchmark-group")
+
+    def join(mid: str) -> None:
+        names = tuple(f"topic-{i}" for i in range(topics))  # each member its own tuple
+        value = ConsumerGroupMemberMetadataValue(subscribed_topic_names=names)
+        group.replay(Record(ConsumerGroupMemberMetadataKey(group.group_id, mid), value))
+
+    for i in range(members - 1):
+        join(f"member{i}")
+    for mid, value in compute_target(group, image, "uniform").items():
+        group.replay(Record(ConsumerGroupTargetAssignmentMemberKey(group.group_id, mid), value))
+    join("newMember")
+
+    def build() -> None:
+        target_records(group, compute_target(group, image, "uniform"), 1)
+
+    group.builder_cache.clear()  # cold: as after a load, before the builder has run once
+    started = time.process_time()
+    build()
+    cold_ms = (time.process_time() - started) * 1000
+    return average_ms(build), cold_ms
+
+
+def run_kafka_grid(args) -> None:
+    assignors = {"uniform": UniformAssignor(), "range": RangeAssignor()}
+    header = (f"{'case':<9} {'subscriptions':13} {'type':11} {'members':>7} {'topics':>6} "
+              f"{'ratio':>5} {'partitions':>10} {'cohort ms':>10} {'kafka ms':>9} "
+              f"{'cohort/kafka':>12}")
+    print(header)
+    print("-" * len(header))
+    rows = []
+
+    def report(name, subs, kind, members, topics, ratio, ms):
+        kafka = kafka_published(name, subs, kind, members, topics, ratio)
+        parts = members * ratio // topics * topics
+        shown = f"{kafka:9.3f}" if kafka is not None else f"{'':>9}"
+        ratio_s = f"{ms / kafka:12.2f}" if kafka is not None else ""
+        print(f"{name:<9} {subs:13} {kind:11} {members:>7} {topics:>6} {ratio:>5} "
+              f"{parts:>10} {ms:>10.3f} {shown} {ratio_s}", flush=True)
+        rows.append({"case": name, "subscriptions": subs, "type": kind, "members": members,
+                     "topics": topics, "ratio": ratio, "cohort_ms": round(ms, 4),
+                     "kafka_ms": kafka})
+
+    for name in args.assignors:
+        for heterogeneous in (False, True):
+            subs = "heterogeneous" if heterogeneous else "homogeneous"
+            for incremental in (False, True):
+                kind = "incremental" if incremental else "full"
+                for members in args.members:
+                    for topics in args.topics:
+                        if heterogeneous and topics < min(KAFKA_BUCKETS, members):
+                            continue  # Kafka's benchmark refuses these
+                        for ratio in args.ratios:
+                            spec = kafka_spec(assignors[name], members, ratio, topics,
+                                              heterogeneous, incremental)
+                            ms = average_ms(lambda a=assignors[name], s=spec: a.assign(s))
+                            report(name, subs, kind, members, topics, ratio, ms)
+    if args.builder:
+        for members in args.members:
+            for topics in args.topics:
+                for ratio in args.ratios:
+                    ms, cold_ms = builder_case(members, ratio, topics)
+                    report("builder", "homogeneous", "incremental", members, topics, ratio, ms)
+                    print(f"{'':<9} (the builder's first run, its cache cold: {cold_ms:.1f} ms)")
+    out = RESULTS.with_name("assignors_kafka_grid.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"rows": rows}, indent=2) + "\n")
+    print(f"\nwrote {out}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small grid only")
+    parser.add_argument("--kafka-grid", action="store_true", help="Kafka's JMH grid")
+    parser.add_argument("--members", type=int, nargs="*", default=list(KAFKA_MEMBERS))
+    parser.add_argument("--topics", type=int, nargs="*", default=list(KAFKA_TOPICS))
+    parser.add_argument("--ratios", type=int, nargs="*", default=list(KAFKA_RATIOS))
+    parser.add_argument("--assignors", nargs="*", default=["uniform", "range"])
+    parser.add_argument("--no-builder", dest="builder", action="store_false",
+                        help="skip the TargetAssignmentBuilder cases")
     args = parser.parse_args()
+    if args.kafka_grid:
+        run_kafka_grid(args)
+        return
     grid = QUICK_GRID if args.quick else FULL_GRID
     rows = []
     header = (

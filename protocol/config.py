@@ -29,6 +29,11 @@ class CoordinatorConfig:
     group_consumer_heartbeat_interval_ms: int = 5_000
     group_consumer_min_heartbeat_interval_ms: int = 5_000
     group_consumer_max_heartbeat_interval_ms: int = 15_000
+    # Cohort's own (not a Kafka key): the interval returned to a member with a step waiting
+    # (partitions pending another member's revocation, a revocation to acknowledge, a
+    # client-side assignment to compute), never below group_consumer_min_heartbeat_interval_ms
+    # nor above the group's interval. Set it to the heartbeat interval to turn it off.
+    group_consumer_reconciliation_heartbeat_interval_ms: int = 50
     group_consumer_max_size: int = INT32_MAX
     # The first is the default server assignor.
     group_consumer_assignors: tuple[str, ...] = ("uniform", "range")
@@ -89,6 +94,8 @@ class CoordinatorConfig:
             )
         if self.group_consumer_heartbeat_interval_ms >= self.group_consumer_session_timeout_ms:
             raise ValueError("the heartbeat interval must be below the session timeout")
+        if self.group_consumer_reconciliation_heartbeat_interval_ms < 1:
+            raise ValueError("the reconciliation heartbeat interval must be positive")
 
     @property
     def default_server_assignor(self) -> str:
@@ -126,3 +133,12 @@ class GroupConfig:
         if override is not None:
             return override
         return broker.group_connect_scheduled_rebalance_max_delay_ms
+
+    def reconciliation_heartbeat_interval_ms(self, broker: CoordinatorConfig) -> int:
+        """The interval for a member with a step waiting: the broker's short interval, floored
+        at ``group_consumer_min_heartbeat_interval_ms`` and never above the group's own."""
+        short = max(
+            broker.group_consumer_reconciliation_heartbeat_interval_ms,
+            broker.group_consumer_min_heartbeat_interval_ms,
+        )
+        return min(short, self.effective_heartbeat_interval_ms(broker))

@@ -67,9 +67,19 @@ class ClassicConsumer:
     ) -> None:
         """``options`` go to ``ClassicMemberClient``: ``assignors``, ``session_timeout_ms``,
         ``rebalance_timeout_ms``, ``heartbeat_interval_ms``, ``join_reason``, ``rack_id``
-        and the ``on_revoke`` / ``on_assign`` / ``on_lost`` callbacks."""
+        and the ``on_revoke`` / ``on_assign`` / ``on_lost`` callbacks; and the actor's own
+        ``revocation_cost_ms``: what revoking one partition costs (a real consumer commits
+        and flushes it), paid before the request that follows the revocation (JoinGroup,
+        LeaveGroup) goes out, with the actor still answering calls meanwhile."""
         if not topics:
             raise ValueError("a classic consumer subscribes to a list of topic names")
+        revocation_cost_ms = options.pop("revocation_cost_ms", 0)
+        if revocation_cost_ms < 0:
+            raise ValueError("revocation_cost_ms must not be negative")
+        self._revocation_cost_s = revocation_cost_ms / 1000
+        self._to_pay = 0  # partitions revoked whose commit-and-flush is not paid yet
+        if revocation_cost_ms > 0:
+            options["on_revoke"] = self._counting(options.get("on_revoke"))
         self.group_id = group_id
         self._counts: dict[str, int] = {}
         self.client = ClassicMemberClient(
@@ -143,6 +153,7 @@ class ClassicConsumer:
                 c.on_failure(time.monotonic())  # abandoned: the leave must not wait behind it
             c.leave(force=force)
             req = c.poll(time.monotonic())
+            await self._pay_revocations()
             if req is not None:
                 await self._call(req, LEAVE_TIMEOUT_S)
         self._flush_timeline()
@@ -162,6 +173,7 @@ class ClassicConsumer:
             req = self.client.poll(time.monotonic())
             if isinstance(req, m.JoinGroupRequest):
                 await self._refresh_counts()  # this join may make us the leader
+            await self._pay_revocations()
             if req is not None:
                 await self._call(req, self._timeout_s(req))
                 self._flush_timeline()
@@ -206,6 +218,23 @@ class ClassicConsumer:
             self.client.on_failure(time.monotonic())
             return
         self.client.on_response(time.monotonic(), reply)
+
+    def _counting(self, then):
+        """An ``on_revoke`` that notes how many partitions must be paid for."""
+
+        def on_revoke(parts):
+            self._to_pay += len(parts)
+            if then is not None:
+                then(parts)
+
+        return on_revoke
+
+    async def _pay_revocations(self) -> None:
+        """Commit and flush what was just revoked (simulated: ``revocation_cost_ms`` per
+        partition), before the request that tells the coordinator it is released."""
+        if self._to_pay:
+            cost_s, self._to_pay = self._to_pay * self._revocation_cost_s, 0
+            await asyncio.sleep(cost_s)
 
     def _timeout_s(self, req: object) -> float:
         if isinstance(req, m.JoinGroupRequest):

@@ -100,7 +100,11 @@ class ConsumerClient:
         ``client_assignors`` (names such as ``"sticky"``, or ``PartitionAssignor`` objects,
         copied for each member) to assign on the client instead of the coordinator.
         With ``n > 1`` and an ``instance_id``, member ``i`` is the static member
-        ``<instance_id>-<i>``."""
+        ``<instance_id>-<i>``. The actor's own options: ``stream`` (process a synthetic stream
+        and commit, default on), ``records_per_s``, ``commit_interval_s``, and
+        ``revocation_cost_ms``: what revoking one partition costs (a real consumer commits and
+        flushes it), paid before the member's next requests (the acknowledgement, or the
+        leave) go out, without holding up the other members of the actor."""
         if not 0 < n <= MAX_MEMBERS_PER_ACTOR:
             raise ValueError(f"n must be in 1..{MAX_MEMBERS_PER_ACTOR}")
         self.group_id = group_id
@@ -109,6 +113,14 @@ class ConsumerClient:
         records_per_s = member_options.pop("records_per_s", 50.0)
         commit_interval_s = member_options.pop("commit_interval_s", 0.5)
         assignor_specs = member_options.pop("client_assignors", None) or ()
+        revocation_cost_ms = member_options.pop("revocation_cost_ms", 0)
+        if revocation_cost_ms < 0:
+            raise ValueError("revocation_cost_ms must not be negative")
+        self._revocation_cost_s = revocation_cost_ms / 1000
+        # Member index -> partitions it revoked whose commit-and-flush is not paid yet, and
+        # the requests of a member paying it: (when they may leave, the requests).
+        self._to_pay: dict[int, int] = {}
+        self._held: dict[int, tuple[float, list[tuple[ConsumerMemberClient, object]]]] = {}
         self._members: list[ConsumerMemberClient] = []
         self._progress: list[StreamProgress | None] = []
         for i in range(n):
@@ -116,6 +128,9 @@ class ConsumerClient:
                 StreamProgress(group_id, records_per_s, commit_interval_s) if stream else None
             )
             self._progress.append(progress)
+            options = _with_progress(member_options, progress)
+            if revocation_cost_ms > 0:
+                options = dict(options, on_revoke=self._counting(i, options.get("on_revoke")))
             self._members.append(
                 ConsumerMemberClient(
                     group_id,
@@ -125,7 +140,7 @@ class ConsumerClient:
                     ),
                     topic_names=self._topic_names,
                     client_assignors=[client_assignor(s) for s in assignor_specs],
-                    **_with_progress(member_options, progress),
+                    **options,
                 )
             )
         self._coordinator = ray.get_actor(
@@ -139,6 +154,7 @@ class ConsumerClient:
         self._stopping = False
         self._calls = 0
         self._requests = 0
+        self._heartbeats = 0  # requests that were heartbeats (the rest: offset commits, fetches)
         self._failed_calls = 0
         self._task = asyncio.get_running_loop().create_task(self._run())
 
@@ -187,6 +203,7 @@ class ConsumerClient:
         return {
             "calls": self._calls,
             "requests": self._requests,
+            "heartbeats": self._heartbeats,
             "failed_calls": self._failed_calls,
             "pid": os.getpid(),
         }
@@ -208,7 +225,11 @@ class ConsumerClient:
                     await self._refresh_topic_names()
                 continue  # acknowledgements are due at once
             self._flush_timeline()  # a poll may have recorded a loss at its deadline
-            dues = [d for mem in self._members if (d := mem.next_due()) is not None]
+            dues = [
+                d
+                for i, mem in enumerate(self._members)
+                if (d := self._held[i][0] if i in self._held else mem.next_due()) is not None
+            ]
             wait = min([MAX_SLEEP_S, *[d - time.monotonic() for d in dues]])
             await asyncio.sleep(max(wait, 0.001))
 
@@ -216,20 +237,43 @@ class ConsumerClient:
         """Each member's due requests: its offset fetches and commits first, then its
         heartbeat, so a revoked partition's last commit lands before the acknowledgement."""
         batch: list[tuple[ConsumerMemberClient, object]] = []
-        for mem, progress in zip(self._members, self._progress, strict=True):
+        for i, (mem, progress) in enumerate(zip(self._members, self._progress, strict=True)):
+            if i in self._held:
+                if now_s < self._held[i][0]:
+                    continue  # still committing and flushing what it revoked
+                batch += self._held.pop(i)[1]
+                continue
             epoch = mem.member_epoch  # a leave changes it inside poll; commit with this one
             heartbeat = mem.poll(now_s)
+            requests: list[tuple[ConsumerMemberClient, object]] = []
             if progress is not None:
                 progress.advance(now_s)
-                for req in progress.requests(mem.member_id, epoch, now_s):
-                    batch.append((mem, req))
+                requests += [(mem, req) for req in progress.requests(mem.member_id, epoch, now_s)]
             if heartbeat is not None:
-                batch.append((mem, heartbeat))
+                requests.append((mem, heartbeat))
+            revoked = self._to_pay.pop(i, 0)
+            if revoked and requests:
+                self._held[i] = (now_s + revoked * self._revocation_cost_s, requests)
+                continue
+            batch += requests
         return batch
+
+    def _counting(self, i: int, then):
+        """An ``on_revoke`` that notes how many partitions member ``i`` must pay for."""
+
+        def on_revoke(parts):
+            self._to_pay[i] = self._to_pay.get(i, 0) + len(parts)
+            if then is not None:
+                then(parts)
+
+        return on_revoke
 
     async def _send(self, batch: list[tuple[ConsumerMemberClient, object]]) -> None:
         self._calls += 1
         self._requests += len(batch)
+        self._heartbeats += sum(
+            isinstance(req, m.ConsumerGroupHeartbeatRequest) for _, req in batch
+        )
         try:
             ref = self._coordinator.handle_batch.remote([req for _, req in batch])
             replies = await asyncio.wait_for(ref, CALL_TIMEOUT_S)

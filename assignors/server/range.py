@@ -23,26 +23,31 @@ from __future__ import annotations
 
 import numpy as np
 
+from assignors.server.layout import UNASSIGNED, GroupLayout
 from assignors.server.racks import RackMatcher, build_rack_matcher
-from assignors.server.uniform import UNASSIGNED, GroupLayout, sticky_quota_fill
+from assignors.server.uniform import sticky_quota_fill
 from assignors.spec import AssignmentSpec, GroupAssignment
 
 
 def co_partitioned_classes(layout: GroupLayout) -> list[tuple[np.ndarray, list[int]]]:
     """Topics grouped by (partition count, subscribers), in order of their first topic id."""
     classes: dict[tuple[int, bytes], tuple[np.ndarray, list[int]]] = {}
+    digests: dict[int, bytes] = {}  # topics often share one subscribers array: digest it once
+    sizes = layout.num_partitions.tolist()
     for t, subscribers in enumerate(layout.subscribers):
-        key = (int(layout.num_partitions[t]), subscribers.tobytes())
-        classes.setdefault(key, (subscribers, []))[1].append(t)
+        digest = digests.get(id(subscribers))
+        if digest is None:
+            digest = digests[id(subscribers)] = subscribers.tobytes()
+        classes.setdefault((sizes[t], digest), (subscribers, []))[1].append(t)
     return list(classes.values())
 
 
-def majority_holder(holdings: list[np.ndarray], num_members: int) -> np.ndarray:
-    """Per slot, the member holding it on most of the class's topics (ties: smaller id)."""
-    first = holdings[0]
-    if all(np.array_equal(first, other) for other in holdings[1:]):
+def majority_holder(stacked: np.ndarray, num_members: int) -> np.ndarray:
+    """Per slot (column), the member holding it on most of the class's topics (rows); ties
+    go to the smaller member id."""
+    first = stacked[0]
+    if (stacked == first).all():
         return first
-    stacked = np.vstack(holdings)
     slots = np.broadcast_to(np.arange(stacked.shape[1]), stacked.shape)
     valid = stacked >= 0
     codes = slots[valid].astype(np.int64) * num_members + stacked[valid]
@@ -86,23 +91,57 @@ class RangeAssignor:
         owner = np.full(layout.num_slots, UNASSIGNED, dtype=np.int64)
         member_racks = layout.member_racks()
         slot_racks = None
-        if any(rack is not None for rack in member_racks):
+        if member_racks.count(None) < len(member_racks):
             slot_racks = layout.slot_racks()
         position = np.full(len(layout.member_ids), UNASSIGNED, dtype=np.int64)
+        decided = []
         for subscribers, topics in co_partitioned_classes(layout):
             position[subscribers] = np.arange(len(subscribers))
-            holdings = []
-            for t in topics:
-                segment = current[layout.offsets[t] : layout.offsets[t + 1]]
-                holdings.append(np.where(segment >= 0, position[segment], UNASSIGNED))
-            held = majority_holder(holdings, len(subscribers))
+            size = int(layout.num_partitions[topics[0]])
+            # The class's slots, one row per topic: offsets[t] + partition number.
+            rows = layout.offsets[topics][:, None] + np.arange(size, dtype=np.int64)
+            segment = current[rows]
+            held = majority_holder(
+                np.where(segment >= 0, position[segment], UNASSIGNED), len(subscribers)
+            )
             racks: RackMatcher | None = None
             if slot_racks is not None:
                 racks = build_rack_matcher(
                     member_racks, class_slot_racks(layout, topics, slot_racks)
                 )
             chosen = subscribers[sticky_quota_fill(held, subscribers, racks)]
-            for t in topics:
-                owner[layout.offsets[t] : layout.offsets[t + 1]] = chosen
+            owner[rows] = chosen
+            decided.append((chosen, topics))
             position[subscribers] = UNASSIGNED
-        return layout.build(owner)
+        return build_by_class(layout, owner, current, decided)
+
+
+def build_by_class(
+    layout: GroupLayout,
+    owner: np.ndarray,
+    current: np.ndarray,
+    decided: list[tuple[np.ndarray, list[int]]],
+) -> GroupAssignment:
+    """The API's mappings, made once per (member, class): a member has the same partition
+    numbers on every topic of a class, so one frozenset serves them all. Members whose
+    partitions did not change get their input mapping back (``GroupLayout.unchanged``)."""
+    keep = layout.unchanged(owner, current)
+    result = dict(zip(layout.member_ids, (m.assigned_partitions for m in layout.members),
+                      strict=True))
+    for m in np.flatnonzero(~keep).tolist():
+        result[layout.member_ids[m]] = {}
+    for chosen, topics in decided:
+        numbers = np.flatnonzero((chosen >= 0) & ~keep[np.maximum(chosen, 0)])
+        if len(numbers) == 0:
+            continue
+        holders = chosen[numbers]
+        order = np.argsort(holders, kind="stable")  # per member, numbers stay ascending
+        numbers, holders = numbers[order].tolist(), holders[order]
+        firsts = np.flatnonzero(np.concatenate(([True], holders[1:] != holders[:-1])))
+        lasts = np.concatenate((firsts[1:], [len(numbers)])).tolist()
+        topic_ids = [layout.topic_ids[t] for t in topics]
+        for m, first, last in zip(holders[firsts].tolist(), firsts.tolist(), lasts, strict=True):
+            result[layout.member_ids[m]].update(
+                dict.fromkeys(topic_ids, frozenset(numbers[first:last]))
+            )
+    return GroupAssignment(members=result)

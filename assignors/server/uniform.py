@@ -15,10 +15,10 @@ Guarantees, in priority order (balance > rack locality > nothing else):
 * **Deterministic.** Members are taken in sorted member-id order, topics in sorted topic-id
   order, partitions ascending; ties on load go to the smaller member id.
 
-The group is flattened into numpy arrays (:class:`GroupLayout`): every partition of the
-group is one *slot* ``offset[topic] + partition``, and an ``owner`` array maps slots to
-member indices (``-1``: unassigned). Quotas, retention and hand-out are array operations;
-only the final frozensets are per-partition Python objects.
+The group is flattened into numpy arrays (:class:`~assignors.server.layout.GroupLayout`):
+every partition of the group is one *slot* ``offset[topic] + partition``, and an ``owner``
+array maps slots to member indices (``-1``: unassigned). Quotas, retention and hand-out are
+array operations; a member whose partitions did not change gets its input mapping back.
 """
 
 from __future__ import annotations
@@ -27,138 +27,9 @@ import heapq
 
 import numpy as np
 
-from assignors.server.racks import RackMatcher, build_rack_matcher, place
-from assignors.spec import (
-    AssignmentSpec,
-    GroupAssignment,
-    MemberSpec,
-    PartitionAssignorError,
-)
-
-UNASSIGNED = -1
-
-
-class GroupLayout:
-    """An :class:`AssignmentSpec` flattened into arrays, shared by both server assignors.
-
-    ``member_ids`` are sorted; member ``m`` is ``member_ids[m]``. ``topic_ids`` are the
-    sorted ids of the existing topics someone subscribes to; topic ``t`` holds slots
-    ``offsets[t] .. offsets[t + 1] - 1``. ``subscribers[t]`` lists, ascending, the members
-    subscribed to topic ``t``.
-    """
-
-    def __init__(self, spec: AssignmentSpec) -> None:
-        self.spec = spec
-        self.member_ids: list[str] = sorted(spec.members)
-        self.members: list[MemberSpec] = [spec.members[m] for m in self.member_ids]
-        num_members = len(self.members)
-        first = self.members[0].subscribed_topic_ids if self.members else frozenset()
-        if all(m.subscribed_topic_ids == first for m in self.members):
-            self.topic_ids = sorted(t for t in first if t in spec.topics)
-            everyone = np.arange(num_members, dtype=np.int64)
-            self.subscribers = [everyone] * len(self.topic_ids)
-        else:
-            subscribed = set().union(*(m.subscribed_topic_ids for m in self.members))
-            self.topic_ids = sorted(t for t in subscribed if t in spec.topics)
-            self.subscribers = self._subscribers_per_topic()
-        # Homogeneous once vanished topics are ignored: everyone subscribes to every topic.
-        self.homogeneous = all(len(s) == num_members for s in self.subscribers)
-        self.topic_index = {tid: t for t, tid in enumerate(self.topic_ids)}
-        sizes = [self._checked_size(tid) for tid in self.topic_ids]
-        self.num_partitions = np.array(sizes, dtype=np.int64)
-        self.offsets = np.concatenate(([0], np.cumsum(self.num_partitions))).astype(np.int64)
-        self.num_slots = int(self.offsets[-1])
-
-    def _subscribers_per_topic(self) -> list[np.ndarray]:
-        index = {tid: t for t, tid in enumerate(self.topic_ids)}
-        lists: list[list[int]] = [[] for _ in self.topic_ids]
-        for m, member in enumerate(self.members):
-            for tid in member.subscribed_topic_ids:
-                t = index.get(tid)
-                if t is not None:
-                    lists[t].append(m)
-        return [np.array(sorted(s), dtype=np.int64) for s in lists]
-
-    def _checked_size(self, topic_id: str) -> int:
-        topic = self.spec.topics[topic_id]
-        if topic.num_partitions < 0:
-            raise PartitionAssignorError(
-                f"topic {topic_id} has a negative partition count {topic.num_partitions}"
-            )
-        racks = topic.partition_racks
-        if racks is not None and len(racks) != topic.num_partitions:
-            raise PartitionAssignorError(
-                f"topic {topic_id}: {len(racks)} partition rack sets "
-                f"for {topic.num_partitions} partitions"
-            )
-        return topic.num_partitions
-
-    def current_owners(self) -> np.ndarray:
-        """Owner of each slot per the members' current assignments, or ``UNASSIGNED``.
-
-        Only partitions a member may still own are kept: its topic is subscribed and
-        exists, the number is in range. Should two members claim one partition, the
-        first in member-id order keeps it.
-        """
-        slots: list[int] = []
-        holders: list[int] = []
-        sizes = self.num_partitions.tolist()
-        offsets = self.offsets.tolist()
-        for m, member in enumerate(self.members):
-            for tid, partitions in member.assigned_partitions.items():
-                t = self.topic_index.get(tid)
-                if t is None or tid not in member.subscribed_topic_ids:
-                    continue
-                size, offset = sizes[t], offsets[t]
-                valid = [offset + p for p in partitions if 0 <= p < size]
-                slots.extend(valid)
-                holders.extend([m] * len(valid))
-        owner = np.full(self.num_slots, UNASSIGNED, dtype=np.int64)
-        if slots:
-            unique, first = np.unique(np.array(slots, dtype=np.int64), return_index=True)
-            owner[unique] = np.array(holders, dtype=np.int64)[first]
-        return owner
-
-    def slot_racks(self) -> list[frozenset[str] | None] | None:
-        """Replica racks per slot, or ``None`` when no subscribed topic knows its racks."""
-        topics = [self.spec.topics[tid] for tid in self.topic_ids]
-        if all(topic.partition_racks is None for topic in topics):
-            return None
-        racks: list[frozenset[str] | None] = []
-        for topic in topics:
-            racks.extend(topic.partition_racks or [None] * topic.num_partitions)
-        return racks
-
-    def member_racks(self) -> list[str | None]:
-        return [m.rack_id for m in self.members]
-
-    def rack_matcher(self) -> RackMatcher | None:
-        """Rack matcher over the global slots, or ``None`` when racks cannot matter."""
-        if all(rack is None for rack in self.member_racks()):
-            return None
-        racks = self.slot_racks()
-        return None if racks is None else build_rack_matcher(self.member_racks(), racks)
-
-    def build(self, owner: np.ndarray) -> GroupAssignment:
-        """Turn a slot -> member array into the API's per-member frozensets."""
-        result: dict[str, dict[str, frozenset[int]]] = {m: {} for m in self.member_ids}
-        assigned = np.flatnonzero(owner >= 0)
-        if len(assigned) == 0:
-            return GroupAssignment(members=result)
-        holders = owner[assigned]
-        order = np.argsort(holders, kind="stable")  # per member, slots stay ascending
-        slots = assigned[order]
-        holders = holders[order]
-        topics = np.searchsorted(self.offsets, slots, side="right") - 1
-        partitions = (slots - self.offsets[topics]).tolist()
-        breaks = np.flatnonzero((holders[1:] != holders[:-1]) | (topics[1:] != topics[:-1])) + 1
-        starts = np.concatenate(([0], breaks)).tolist()
-        ends = np.concatenate((breaks, [len(slots)])).tolist()
-        run_holders = holders[starts].tolist()
-        run_topics = topics[starts].tolist()
-        for start, end, m, t in zip(starts, ends, run_holders, run_topics, strict=True):
-            result[self.member_ids[m]][self.topic_ids[t]] = frozenset(partitions[start:end])
-        return GroupAssignment(members=result)
+from assignors.server.layout import UNASSIGNED, GroupLayout
+from assignors.server.racks import RackMatcher, place
+from assignors.spec import AssignmentSpec, GroupAssignment
 
 
 def sticky_quota_fill(
@@ -368,13 +239,13 @@ class UniformAssignor:
         layout = GroupLayout(spec)
         if not layout.member_ids:
             return GroupAssignment(members={})
-        owner = layout.current_owners()
+        current = layout.current_owners()
         racks = layout.rack_matcher()
         if layout.homogeneous:
             everyone = np.arange(len(layout.member_ids), dtype=np.int64)
-            owner = sticky_quota_fill(owner, everyone, racks)
+            owner = sticky_quota_fill(current, everyone, racks)
         else:
-            owner = HeterogeneousBalancer(layout, owner, racks).run()
+            owner = HeterogeneousBalancer(layout, current.copy(), racks).run()
         if (owner < 0).any():
             raise AssertionError("uniform assignor left a subscribed partition unassigned")
-        return layout.build(owner)
+        return layout.build(owner, current)

@@ -53,6 +53,12 @@ class ConsumerGroup:
     owners: dict[tuple[str, int], str] = field(default_factory=dict)
     # Asked on every heartbeat; depends only on the members' metadata, so cached until it changes.
     _assignor: AssignorChoice | None = field(default=None, compare=False, repr=False)
+    # How many members have each subscription (topic names, regex): the group's subscribed
+    # topics come from the distinct ones, not from a pass over every member's list.
+    _subscriptions: Counter = field(default_factory=Counter, compare=False, repr=False)
+    # The target builder's derived data (``consumer/target_assignment.py``), valid while the
+    # records and the metadata image it was made from are the same objects.
+    builder_cache: dict = field(default_factory=dict, compare=False, repr=False)
 
     group_type = "consumer"
 
@@ -83,6 +89,13 @@ class ConsumerGroup:
         old = self.members.get(member_id)
         if old is not None and self.static_members.get(old.instance_id or "") == member_id:
             del self.static_members[old.instance_id]  # type: ignore[arg-type]
+        if old is not None:
+            key = subscription_key(old)
+            self._subscriptions[key] -= 1
+            if self._subscriptions[key] <= 0:
+                del self._subscriptions[key]
+        if value is not None:
+            self._subscriptions[(value.subscribed_topic_names, value.subscribed_topic_regex)] += 1
         if value is None:
             if old is not None:
                 self._set_owner(old, None)
@@ -155,8 +168,8 @@ class ConsumerGroup:
 
     def subscribed_topic_names(self, image: MetadataImage) -> set[str]:
         names: set[str] = set()
-        for m in self.members.values():
-            names.update(member_topic_names(m, image))
+        for topics, regex in self._subscriptions:
+            names.update(subscription_topic_names(topics, regex, image))
         return names
 
     def subscription_entries(self, image: MetadataImage) -> dict[str, TopicMetadataEntry]:
@@ -178,13 +191,23 @@ class ConsumerGroup:
         return self._assignor
 
 
+def subscription_key(member: ConsumerGroupMember) -> tuple:
+    """What a member subscribes to, as one hashable value: (topic names, regex)."""
+    return (member.subscribed_topic_names, member.subscribed_topic_regex)
+
+
 def member_topic_names(member: ConsumerGroupMember, image: MetadataImage) -> set[str]:
-    if member.subscribed_topic_regex is not None:
+    return subscription_topic_names(*subscription_key(member), image)
+
+
+def subscription_topic_names(topics, regex: str | None, image: MetadataImage) -> set[str]:
+    """The topic names a subscription (a list of names, or a regex) covers in ``image``."""
+    if regex is not None:
         try:
-            return set(matching_topics(member.subscribed_topic_regex, image.topic_names()))
+            return set(matching_topics(regex, image.topic_names()))
         except InvalidRegex:  # validated on the way in; a log from elsewhere may still hold one
             return set()
-    return set(member.subscribed_topic_names)
+    return set(topics)
 
 
 __all__ = ["STATES", "AssignorChoice", "ConsumerGroup", "choose_assignor", "member_topic_names"]

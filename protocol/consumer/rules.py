@@ -51,6 +51,11 @@ from protocol.records import (
 
 log = logging.getLogger(__name__)
 
+# A member in one of these states has a step in progress: partitions to give up (and
+# acknowledge), or partitions it waits for another member to release. It is told to come back
+# at the short reconciliation interval until the step is done (``MemberTimers``).
+STEP_WAITING = (MemberState.UNREVOKED_PARTITIONS, MemberState.UNRELEASED_PARTITIONS)
+
 
 @dataclass
 class Admitted:
@@ -356,15 +361,18 @@ class ConsumerGroupRules:
             key = ConsumerGroupCurrentMemberAssignmentKey(a.group_id, a.member_id)
             self.ctx.emit(Record(key, new.current))
         choice = group.assignor(self.ctx.config)
+        compute = (
+            choice.client_side
+            and choice.chosen_member_id == new.member_id
+            and group.group_epoch > group.assignment_epoch
+        )
         resp = m.ConsumerGroupHeartbeatResponse(
             member_id=new.member_id,
             member_epoch=new.member_epoch,
-            heartbeat_interval_ms=self.sessions.heartbeat_interval_ms(a.group_id),
-            should_compute_assignment=(
-                choice.client_side
-                and choice.chosen_member_id == new.member_id
-                and group.group_epoch > group.assignment_epoch
+            heartbeat_interval_ms=self.sessions.heartbeat_interval_ms(
+                a.group_id, waiting=compute or new.state in STEP_WAITING
             ),
+            should_compute_assignment=compute,
         )
         if a.send_assignment or assignment_changed(a.before, new):
             target = group.target.get(new.member_id, ConsumerGroupTargetAssignmentMemberValue())

@@ -23,8 +23,18 @@ class MemberTimers:
         self.ctx = ctx
         self._fence = fence
 
-    def heartbeat_interval_ms(self, group_id: str) -> int:
-        return self.ctx.group_config(group_id).effective_heartbeat_interval_ms(self.ctx.config)
+    def heartbeat_interval_ms(self, group_id: str, waiting: bool = False) -> int:
+        """The interval a reply tells the member to wait before its next heartbeat.
+
+        A member with a step waiting on it or for it (``waiting``) gets the short
+        reconciliation interval, so the step is done within a fraction of the normal interval
+        (a released partition reaches its new owner promptly); every other member gets the
+        group's interval, so a stable group heartbeats no more than Kafka's would.
+        """
+        config = self.ctx.group_config(group_id)
+        if waiting:
+            return config.reconciliation_heartbeat_interval_ms(self.ctx.config)
+        return config.effective_heartbeat_interval_ms(self.ctx.config)
 
     def session_timeout_ms(self, group_id: str) -> int:
         return self.ctx.group_config(group_id).effective_session_timeout_ms(self.ctx.config)

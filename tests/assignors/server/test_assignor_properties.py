@@ -145,3 +145,48 @@ def test_homogeneous_leave_moves_only_the_leavers_partitions(assignor, spec, pic
     leaver = sorted(spec.members)[pick % len(spec.members)]
     after = assignor.assign(without(next_spec(spec, settled), leaver))
     assert moved(settled, after) == sum(len(ps) for ps in settled.members[leaver].values())
+
+
+# -- the way out: unchanged members get their own mapping back -------------------------------
+
+
+def as_sets(spec: AssignmentSpec) -> AssignmentSpec:
+    """The same spec with current assignments as mutable sets: never handed back as is."""
+    members = {
+        mid: MemberSpec(m.subscribed_topic_ids, {t: set(ps) for t, ps in
+                                                  m.assigned_partitions.items()},
+                        m.instance_id, m.rack_id)
+        for mid, m in spec.members.items()
+    }
+    return AssignmentSpec(members=members, topics=spec.topics)
+
+
+def plain(result) -> dict[str, dict[str, list[int]]]:
+    return {m: {t: sorted(ps) for t, ps in a.items() if ps} for m, a in result.members.items()}
+
+
+@BOTH
+@PROPERTY
+@given(st.booleans().flatmap(lambda h: specs(homogeneous=h)))
+def test_handing_a_members_own_mapping_back_gives_what_building_it_afresh_gives(assignor, spec):
+    reused, fresh = assignor.assign(spec), assignor.assign(as_sets(spec))
+    assert plain(reused) == plain(fresh)
+    for member_id, mapping in reused.members.items():
+        if mapping is spec.members[member_id].assigned_partitions:
+            assert plain(fresh)[member_id] == {t: sorted(ps) for t, ps in mapping.items()}
+
+
+@BOTH
+def test_a_join_hands_every_untouched_member_its_own_mapping_back(assignor):
+    topic_specs = {f"t{i}": TopicSpec(f"topic-{i}", 120) for i in range(5)}
+    everything = frozenset(topic_specs)
+    old = {f"m{i:02d}": MemberSpec(everything) for i in range(50)}
+    first = assignor.assign(AssignmentSpec(members=old, topics=topic_specs))
+    members = {mid: MemberSpec(everything, first.members[mid]) for mid in old}
+    members["new"] = MemberSpec(everything)
+    spec = AssignmentSpec(members=members, topics=topic_specs)
+    result = assignor.assign(spec)
+    kept = [mid for mid in old if result.members[mid] is members[mid].assigned_partitions]
+    changed = [mid for mid in old if mid not in kept]
+    assert kept and all(plain(result)[mid] != plain(first)[mid] for mid in changed)
+    assert result.members["new"]
