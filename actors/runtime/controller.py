@@ -21,6 +21,7 @@ from pathlib import Path
 import msgpack
 import ray
 
+from actors.runtime.controller_security import SecurityStore
 from actors.runtime.log import PartitionLog
 from protocol.config import CoordinatorConfig, GroupConfig
 from protocol.errors import CoordinatorError, Errors
@@ -62,7 +63,7 @@ class ControllerImage:
 
 
 @ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=-1)
-class Controller:
+class Controller(SecurityStore):
     """The cluster's metadata: topics, dynamic group configs, and the partition count.
 
     It exists because a group's rules need facts no single partition owns (which topics and
@@ -81,6 +82,7 @@ class Controller:
         self._topics: dict[str, TopicMetadata] = {}
         self._configs: dict[str, GroupConfig] = {}
         self._version = 0
+        self._init_security()  # ACLs and users: actors/runtime/controller_security.py
         self._log = PartitionLog(Path(storage_path) / "controller")
         loaded = self._log.load()
         for data in loaded.snapshot:
@@ -208,6 +210,7 @@ class Controller:
             _encode("config", g, [c.consumer_session_timeout_ms, c.consumer_heartbeat_interval_ms])
             for g, c in self._configs.items()
         ]
+        out += self._security_records()
         out.append(_encode("version", "", self._version))
         return out
 
@@ -226,6 +229,8 @@ class Controller:
                 self._configs.pop(name, None)
             else:
                 self._configs[name] = GroupConfig(*payload)
+        else:
+            self._replay_security(kind, name, payload)
 
 
 async def _quiet(ref) -> None:
