@@ -45,6 +45,7 @@ class KafkaMember:
                 "group.protocol": protocol, "enable.auto.commit": False,
                 "auto.offset.reset": "earliest", "client.id": f"cohort-{group_id}"}
         conf.update(config or {})
+        conf["on_commit"] = self._on_commit
         self.group_id = group_id
         self.topics = topics
         self.records_per_s = records_per_s
@@ -107,7 +108,7 @@ class KafkaMember:
                     self._take(msg)
                 if time.monotonic() - last_commit >= self.commit_interval_s:
                     last_commit = time.monotonic()
-                    self._commit(self.assignment())
+                    self._commit(self.assignment(), wait=False)
                 self._pace()
             if self._leave:
                 self._commit(self.assignment())
@@ -139,10 +140,12 @@ class KafkaMember:
             ahead = self._taken - rate * (now - self._pace_since)
             if now - self._pace_since >= 1.0:
                 self._taken, self._pace_since = max(0, int(ahead)), now
-        if ahead > 0:
-            time.sleep(min(ahead / rate, 0.5))
+        if ahead > 0:  # short naps: the loop also serves the rebalance callbacks
+            time.sleep(min(ahead / rate, POLL_S))
 
-    def _commit(self, parts: list[TopicPartition]) -> None:
+    def _commit(self, parts: list[TopicPartition], wait: bool = True) -> None:
+        """Commit what was processed of ``parts``: in the background (``on_commit`` records
+        it), or, before a revocation completes, synchronously."""
         from confluent_kafka import KafkaException
         from confluent_kafka import TopicPartition as KTP
 
@@ -153,20 +156,28 @@ class KafkaMember:
                 self._log_processed(tp)
         if not todo:
             return
+        offsets = [KTP(t, p, o) for (t, p), o in todo.items()]
         try:
-            done = self.consumer.commit(offsets=[KTP(t, p, o) for (t, p), o in todo.items()],
-                                        asynchronous=False)
+            if wait:
+                self._on_commit(None, self.consumer.commit(offsets=offsets, asynchronous=False))
+            else:
+                self.consumer.commit(offsets=offsets, asynchronous=True)
         except KafkaException as e:
             self.errors.append(str(e))
+
+    def _on_commit(self, error: Any, partitions: list | None) -> None:
+        if error is not None:
+            self.errors.append(str(error))
             return
         now = time.monotonic()
         with self._lock:
-            for ktp in done or []:
-                if ktp.error is None:
+            for ktp in partitions or []:
+                if ktp.error is None and ktp.offset >= 0:
                     tp = (ktp.topic, ktp.partition)
-                    self._committed[tp] = max(self._committed.get(tp, -1), ktp.offset)
-                    self._record({"t": now, "event": "committed", "partitions": [tp],
-                                  "offset": ktp.offset})
+                    if ktp.offset > self._committed.get(tp, -1):
+                        self._committed[tp] = ktp.offset
+                        self._record({"t": now, "event": "committed", "partitions": [tp],
+                                      "offset": ktp.offset})
 
     # ------------------------------------------------------------------ the callbacks
 
@@ -178,6 +189,9 @@ class KafkaMember:
 
     def _on_revoke(self, consumer: Any, partitions: list) -> None:
         tps = [(p.topic, p.partition) for p in partitions]
+        with self._lock:
+            self._record({"t": time.monotonic(), "event": "revoke-start",
+                          "partitions": sorted(tps)})
         self._commit(tps)  # before the revocation completes: the next owner resumes here
         self._ownership("revoked", tps)
         with self._lock:

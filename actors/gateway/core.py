@@ -103,9 +103,11 @@ class GatewayCore:
     async def start(self) -> None:
         self.security = await self.controller.security_image.remote()
         await self.topics(refresh=True)
+        self.router.start()
         self._refresher = asyncio.get_running_loop().create_task(self._refresh_security())
 
     def stop(self) -> None:
+        self.router.stop()
         if self._refresher is not None:
             self._refresher.cancel()
 

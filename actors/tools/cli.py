@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Callable
 from typing import TextIO
 
+from actors.tools.cli_gateway import add_gateway_parsers, gateway_commands
 from actors.tools.cli_parsers import add_admin_parsers
 
 
@@ -35,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     chaos.add_argument("--storage-path", default="./cohort-data")
     sub.add_parser("case-study", help="seed 002's Basic case study on the pure coordinator core")
     add_admin_parsers(sub)
+    add_gateway_parsers(sub)  # gateway, acls, users (actors/tools/cli_gateway.py)
     args = parser.parse_args(argv)
 
     if args.command == "demo":
@@ -363,6 +365,7 @@ ADMIN_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "export": _export,
     "timeline": _timeline,
 }
+ADMIN_COMMANDS.update(gateway_commands(_connect, _emit, _print))
 
 
 if __name__ == "__main__":
