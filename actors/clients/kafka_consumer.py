@@ -189,9 +189,6 @@ class KafkaMember:
 
     def _on_revoke(self, consumer: Any, partitions: list) -> None:
         tps = [(p.topic, p.partition) for p in partitions]
-        with self._lock:
-            self._record({"t": time.monotonic(), "event": "revoke-start",
-                          "partitions": sorted(tps)})
         self._commit(tps)  # before the revocation completes: the next owner resumes here
         self._ownership("revoked", tps)
         with self._lock:
