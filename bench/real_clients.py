@@ -13,13 +13,10 @@ whether either side's callback timelines ever show a partition owned twice.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import tempfile
 import time
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
 
 import ray
 

@@ -60,6 +60,13 @@ def _chaos(args: argparse.Namespace) -> int:
     from actors.tools.chaos import run_chaos
     from actors.tools.demo import DEMO_CONFIG
 
+    if getattr(args, "kafka_clients", 0):  # real Kafka consumers too (actors/tools/chaos_kafka)
+        from functools import partial
+
+        from actors.tools.chaos_kafka import run_chaos as with_kafka
+
+        run_chaos = partial(with_kafka, kafka_clients=args.kafka_clients)
+
     cluster = Cluster.start(num_partitions=args.partitions, storage_path=args.storage_path,
                             config=DEMO_CONFIG)
     try:

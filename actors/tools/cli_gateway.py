@@ -17,6 +17,11 @@ PATTERNS = {"literal": "LITERAL", "prefixed": "PREFIXED"}
 
 
 def add_gateway_parsers(sub: argparse._SubParsersAction) -> None:
+    chaos = sub.choices.get("chaos")
+    if chaos is not None:
+        chaos.add_argument("--kafka-clients", type=int, default=0, metavar="N",
+                           help="also run N real confluent-kafka consumers (KIP-848, through "
+                                "the gateway) in the groups; their timelines are checked too")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--address", default=None,
                         help="the Ray cluster (default: RAY_ADDRESS, else the local Ray)")
