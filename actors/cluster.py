@@ -304,6 +304,20 @@ class Cluster:
 
         return export_to_spark(self._partitions, spark)
 
+    # ------------------------------------------------------------------ Kafka wire gateway
+
+    def start_gateway(self, port: int = 9092, host: str = "127.0.0.1", **options: Any) -> str:
+        """Serve Kafka's protocol on ``host:port`` (``actors/gateway``); ``bootstrap.servers``.
+        ``options``: SASL, TLS, authorizer and stream settings (``GatewayOptions``)."""
+        from actors.gateway.launch import start_gateway
+
+        return start_gateway(self.num_partitions, self.config, port, host, **options)
+
+    def stop_gateway(self) -> None:
+        from actors.gateway.launch import stop_gateway
+
+        stop_gateway()
+
     # ------------------------------------------------------------------ chaos
 
     def kill_partition(self, p: int) -> None:

@@ -25,6 +25,7 @@ from pathlib import Path
 import msgpack
 import ray
 
+from actors.runtime.controller_security import SecurityStore
 from actors.runtime.log import PartitionLog
 from protocol.config import CoordinatorConfig, GroupConfig
 from protocol.errors import CoordinatorError, Errors
@@ -70,9 +71,9 @@ class ControllerImage:
 
 
 @ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=-1)
-class Controller:
-    """The cluster's metadata: topics, Connect connectors, dynamic group configs, and the
-    partition count.
+class Controller(SecurityStore):
+    """The cluster's metadata: topics, Connect connectors, dynamic group configs, users and
+    ACLs, and the partition count.
 
     It exists because a group's rules need facts no single partition owns (which topics and
     partitions exist, a group's config set before the group exists) and Kafka keeps those in
@@ -92,6 +93,7 @@ class Controller:
         # Connect group id -> {connector name: task count}
         self._connectors: dict[str, dict[str, int]] = {}
         self._version = 0
+        self._init_security()  # ACLs and users: actors/runtime/controller_security.py
         self._log = PartitionLog(Path(storage_path) / "controller")
         loaded = self._log.load()
         for data in loaded.snapshot:
@@ -274,6 +276,7 @@ class Controller:
             for g, of_group in self._connectors.items()
             for name, tasks in of_group.items()
         ]
+        out += self._security_records()
         out.append(_encode("version", "", self._version))
         return out
 
@@ -301,6 +304,8 @@ class Controller:
                     del self._connectors[name]
             else:
                 of_group[connector] = tasks
+        else:
+            self._replay_security(kind, name, payload)
 
 
 async def _quiet(ref) -> None:

@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 from actors.tools.chaos_schedule import DEFAULT_PAUSE_S
 from actors.tools.cli_io import UsageError, connect, emit, print_result, run_admin, split
+from actors.tools.cli_gateway import add_gateway_parsers, gateway_commands
 from actors.tools.cli_parsers import add_admin_parsers
 from actors.tools.cli_service import SERVICE_COMMANDS
 from actors.tools.cli_service_parsers import add_service_parsers
@@ -68,6 +69,7 @@ examples:
                    formatter_class=RAW, epilog="example:\n  cohort case-study")
     add_service_parsers(sub)
     add_admin_parsers(sub)
+    add_gateway_parsers(sub)  # gateway, acls, users (actors/tools/cli_gateway.py)
     args = parser.parse_args(argv)
 
     if args.command == "demo":
@@ -90,6 +92,13 @@ def _chaos(args: argparse.Namespace) -> int:
     from actors.cluster import Cluster
     from actors.tools.chaos import run_chaos
     from actors.tools.demo import DEMO_CONFIG
+
+    if getattr(args, "kafka_clients", 0):  # real Kafka consumers too (actors/tools/chaos_kafka)
+        from functools import partial
+
+        from actors.tools.chaos_kafka import run_chaos as with_kafka
+
+        run_chaos = partial(with_kafka, kafka_clients=args.kafka_clients)
 
     cluster = Cluster.start(num_partitions=args.partitions, storage_path=args.storage_path,
                             config=DEMO_CONFIG)
@@ -304,6 +313,7 @@ ADMIN_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "export": _export,
     "timeline": _timeline,
 }
+ADMIN_COMMANDS.update(gateway_commands(_connect, _emit, _print))
 
 
 if __name__ == "__main__":

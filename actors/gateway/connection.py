@@ -1,0 +1,136 @@
+"""One client connection: frames in, one request at a time, responses out in request order.
+
+Kafka's broker mutes a connection from the moment it reads a request until its response is
+sent, so a client's requests on one connection are served strictly in order; this does the
+same (a long-poll JoinGroup holds its connection, as on Kafka; clients talk to a coordinator
+on a connection of its own). SASL, when configured, comes first: until the exchange completes
+only ApiVersions, SaslHandshake and SaslAuthenticate are served. What ends a connection, and
+only that connection: a frame size outside [0, max_request_bytes], a truncated header, an
+unknown API key, an unsupported version (except ApiVersions, answered in v0 with
+UNSUPPORTED_VERSION as KIP-511 asks), a body that does not decode, a request before
+authentication, a failed authentication, or a handler's unexpected error (logged).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+from collections.abc import Awaitable, Callable
+
+from actors.gateway import group_handlers as groups
+from actors.gateway import topic_handlers as brokers
+from actors.gateway.core import GatewayCore, WireRequest
+from protocol.security.acls import ANONYMOUS
+from protocol.security.sasl import SaslSession
+from protocol.wire.codec import UnsupportedVersion, WireError, decode_request, encode_response
+from protocol.wire.framing import FrameError, FrameReader
+from protocol.wire.versions import (
+    API_VERSIONS,
+    BEFORE_AUTHENTICATION,
+    SASL_AUTHENTICATE,
+    SASL_HANDSHAKE,
+    api_name,
+    api_versions_body,
+)
+
+log = logging.getLogger(__name__)
+
+READ_CHUNK_BYTES = 64 << 10
+Handler = Callable[[GatewayCore, WireRequest], Awaitable[dict | None]]
+
+
+async def _api_versions(core: GatewayCore, req: WireRequest) -> dict:
+    return api_versions_body()
+
+
+HANDLERS: dict[int, Handler] = {
+    0: brokers.produce, 1: brokers.fetch, 2: brokers.list_offsets, 3: brokers.metadata,
+    8: groups.offset_commit, 9: groups.offset_fetch, 10: groups.find_coordinator,
+    11: groups.join_group, 12: groups.heartbeat, 13: groups.leave_group, 14: groups.sync_group,
+    15: groups.describe_groups, 16: groups.list_groups, 18: _api_versions,
+    19: brokers.create_topics, 20: brokers.delete_topics, 32: brokers.describe_configs,
+    37: brokers.create_partitions, 42: groups.delete_groups,
+    44: brokers.incremental_alter_configs, 47: groups.offset_delete,
+    68: groups.consumer_group_heartbeat, 69: groups.consumer_group_describe,
+}
+
+
+class _Close(Exception):
+    """End this connection (the reason is logged)."""
+
+
+class Connection:
+    def __init__(self, core: GatewayCore, reader: asyncio.StreamReader,
+                 writer: asyncio.StreamWriter) -> None:
+        self.core = core
+        self.reader = reader
+        self.writer = writer
+        peer = writer.get_extra_info("peername")
+        self.client_host = peer[0] if peer else ""
+        self.frames = FrameReader(core.options.max_request_bytes)
+        mechanisms = core.options.sasl_mechanisms
+        self.sasl = SaslSession(mechanisms, core.user, lambda: secrets.token_urlsafe(18)) \
+            if mechanisms else None
+        self.principal = ANONYMOUS if self.sasl is None else None
+
+    async def run(self) -> None:
+        try:
+            while True:
+                data = await self.reader.read(READ_CHUNK_BYTES)
+                if not data:
+                    return
+                for frame in self.frames.feed(data):
+                    await self._serve(frame)
+        except (_Close, FrameError) as e:
+            log.info("closing %s: %s", self.client_host, e)
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
+            pass  # the client went away, or the gateway is stopping
+        finally:
+            self.writer.close()
+
+    async def _serve(self, frame: bytes) -> None:
+        try:
+            decoded = decode_request(frame)
+        except UnsupportedVersion as e:
+            if e.header.api_key != API_VERSIONS:
+                raise _Close(str(e)) from None
+            await self._send(encode_response(e.header, api_versions_body(35), version=0))
+            return
+        except WireError as e:
+            raise _Close(f"{type(e).__name__}: {e}") from None
+        key = decoded.header.api_key
+        if self.principal is None and key not in BEFORE_AUTHENTICATION:
+            raise _Close(f"{api_name(key)} before SASL authentication completed")
+        if key in (SASL_HANDSHAKE, SASL_AUTHENTICATE):
+            await self._sasl(decoded)
+            return
+        self.core.count(key, decoded.header.api_version)
+        req = WireRequest(decoded.header, decoded.body, self.principal or ANONYMOUS,
+                          self.client_host)
+        try:
+            body = await HANDLERS[key](self.core, req)
+            if body is not None:
+                await self._send(encode_response(decoded.header, body))
+        except (ConnectionError, _Close):
+            raise
+        except Exception as e:
+            log.exception("%s from %s failed", api_name(key), self.client_host)
+            raise _Close(f"{api_name(key)} failed: {e}") from None
+
+    async def _sasl(self, decoded) -> None:
+        if self.sasl is None:  # no SASL on this listener: Kafka closes too
+            raise _Close("SASL is not enabled on this listener")
+        if decoded.header.api_key == SASL_HANDSHAKE:
+            reply = self.sasl.handshake(decoded.body)
+        else:
+            reply = self.sasl.authenticate(decoded.body)
+        await self._send(encode_response(decoded.header, reply.body))
+        if reply.close_after:
+            raise _Close(f"SASL failed: {reply.body.get('error_message') or reply.body}")
+        if self.sasl.authenticated:
+            self.principal = self.sasl.principal
+
+    async def _send(self, data: bytes) -> None:
+        self.writer.write(data)
+        await self.writer.drain()

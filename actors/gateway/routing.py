@@ -1,0 +1,146 @@
+"""The gateway's way to the partition actors: ``Cluster.call``'s routing and retries, awaited,
+on a Kafka client's clock.
+
+A request goes to the partition its group hashes to (``protocol.placement``, through
+``protocol.api.group_ids_of``), exactly where a Ray client's request goes, so a Kafka client
+and a Ray client in one group meet the same coordinator. While that partition is moving,
+loading or dead (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, a
+dead actor) the call is retried with ``protocol.retry``'s backoff, as ``Cluster.call`` does,
+but only for ``RETRY_BUDGET_S``: a Kafka client times a heartbeat out after its heartbeat
+interval and resends it, so a gateway that sat on the request for seconds would only feed
+it stale retries (which fence the member once its epoch moved on). Past the budget the
+client gets the retriable error at once, as a Kafka broker answers while a coordinator
+loads, and retries on its own.
+
+A call to an actor that Ray is restarting does not fail: it waits for the restart, seconds
+on a busy machine, holding the client's connection. So each partition is watched: a
+``ready()`` probe every ``WATCH_EVERY_S``; one that takes longer than ``SUSPECT_AFTER_S``, or a
+call that fails with a dead actor, marks the partition down until a probe answers "active",
+and meanwhile requests for it are answered COORDINATOR_LOAD_IN_PROGRESS without being sent
+(a request sent anyway would be applied whenever the actor came back, long after its client
+gave up on it). A long-poll (JoinGroup, SyncGroup) waits as long as its group needs: only
+retriable outcomes are bounded. Requests naming many groups are split by partition, sent in
+parallel and put back in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+
+from ray.exceptions import RayActorError
+
+from actors.runtime.controller import partition_handles
+from protocol.api import error_response, group_ids_of
+from protocol.errors import COORDINATOR_UNAVAILABLE, Errors
+from protocol.placement import partition_for
+from protocol.retry import backoff_s, next_retries
+
+log = logging.getLogger(__name__)
+
+RETRY_BUDGET_S = 0.3
+WATCH_EVERY_S = 0.25
+SUSPECT_AFTER_S = 0.5
+UP_POLL_S = 0.02
+
+
+def _retriable(resp: object) -> bool:
+    """Whether the reply says "ask again later" (for a per-group reply: for any group)."""
+    if hasattr(resp, "error_code"):
+        return resp.error_code in COORDINATOR_UNAVAILABLE
+    entries = getattr(resp, "groups", None) or getattr(resp, "results", None) or []
+    return any(getattr(e, "error_code", Errors.NONE) in COORDINATOR_UNAVAILABLE for e in entries)
+
+
+class Router:
+    """Async routing to ``offsets-<p>`` with bounded retries and a liveness watch."""
+
+    def __init__(self, num_partitions: int, retry_budget_s: float = RETRY_BUDGET_S) -> None:
+        self.num_partitions = num_partitions
+        self.retry_budget_s = retry_budget_s
+        self._handles = partition_handles(num_partitions)
+        self._up = [True] * num_partitions
+        self._watchers: list[asyncio.Task] = []
+
+    def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._watchers = [loop.create_task(self._watch(p)) for p in range(self.num_partitions)]
+
+    def stop(self) -> None:
+        for task in self._watchers:
+            task.cancel()
+
+    def partition_of(self, group_id: str) -> int:
+        return partition_for(group_id, self.num_partitions)
+
+    def is_up(self, p: int) -> bool:
+        return self._up[p]
+
+    async def call(self, request: object) -> object:
+        """``request`` answered by its group's partition (see the module docstring)."""
+        ids = group_ids_of(request)
+        return await self.call_partition(self.partition_of(ids[0] if ids else ""), request)
+
+    async def call_partition(self, p: int, request: object) -> object:
+        deadline = time.monotonic() + self.retry_budget_s
+        retries, resp = 0, None
+        while True:
+            if await self._wait_up(p, deadline):
+                try:
+                    resp = await self._handles[p].handle.remote(request)
+                    if not _retriable(resp):
+                        return resp
+                except RayActorError as e:
+                    log.info("offsets-%d is down: %s", p, e)
+                    self._up[p] = False
+            wait_s = backoff_s(retries)
+            if time.monotonic() + wait_s > deadline:
+                return resp if resp is not None else error_response(
+                    request, Errors.COORDINATOR_LOAD_IN_PROGRESS,
+                    f"offsets-{p} is restarting; retry")
+            await asyncio.sleep(wait_s)
+            retries = next_retries(retries)
+
+    async def call_by_partition(self, group_ids: list[str],
+                                make: Callable[[list[str]], object]) -> dict[str, object]:
+        """``make(ids)`` sent once per partition holding some of ``group_ids``; each
+        partition's reply keyed by the groups it was asked about."""
+        by_p: dict[int, list[str]] = {}
+        for g in group_ids:
+            by_p.setdefault(self.partition_of(g), []).append(g)
+        parts = list(by_p.items())
+        replies = await asyncio.gather(*(self.call_partition(p, make(ids)) for p, ids in parts))
+        return {g: reply for (_, ids), reply in zip(parts, replies, strict=True) for g in ids}
+
+    async def call_all(self, request: object) -> list[object]:
+        """``request`` answered by every partition (ListGroups)."""
+        return list(await asyncio.gather(
+            *(self.call_partition(p, request) for p in range(self.num_partitions))))
+
+    # ------------------------------------------------------------------- liveness
+
+    async def _wait_up(self, p: int, deadline: float) -> bool:
+        while not self._up[p]:
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(UP_POLL_S)
+        return True
+
+    async def _probe(self, p: int) -> str:
+        try:
+            return await self._handles[p].ready.remote()
+        except RayActorError:
+            return "dead"
+
+    async def _watch(self, p: int) -> None:
+        """Probe ``offsets-<p>`` forever; mark it down while a probe goes unanswered."""
+        while True:
+            probe = asyncio.ensure_future(self._probe(p))
+            done, _ = await asyncio.wait({probe}, timeout=SUSPECT_AFTER_S)
+            if not done:
+                self._up[p] = False
+            state = await probe  # a restarting actor answers once it is back
+            self._up[p] = state == "active"
+            await asyncio.sleep(WATCH_EVERY_S if state != "dead" else UP_POLL_S)

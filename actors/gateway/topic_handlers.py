@@ -1,0 +1,192 @@
+"""The broker-side APIs: Metadata, the topic admin APIs, group configs, and the synthetic
+stream (ListOffsets, Fetch, Produce's refusal).
+
+Topic changes go to the controller, which pushes them to the partitions as
+``cluster.create_topic`` does; so a topic made with Kafka's admin client is one every Ray
+consumer sees. ACLs as Kafka checks them: DESCRIBE on a topic to see it, CREATE on the
+cluster (or the topic) to create it, DELETE and ALTER to delete or grow it, READ to fetch it,
+DESCRIBE_CONFIGS and ALTER_CONFIGS on a group for its configs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+
+from kio.schema.errors import ErrorCode as E
+from ray.exceptions import RayTaskError
+
+from actors.gateway.core import GatewayCore, WireRequest
+from actors.runtime.controller import _check_group_config
+from protocol.errors import CoordinatorError, Errors
+from protocol.wire import configs, stream, topics
+
+TOPIC, CLUSTER, GROUP = "TOPIC", "CLUSTER", "GROUP"
+CLUSTER_NAME = "kafka-cluster"
+# The longest a Fetch at the log end waits for the next batch (besides the client's max_wait).
+MAX_FETCH_WAIT_MS = 5_000
+
+
+async def metadata(core: GatewayCore, req: WireRequest) -> dict:
+    index = await core.topics(refresh=True)
+    return topics.metadata_response(req.body, req.version, index, core.node,
+                                    lambda t: core.may(req, "DESCRIBE", TOPIC, t))
+
+
+async def _controller(call) -> tuple[int, str | None, object]:
+    """(error code, message, result) of a controller call that may refuse."""
+    try:
+        return 0, None, await call
+    except RayTaskError as e:
+        cause = e.cause
+        if isinstance(cause, CoordinatorError):
+            return int(cause.error), cause.message, None
+        return E.unknown_server_error.value, str(cause), None
+    except CoordinatorError as e:
+        return int(e.error), e.message, None
+
+
+async def create_topics(core: GatewayCore, req: WireRequest) -> dict:
+    plans = topics.plan_create_topics(req.body)
+    validate_only = req.body.get("validate_only", False)
+    index = await core.topics(refresh=True)
+    may_create = core.may(req, "CREATE", CLUSTER, CLUSTER_NAME)
+    for plan in plans:
+        if plan.error:
+            continue
+        if not (may_create or core.may(req, "CREATE", TOPIC, plan.name)):
+            plan.error, plan.message = E.topic_authorization_failed.value, "Not authorized."
+        elif validate_only:
+            if plan.name in index.by_name:
+                plan.error = E.topic_already_exists.value
+                plan.message = f"Topic '{plan.name}' already exists."
+        else:
+            plan.error, plan.message, plan.new_topic_id = await _controller(
+                core.controller.create_topic.remote(plan.name, plan.count))
+    await core.topics(refresh=True)
+    return topics.create_topics_response(plans, validate_only)
+
+
+async def delete_topics(core: GatewayCore, req: WireRequest) -> dict:
+    index = await core.topics(refresh=True)
+    plans = topics.plan_delete_topics(req.body, req.version, index)
+    for plan in plans:
+        if plan.error:
+            continue
+        if not core.may(req, "DELETE", TOPIC, plan.name or ""):
+            plan.error, plan.message = E.topic_authorization_failed.value, "Not authorized."
+            continue
+        plan.error, plan.message, _ = await _controller(
+            core.controller.delete_topic.remote(plan.name))
+    await core.topics(refresh=True)
+    return topics.delete_topics_response(plans)
+
+
+async def create_partitions(core: GatewayCore, req: WireRequest) -> dict:
+    plans = topics.plan_create_partitions(req.body)
+    validate_only = req.body.get("validate_only", False)
+    index = await core.topics(refresh=True)
+    for plan in plans:
+        if plan.error:
+            continue
+        if not core.may(req, "ALTER", TOPIC, plan.name):
+            plan.error, plan.message = E.topic_authorization_failed.value, "Not authorized."
+        elif validate_only:
+            now = index.partitions(plan.name)
+            if now is None:
+                plan.error = E.unknown_topic_or_partition.value
+            elif plan.count <= now:
+                plan.error = E.invalid_partitions.value
+                plan.message = f"Topic currently has {now} partitions, >= {plan.count}."
+        else:
+            plan.error, plan.message, _ = await _controller(
+                core.controller.add_partitions.remote(plan.name, plan.count))
+    await core.topics(refresh=True)
+    return topics.create_partitions_response(plans)
+
+
+# ------------------------------------------------------------------------- group configs
+
+
+async def describe_configs(core: GatewayCore, req: WireRequest) -> dict:
+    index = await core.topics(refresh=True)
+    results = []
+    for r in req.body.get("resources", []):
+        rtype, name = r["resource_type"], r["resource_name"]
+        kind, rname = {configs.GROUP: (GROUP, name), configs.TOPIC: (TOPIC, name)}.get(
+            rtype, (CLUSTER, CLUSTER_NAME))
+        if not core.may(req, "DESCRIBE_CONFIGS", kind, rname):
+            error = (E.group_authorization_failed if kind == GROUP else
+                     E.topic_authorization_failed if kind == TOPIC else
+                     E.cluster_authorization_failed)
+            results.append(configs.refused(rtype, name, error, "Not authorized."))
+        elif rtype == configs.GROUP:
+            current = await core.controller.group_config.remote(name)
+            results.append(configs.describe_group(name, current, core.config,
+                                                  r.get("configuration_keys")))
+        else:
+            results.append(configs.describe_other(r, index))
+    return {"throttle_time": 0, "results": results}
+
+
+async def incremental_alter_configs(core: GatewayCore, req: WireRequest) -> dict:
+    responses = []
+    for r in req.body.get("resources", []):
+        rtype, name = r["resource_type"], r["resource_name"]
+        if rtype != configs.GROUP:
+            responses.append(configs.alter_result(
+                rtype, name, E.invalid_request, "Cohort alters group configs only."))
+        elif not core.may(req, "ALTER_CONFIGS", GROUP, name):
+            responses.append(configs.alter_result(rtype, name, E.group_authorization_failed,
+                                                  "Not authorized."))
+        else:
+            responses.append(await _alter_group(core, name, r["configs"],
+                                                req.body.get("validate_only", False)))
+    return {"throttle_time": 0, "responses": responses}
+
+
+async def _alter_group(core: GatewayCore, name: str, ops: list[dict], validate_only: bool
+                       ) -> dict:
+    try:
+        new = configs.altered_group_config(await core.controller.group_config.remote(name), ops)
+        if not name:
+            raise CoordinatorError(Errors.INVALID_GROUP_ID, "The group id must not be empty.")
+        _check_group_config(new, core.config)
+    except configs.ConfigRefused as e:
+        return configs.alter_result(configs.GROUP, name, e.error, e.message)
+    except CoordinatorError as e:
+        return configs.alter_result(configs.GROUP, name, E(int(e.error)), e.message)
+    if not validate_only:
+        error, message, _ = await _controller(
+            core.controller.set_group_config.remote(name, **dataclasses.asdict(new)))
+        return configs.alter_result(configs.GROUP, name, E(error), message)
+    return configs.alter_result(configs.GROUP, name)
+
+
+# ------------------------------------------------------------------------------- stream
+
+
+async def list_offsets(core: GatewayCore, req: WireRequest) -> dict:
+    index = await core.topics_knowing(names=[t["name"] for t in req.body.get("topics", [])])
+    return stream.list_offsets_response(req.body, index, core.stream, core.now_ms(),
+                                        lambda t: core.may(req, "DESCRIBE", TOPIC, t))
+
+
+async def fetch(core: GatewayCore, req: WireRequest) -> dict:
+    """Records from each fetch offset; at the log end, wait for the next batch (at most the
+    client's ``max_wait``), as a broker parks a fetch until ``min_bytes`` arrive."""
+    body = req.body
+    index = await core.topics_knowing(names=[t["topic"] for t in body.get("topics", [])])
+    may_read = lambda t: core.may(req, "READ", TOPIC, t)  # noqa: E731
+    reply, count = stream.fetch_response(body, index, core.stream, core.now_ms(), may_read)
+    wait_ms = min(body.get("max_wait", 0), MAX_FETCH_WAIT_MS)
+    if count == 0 and wait_ms > 0 and body.get("min_bytes", 1) > 0:
+        await asyncio.sleep(min(wait_ms, core.stream.next_batch_in_ms(core.now_ms())) / 1000)
+        reply, _ = stream.fetch_response(body, index, core.stream, core.now_ms(), may_read)
+    return reply
+
+
+async def produce(core: GatewayCore, req: WireRequest) -> dict | None:
+    if req.body.get("acks", -1) == 0:
+        return None  # acks=0: Kafka sends no response at all
+    return stream.produce_response(req.body)

@@ -1,0 +1,128 @@
+"""ACLs as Kafka's ``StandardAuthorizer`` reads them: bindings, filters, and the decision.
+
+A binding allows or denies one principal (``User:alice``, or ``User:*`` for everyone) one
+operation on a resource: a group, a topic or the cluster, named literally, by prefix, or ``*``
+for all. The decision follows Kafka: a super user may do anything; a matching DENY wins over
+any ALLOW; otherwise a matching ALLOW permits, where ALLOW of READ, WRITE, DELETE or ALTER
+also permits DESCRIBE and ALLOW of ALTER_CONFIGS also permits DESCRIBE_CONFIGS; with no
+matching ALLOW the answer is no (``allow.everyone.if.no.acl.found=false``, Kafka's default).
+Whether any of this applies at all is the gateway's setting: with no authorizer configured,
+everything is allowed, as on a Kafka broker without ``authorizer.class.name``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, fields
+
+from protocol.errors import CoordinatorError, Errors
+
+OPERATIONS = ("ALL", "READ", "WRITE", "CREATE", "DELETE", "ALTER", "DESCRIBE",
+              "CLUSTER_ACTION", "DESCRIBE_CONFIGS", "ALTER_CONFIGS", "IDEMPOTENT_WRITE")
+RESOURCE_TYPES = ("TOPIC", "GROUP", "CLUSTER")
+PATTERN_TYPES = ("LITERAL", "PREFIXED")
+PERMISSIONS = ("ALLOW", "DENY")
+WILDCARD = "*"
+CLUSTER_NAME = "kafka-cluster"
+ANONYMOUS = "User:ANONYMOUS"
+# An ALLOW of the key also allows each operation in the value (Kafka's implied operations).
+_IMPLIES = {
+    "READ": {"DESCRIBE"}, "WRITE": {"DESCRIBE"}, "DELETE": {"DESCRIBE"}, "ALTER": {"DESCRIBE"},
+    "ALTER_CONFIGS": {"DESCRIBE_CONFIGS"},
+}
+MAX_NAME_CHARS = 1000
+
+
+@dataclass(frozen=True, order=True)
+class AclBinding:
+    principal: str
+    resource_type: str
+    resource_name: str
+    operation: str
+    permission: str = "ALLOW"
+    pattern_type: str = "LITERAL"
+    host: str = WILDCARD
+
+    def as_list(self) -> list[str]:
+        return [getattr(self, f.name) for f in fields(self)]
+
+    @classmethod
+    def from_list(cls, values: list[str]) -> AclBinding:
+        return cls(*values)
+
+
+@dataclass(frozen=True)
+class AclFilter:
+    """Matches bindings whose set fields are equal (None matches anything), as
+    ``kafka-acls --list`` / ``--remove`` select them."""
+
+    principal: str | None = None
+    resource_type: str | None = None
+    resource_name: str | None = None
+    operation: str | None = None
+    permission: str | None = None
+    pattern_type: str | None = None
+    host: str | None = None
+
+    def matches(self, b: AclBinding) -> bool:
+        return all(
+            getattr(self, f.name) is None or getattr(self, f.name) == getattr(b, f.name)
+            for f in fields(self)
+        )
+
+
+def check_binding(b: AclBinding) -> AclBinding:
+    """``b`` with its enum fields upper-cased, or INVALID_REQUEST naming the bad field."""
+    b = AclBinding(b.principal, str(b.resource_type).upper(), b.resource_name,
+                   str(b.operation).upper(), str(b.permission).upper(),
+                   str(b.pattern_type).upper(), b.host)
+    for value, allowed, what in ((b.resource_type, RESOURCE_TYPES, "resource type"),
+                                 (b.operation, OPERATIONS, "operation"),
+                                 (b.permission, PERMISSIONS, "permission"),
+                                 (b.pattern_type, PATTERN_TYPES, "pattern type")):
+        if value not in allowed:
+            raise CoordinatorError(Errors.INVALID_REQUEST,
+                                   f"Unknown {what} {value!r}; expected one of {list(allowed)}.")
+    for value, what in ((b.principal, "principal"), (b.resource_name, "resource name"),
+                        (b.host, "host")):
+        if (not isinstance(value, str) or not value or len(value) > MAX_NAME_CHARS
+                or "\x00" in value):
+            raise CoordinatorError(Errors.INVALID_REQUEST, f"The {what} must be a non-empty "
+                                   f"string of at most {MAX_NAME_CHARS} characters, no NUL.")
+    if ":" not in b.principal:
+        raise CoordinatorError(Errors.INVALID_REQUEST,
+                               f"Principal {b.principal!r} must be TYPE:NAME (User:alice).")
+    if b.resource_type == "CLUSTER" and b.resource_name != CLUSTER_NAME:
+        raise CoordinatorError(Errors.INVALID_REQUEST,
+                               f"The cluster resource is named {CLUSTER_NAME!r}.")
+    return b
+
+
+def authorize(acls: Iterable[AclBinding], principal: str, host: str, operation: str,
+              resource_type: str, resource_name: str, super_users: Iterable[str] = ()) -> bool:
+    """Kafka's decision for one action (see the module docstring)."""
+    if principal in super_users:
+        return True
+    allowed = False
+    for b in acls:
+        if not _applies(b, principal, host, resource_type, resource_name):
+            continue
+        if b.permission == "DENY" and b.operation in ("ALL", operation):
+            return False
+        if b.permission == "ALLOW" and (
+            b.operation in ("ALL", operation) or operation in _IMPLIES.get(b.operation, ())
+        ):
+            allowed = True
+    return allowed
+
+
+def _applies(b: AclBinding, principal: str, host: str, resource_type: str, name: str) -> bool:
+    if b.resource_type != resource_type:
+        return False
+    if b.principal not in (principal, "User:*"):
+        return False
+    if b.host not in (WILDCARD, host):
+        return False
+    if b.pattern_type == "PREFIXED":
+        return name.startswith(b.resource_name)
+    return b.resource_name in (WILDCARD, name)

@@ -1,0 +1,8 @@
+"""Kafka's wire protocol, translated to and from Cohort's messages: pure, no sockets.
+
+``framing`` splits a byte stream into frames, ``codec`` turns a frame into plain values and
+back (kio does the bytes, ``entities`` the types), ``versions`` is the table ApiVersions
+reports, and one module per API family translates plain Kafka messages into Cohort's requests
+and Cohort's replies into plain Kafka responses. The gateway actor (``actors/gateway``) owns
+the sockets, the waiting and the routing; everything it decides by rule lives here.
+"""

@@ -1,0 +1,103 @@
+"""DescribeConfigs and IncrementalAlterConfigs for group configs (KIP-848's GROUP resource).
+
+Group configs are the controller's ``GroupConfig`` (settable before the group exists, kept
+after it is deleted); on the wire they are Kafka's dotted names. Describe lists each with its
+effective value, marked GROUP_CONFIG when the group overrides it and DEFAULT_CONFIG when the
+broker's value applies. Alter takes SET and DELETE; the list operations (APPEND, SUBTRACT) do
+not apply to integer configs and are refused with INVALID_CONFIG, as Kafka refuses them.
+Topics have no configs here (described as an empty list); broker configs likewise.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from kio.schema.errors import ErrorCode as E
+
+from protocol.config import CoordinatorConfig, GroupConfig
+from protocol.wire.topics import TopicIndex
+
+# ConfigResource.Type
+TOPIC, BROKER, GROUP = 2, 4, 32
+# DescribeConfigsResponse.ConfigSource
+DEFAULT_CONFIG, GROUP_CONFIG = 5, 8
+# ConfigDef.Type.INT as DescribeConfigs v3+ reports it
+CONFIG_TYPE_INT = 3
+# AlterConfigOp.OpType
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+
+
+class ConfigRefused(Exception):
+    def __init__(self, error: E, message: str) -> None:
+        super().__init__(message)
+        self.error = error
+        self.message = message
+
+
+def config_names() -> dict[str, str]:
+    """Kafka's group config names -> ``GroupConfig`` fields."""
+    return {f.name.replace("_", "."): f.name for f in dataclasses.fields(GroupConfig)}
+
+
+def describe_group(name: str, current: GroupConfig, broker: CoordinatorConfig,
+                   keys: list[str] | None) -> dict:
+    configs = []
+    for key, field_name in config_names().items():
+        if keys is not None and key not in keys:
+            continue
+        value = getattr(current, field_name)
+        source = GROUP_CONFIG if value is not None else DEFAULT_CONFIG
+        if value is None:
+            value = getattr(broker, f"group_{field_name}")
+        configs.append({"name": key, "value": str(value), "read_only": False,
+                        "config_source": source, "is_sensitive": False, "synonyms": [],
+                        "config_type": CONFIG_TYPE_INT, "documentation": None})
+    return _result(GROUP, name, configs=configs)
+
+
+def describe_other(resource: dict, index: TopicIndex) -> dict:
+    rtype, name = resource["resource_type"], resource["resource_name"]
+    if rtype == TOPIC and index.partitions(name) is None:
+        return _result(rtype, name, E.unknown_topic_or_partition, f"Topic {name} is unknown.")
+    if rtype in (TOPIC, BROKER):
+        return _result(rtype, name)
+    return _result(rtype, name, E.invalid_request,
+                   f"Cohort describes group, topic and broker configs only (type {rtype}).")
+
+
+def refused(rtype: int, name: str, error: E, message: str | None) -> dict:
+    return _result(rtype, name, error, message)
+
+
+def _result(rtype: int, name: str, error: E = E.none, message: str | None = None,
+            configs: list | None = None) -> dict:
+    return {"error_code": error.value, "error_message": message, "resource_type": rtype,
+            "resource_name": name, "configs": configs or []}
+
+
+def altered_group_config(current: GroupConfig, ops: list[dict]) -> GroupConfig:
+    """``current`` with ``ops`` applied; ``ConfigRefused`` for an unknown name, a bad value
+    or a list operation. Bounds are the controller's to check."""
+    names = config_names()
+    changes: dict[str, int | None] = {}
+    for op in ops:
+        key, kind = op["name"], op["config_operation"]
+        if key not in names:
+            raise ConfigRefused(E.invalid_config, f"Unknown group config name: {key}.")
+        if kind == DELETE:
+            changes[names[key]] = None
+        elif kind == SET:
+            try:
+                changes[names[key]] = int(op.get("value") or "")
+            except ValueError:
+                raise ConfigRefused(E.invalid_config,
+                                    f"Invalid value {op.get('value')} for {key}.") from None
+        else:
+            raise ConfigRefused(E.invalid_config,
+                                f"{key} is not a list config: APPEND/SUBTRACT do not apply.")
+    return dataclasses.replace(current, **changes)
+
+
+def alter_result(rtype: int, name: str, error: E = E.none, message: str | None = None) -> dict:
+    return {"error_code": error.value, "error_message": message, "resource_type": rtype,
+            "resource_name": name}

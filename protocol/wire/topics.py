@@ -1,0 +1,215 @@
+"""Metadata and the topic admin APIs (CreateTopics, DeleteTopics, CreatePartitions) on the wire.
+
+The gateway is a one-broker cluster: it leads every partition, is its only replica, and is the
+controller. Topics are the controller's (``cluster.create_topic``); their ids are stable (the
+controller keeps them), so Metadata by name and by id agree across calls and restarts. Topics
+are never created by Metadata (``allow_auto_topic_creation`` is ignored, as on a Kafka cluster
+with ``auto.create.topics.enable=false``). The admin requests are planned here (checked field
+by field, Kafka's codes for what is wrong) and their outcomes written back here; the gateway
+only asks the controller in between.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from kio.schema.errors import ErrorCode as E
+
+from protocol.metadata import TopicMetadata
+from protocol.wire.ids import topic_uuid, uuid_topic_id
+
+# Kafka's ``num.partitions`` default, used when CreateTopics leaves the count to the broker.
+DEFAULT_NUM_PARTITIONS = 1
+UNKNOWN_AUTHORIZED_OPERATIONS = -(2**31)
+CLUSTER_ID = "cohort"
+
+
+@dataclass(frozen=True)
+class Node:
+    """The gateway as a broker: Metadata's and FindCoordinator's one node."""
+
+    node_id: int
+    host: str
+    port: int
+
+
+class TopicIndex:
+    """The controller's topics, found by name or by wire UUID."""
+
+    def __init__(self, topics: Iterable[TopicMetadata] = ()) -> None:
+        self.by_name: dict[str, TopicMetadata] = {}
+        self.by_uuid: dict[uuid.UUID, TopicMetadata] = {}
+        for t in topics:
+            self.by_name[t.name] = t
+            self.by_uuid[topic_uuid(t.topic_id)] = t
+
+    def topic_id_of(self, value: uuid.UUID | None) -> str:
+        """Cohort's id for a wire UUID (a known topic's own id, else the UUID's spelling)."""
+        t = self.by_uuid.get(value) if value is not None else None
+        return t.topic_id if t is not None else uuid_topic_id(value)
+
+    def name_of(self, topic_id: str) -> str:
+        for t in self.by_name.values():
+            if t.topic_id == topic_id:
+                return t.name
+        return ""
+
+    def partitions(self, name: str) -> int | None:
+        t = self.by_name.get(name)
+        return None if t is None else t.num_partitions
+
+
+# ------------------------------------------------------------------------------ Metadata
+
+
+def metadata_response(body: dict, version: int, index: TopicIndex, node: Node,
+                      may_describe: Callable[[str], bool]) -> dict:
+    """Metadata's reply: the named topics (or all, filtered by what the principal may see)."""
+    requested = body.get("topics")
+    if requested is None or (version == 0 and not requested):
+        entries = [_topic_entry(t, node) for name, t in sorted(index.by_name.items())
+                   if may_describe(name)]
+    else:
+        entries = [_requested_entry(r, index, node, may_describe) for r in requested]
+    broker = {"node_id": node.node_id, "host": node.host, "port": node.port, "rack": None}
+    return {
+        "throttle_time": 0,
+        "brokers": [broker],
+        "cluster_id": CLUSTER_ID,
+        "controller_id": node.node_id,
+        "topics": entries,
+        "cluster_authorized_operations": UNKNOWN_AUTHORIZED_OPERATIONS,
+    }
+
+
+def _requested_entry(req: dict, index: TopicIndex, node: Node,
+                     may_describe: Callable[[str], bool]) -> dict:
+    name, tid = req.get("name"), req.get("topic_id")
+    if name is None and tid is not None and tid.int != 0:
+        topic = index.by_uuid.get(tid)
+        if topic is None or not may_describe(topic.name):
+            return _error_entry(None, tid, E.unknown_topic_id)
+        return _topic_entry(topic, node)
+    topic = index.by_name.get(name or "")
+    if not may_describe(name or ""):
+        return _error_entry(name, None, E.topic_authorization_failed)
+    if topic is None:
+        return _error_entry(name, None, E.unknown_topic_or_partition)
+    return _topic_entry(topic, node)
+
+
+def _topic_entry(t: TopicMetadata, node: Node) -> dict:
+    return {
+        "error_code": 0,
+        "name": t.name,
+        "topic_id": topic_uuid(t.topic_id),
+        "is_internal": False,
+        "partitions": [
+            {"error_code": 0, "partition_index": p, "leader_id": node.node_id, "leader_epoch": 0,
+             "replica_nodes": [node.node_id], "isr_nodes": [node.node_id],
+             "offline_replicas": []}
+            for p in range(t.num_partitions)
+        ],
+        "topic_authorized_operations": UNKNOWN_AUTHORIZED_OPERATIONS,
+    }
+
+
+def _error_entry(name: str | None, tid: uuid.UUID | None, error: E) -> dict:
+    return {"error_code": error.value, "name": name, "topic_id": tid, "is_internal": False,
+            "partitions": [], "topic_authorized_operations": UNKNOWN_AUTHORIZED_OPERATIONS}
+
+
+# ---------------------------------------------------------------------------- admin plans
+
+
+@dataclass
+class TopicChange:
+    """One topic of an admin request: what to do, or the error that stops it."""
+
+    name: str | None
+    count: int = 0
+    topic_id: uuid.UUID | None = None
+    error: int = 0
+    message: str | None = None
+    # Filled in from the outcome (CreateTopics' reply carries them).
+    new_topic_id: str | None = None
+
+
+def plan_create_topics(body: dict) -> list[TopicChange]:
+    """CreateTopics' entries, checked: a duplicate name, a count both given and implied by
+    assignments, or more than one replica (the gateway is the only broker) is refused."""
+    names = [t["name"] for t in body.get("topics", [])]
+    plans = []
+    for t in body.get("topics", []):
+        name, count, assignments = t["name"], t["num_partitions"], t.get("assignments") or []
+        rf = t.get("replication_factor", -1)
+        plan = TopicChange(name, count if count != -1 else DEFAULT_NUM_PARTITIONS)
+        if names.count(name) > 1:
+            plan.error, plan.message = E.invalid_request.value, f"Duplicate topic name {name}."
+        elif assignments and count != -1:
+            plan.error = E.invalid_request.value
+            plan.message = "Both numPartitions and manual replica assignments were given."
+        elif assignments:
+            plan.count = len(assignments)
+        if not plan.error and rf not in (-1, 1) and not assignments:
+            plan.error = E.invalid_replication_factor.value
+            plan.message = f"Replication factor: {rf} larger than available brokers: 1."
+        plans.append(plan)
+    return plans
+
+
+def create_topics_response(plans: list[TopicChange], validate_only: bool) -> dict:
+    return {"throttle_time": 0, "topics": [
+        {"name": p.name, "topic_id": None if p.error or validate_only or not p.new_topic_id
+         else topic_uuid(p.new_topic_id),
+         "error_code": p.error, "error_message": p.message, "topic_config_error_code": 0,
+         "num_partitions": -1 if p.error else p.count,
+         "replication_factor": -1 if p.error else 1, "configs": []}
+        for p in plans
+    ]}
+
+
+def plan_delete_topics(body: dict, version: int, index: TopicIndex) -> list[TopicChange]:
+    """DeleteTopics' entries (v6 names topics by name or id; older versions by name)."""
+    if version < 6:
+        return [TopicChange(n) for n in body.get("topic_names", [])]
+    plans = []
+    for t in body.get("topics", []):
+        name, tid = t.get("name"), t.get("topic_id")
+        if name is None and tid is not None and tid.int != 0:
+            topic = index.by_uuid.get(tid)
+            plan = TopicChange(topic.name if topic else None, topic_id=tid)
+            if topic is None:
+                plan.error, plan.message = E.unknown_topic_id.value, "Topic id is unknown."
+            plans.append(plan)
+        else:
+            plans.append(TopicChange(name))
+    return plans
+
+
+def delete_topics_response(plans: list[TopicChange]) -> dict:
+    return {"throttle_time": 0, "responses": [
+        {"name": p.name, "topic_id": p.topic_id, "error_code": p.error,
+         "error_message": p.message}
+        for p in plans
+    ]}
+
+
+def plan_create_partitions(body: dict) -> list[TopicChange]:
+    names = [t["name"] for t in body.get("topics", [])]
+    plans = []
+    for t in body.get("topics", []):
+        plan = TopicChange(t["name"], t["count"])
+        if names.count(t["name"]) > 1:
+            plan.error = E.invalid_request.value
+            plan.message = f"Duplicate topic name {t['name']}."
+        plans.append(plan)
+    return plans
+
+
+def create_partitions_response(plans: list[TopicChange]) -> dict:
+    return {"throttle_time": 0, "results": [
+        {"name": p.name, "error_code": p.error, "error_message": p.message} for p in plans
+    ]}
