@@ -18,8 +18,8 @@ import tempfile
 from collections.abc import Callable
 
 from actors.tools.chaos_schedule import DEFAULT_PAUSE_S
-from actors.tools.cli_io import UsageError, connect, emit, print_result, run_admin, split
 from actors.tools.cli_gateway import add_gateway_parsers, gateway_commands
+from actors.tools.cli_io import UsageError, connect, emit, print_result, run_admin, split
 from actors.tools.cli_parsers import add_admin_parsers
 from actors.tools.cli_service import SERVICE_COMMANDS
 from actors.tools.cli_service_parsers import add_service_parsers
@@ -313,7 +313,7 @@ ADMIN_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "export": _export,
     "timeline": _timeline,
 }
-ADMIN_COMMANDS.update(gateway_commands(_connect, _emit, _print))
+ADMIN_COMMANDS.update(gateway_commands())
 
 
 if __name__ == "__main__":

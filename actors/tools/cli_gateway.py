@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
+from actors.tools.cli_io import connect, emit
+from actors.tools.cli_io import print_result as out
 from protocol.security.acls import CLUSTER_NAME, AclBinding, AclFilter
 
 PATTERNS = {"literal": "LITERAL", "prefixed": "PREFIXED"}
@@ -74,9 +76,8 @@ def add_gateway_parsers(sub: argparse._SubParsersAction) -> None:
     users.add_argument("--iterations", type=int, default=4096)
 
 
-def gateway_commands(connect: Callable, emit: Callable, out: Callable
-                     ) -> dict[str, Callable[[argparse.Namespace], int]]:
-    """The commands, given ``cli``'s connect / emit-a-table / print-a-result helpers."""
+def gateway_commands() -> dict[str, Callable[[argparse.Namespace], int]]:
+    """The commands, keyed by their name on the command line."""
 
     def gateway(args: argparse.Namespace) -> int:
         cluster = connect(args)

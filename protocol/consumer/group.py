@@ -9,6 +9,7 @@ log, which is what makes a replayed shard equal to the one that wrote the log.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 from protocol import partitions as pm
