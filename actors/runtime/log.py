@@ -84,7 +84,7 @@ def _decode_payload(payload: bytes) -> list[bytes] | None:
         records = msgpack.unpackb(payload, raw=False)
     except (ValueError, TypeError, msgpack.UnpackException):
         return None
-    if not isinstance(records, list) or not all(isinstance(r, bytes) for r in records):
+    if not isinstance(records, list) or not set(map(type, records)) <= {bytes}:
         return None
     return records
 

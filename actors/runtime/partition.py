@@ -36,14 +36,14 @@ import ray
 
 from actors.runtime.compaction import CompactedState
 from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE, ControllerImage
+from actors.runtime.loading import load_shard
 from actors.runtime.log import PartitionLog
 from actors.runtime.metrics import PartitionMetrics
 from protocol.api import error_response, group_ids_of
-from protocol.codec import decode_record, encode_record
+from protocol.codec import encode_record
 from protocol.config import CoordinatorConfig
 from protocol.consumer.describe import summarize_group
 from protocol.errors import Errors
-from protocol.metadata import MetadataImage
 from protocol.placement import partition_for
 from protocol.records import ConsumerGroupMetadataKey, Record
 from protocol.shard import CoordinatorResult, GroupCoordinatorShard
@@ -370,32 +370,3 @@ class OffsetsPartition:
 
     def _refuse(self, req: object, error: Errors) -> object:
         return error_response(req, error, f"offsets-{self.partition}: {error.name}")
-
-
-def load_shard(
-    log: PartitionLog, config: CoordinatorConfig, metadata: MetadataImage, seed: int = 0
-) -> tuple[GroupCoordinatorShard, CompactedState, dict]:
-    """Snapshot + log -> a shard whose clock (and so every session timer) starts now.
-
-    The log is compacted first (latest record per key, read as bytes), and only what survives
-    is decoded and replayed: the same state as replaying everything (records are the truth,
-    and compaction keeps the latest of each), for a fraction of the work.
-    """
-    started = time.perf_counter()
-    loaded = log.load()
-    compacted = CompactedState()
-    for batch in [loaded.snapshot, *loaded.batches]:
-        for data in batch:
-            compacted.add_encoded(data)
-    shard = GroupCoordinatorShard(config, metadata, now_ms=now_ms(), seed=seed)
-    for data in compacted.records():
-        shard.replay(decode_record(data))
-    seconds = time.perf_counter() - started
-    return shard, compacted, {
-        "records": loaded.records,
-        "replayed": len(compacted),
-        "records_per_s": loaded.records / seconds if seconds > 0 else 0.0,
-        "log_seconds": loaded.seconds,
-        "log_records_per_s": loaded.records_per_s,
-        "truncated_bytes": loaded.truncated_bytes,
-    }
