@@ -54,12 +54,21 @@ def now_ms() -> int:
 
 
 def load_shard(
-    log: PartitionLog, config: CoordinatorConfig, metadata: MetadataImage, seed: int = 0
+    log: PartitionLog,
+    config: CoordinatorConfig,
+    metadata: MetadataImage,
+    seed: int = 0,
+    recover: bool = False,
 ) -> tuple[GroupCoordinatorShard, CompactedState, dict]:
     """Snapshot + log -> a shard whose clock (and so every session timer) starts now, the
-    compacted state (what the next snapshot writes) and figures for the load's stats."""
+    compacted state (what the next snapshot writes) and figures for the load's stats.
+
+    ``recover``: the log was loaded before and a write failed since (``PartitionLog.recover``);
+    the caller has dropped its old shard, which the collector may now reclaim (``gc.unfreeze``).
+    """
     started = time.perf_counter()
-    loaded = log.load()
+    gc.unfreeze()
+    loaded = log.recover() if recover else log.load()
     with _gc_paused():
         compacted = CompactedState()
         for batch in _chunks(loaded.snapshot):

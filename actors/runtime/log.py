@@ -180,8 +180,9 @@ class PartitionLog:
         self._active_number = 0
         self._active_bytes = 0
         self._bytes_since_snapshot = 0
-        # (segment number, bytes): the end of the last append known to be on disk
-        self._durable = (0, 0)
+        # (segment number, bytes): the end of the last append known to be on disk (None until
+        # the first load has read the log)
+        self._durable: tuple[int, int] | None = None
 
     @property
     def directory(self) -> Path:
@@ -215,25 +216,29 @@ class PartitionLog:
     def recover(self) -> LoadedLog:
         """After a failed write: cut the log back to the last durable append and read it again,
         keeping this writer's epoch (``LogFencedError`` if a newer incarnation took over)."""
-        if not self._loaded:
+        if self._fence.epoch is None:
             raise RuntimeError("PartitionLog.load() must be called before recover()")
         with self._fence.held():
             with contextlib.suppress(OSError):
                 self.close_segment()
-            number, size = self._durable
-            path = self._segment_path(number)
-            if path.exists():
-                with open(path, "r+b") as f:
-                    f.truncate(size)
-                    if self._fsync:
-                        self._ops.fsync(f.fileno())
-            for later, later_path in _numbered(self._directory, _SEGMENT_NAME):
-                if later > number:
-                    later_path.unlink()
-            self._sync_directory()
+            if self._durable is not None:  # else the load never finished: nothing appended
+                self._cut_to(*self._durable)
             self._loaded = self._failed = False
             self._active_number = 0
             return self._read()
+
+    def _cut_to(self, number: int, size: int) -> None:
+        """Drop every byte after ``size`` of segment ``number``, and every later segment."""
+        path = self._segment_path(number)
+        if path.exists():
+            with open(path, "r+b") as f:
+                f.truncate(size)
+                if self._fsync:
+                    self._ops.fsync(f.fileno())
+        for later, later_path in _numbered(self._directory, _SEGMENT_NAME):
+            if later > number:
+                later_path.unlink()
+        self._sync_directory()
 
     def check_fence(self) -> None:
         """``LogFencedError`` if a newer incarnation opened the log: a turn that writes nothing
