@@ -16,8 +16,9 @@ every append and snapshot checks it under a lock, so an older incarnation that s
 A write or fsync that fails (a full disk, a failing device) leaves the log refusing writes
 until ``recover``: it cuts the active segment back to the end of the last append that was
 durable (whatever the failed one left, torn or whole, was never acknowledged and may not even
-be on the disk after a failed fsync) and reads the log again, as a restart would, without
-giving up the epoch. Disk writes go through a ``FileOps``, which tests replace to fail them.
+be on the disk after a failed fsync), checks that the disk takes a write again (a probe file),
+and reads the log again, as a restart would, without giving up the epoch. Disk writes go
+through a ``FileOps``, which tests replace to fail them.
 """
 
 from __future__ import annotations
@@ -49,6 +50,9 @@ DEFAULT_SEGMENT_MAX_BYTES = 64 * 1024 * 1024
 SNAPSHOT_FRAME_MAX_RECORDS = 10_000  # keeps a 1M-record snapshot out of one giant frame
 SNAPSHOT_FRAME_MAX_RECORD_BYTES = 4 * 1024 * 1024  # same, for a snapshot of few large records
 FILE_NUMBER_DIGITS = 20  # zero padding, so names sort as numbers do
+# What recovery writes (and removes) to see that the disk takes writes again: a few turns' worth.
+PROBE_BYTES = 64 * 1024
+PROBE_FILE = "probe.tmp"
 
 _HEADER = struct.Struct(">II")
 assert _HEADER.size == FRAME_HEADER_BYTES
@@ -223,9 +227,23 @@ class PartitionLog:
                 self.close_segment()
             if self._durable is not None:  # else the load never finished: nothing appended
                 self._cut_to(*self._durable)
+            self._probe()
             self._loaded = self._failed = False
             self._active_number = 0
             return self._read()
+
+    def _probe(self) -> None:
+        """Write and fsync ``PROBE_BYTES`` beside the log, then remove them: a disk that is still
+        full or failing fails here, before the (costly) reload, instead of at the next turn."""
+        path = self._directory / PROBE_FILE
+        try:
+            with open(path, "wb") as f:
+                self._ops.write(f, bytes(PROBE_BYTES))
+                f.flush()
+                if self._fsync:
+                    self._ops.fsync(f.fileno())
+        finally:
+            path.unlink(missing_ok=True)
 
     def _cut_to(self, number: int, size: int) -> None:
         """Drop every byte after ``size`` of segment ``number``, and every later segment."""

@@ -65,6 +65,36 @@ def test_a_failed_write_is_refused_until_recovery_which_keeps_only_the_acknowled
     assert reloaded(tmp_path / "log") == ([], [[b"a"], [b"b"]])
 
 
+def test_recovery_refuses_while_the_disk_takes_no_writes_even_after_the_cut(tmp_path: Path) -> None:
+    """Cutting the failed frame frees a few bytes; a disk that is still full must not pass
+    for a working one (the next turn would fail again, and the partition would reload for
+    nothing)."""
+
+    class FullDisk(FileOps):
+        free_bytes = 10**9
+
+        def write(self, f, data):  # type: ignore[no-untyped-def]
+            if len(data) > self.free_bytes:
+                raise OSError(errno.ENOSPC, "injected ENOSPC")
+            self.free_bytes -= len(data)
+            return super().write(f, data)
+
+    ops = FullDisk()
+    log = PartitionLog(tmp_path, file_ops=ops)
+    log.load()
+    log.append([b"a"])
+    ops.free_bytes = 100
+    with pytest.raises(OSError):
+        log.append([b"x" * 1000])
+    with pytest.raises(OSError):
+        log.recover()
+    assert log.failed
+    ops.free_bytes = 10**9
+    assert log.recover().batches == [[b"a"]]
+    assert not (tmp_path / "probe.tmp").exists()
+    log.close()
+
+
 def test_a_whole_frame_whose_fsync_failed_is_cut_by_recovery(tmp_path: Path) -> None:
     ops = FailingFsync()
     log = PartitionLog(tmp_path, file_ops=ops)
