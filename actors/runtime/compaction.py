@@ -1,11 +1,14 @@
 """The compacted state of a partition's log: the latest record per key, tombstones dropped.
 
 This is what Kafka's log cleaner leaves of ``__consumer_offsets`` and what a snapshot holds.
-Entries stay in the order of their latest write (an update moves a key to the end), as
-compaction keeps offsets in order, so replaying a snapshot applies records in an order the
-live partition once did. A consumer group's metadata tombstone deletes the whole consumer
-group, so it takes every record of that group's state with it, even ones whose own tombstones
-were never written (offsets and rebalance history stay: they outlive a protocol conversion).
+Group records stay in the order of their latest write (an update moves a key to the end), as
+compaction keeps offsets in order, so replaying a snapshot applies them in an order the live
+partition once did. Offset commits are kept apart, each where its key was first written: a
+commit's replay depends on nothing but its own key, so their order carries no meaning, and
+not moving them saves a dictionary operation per commit, most of a log. A consumer group's
+metadata tombstone deletes the whole consumer group, so it takes every record of that group's
+state with it, even ones whose own tombstones were never written (offsets and rebalance
+history stay: they outlive a protocol conversion).
 
 Loading feeds it whole log batches (``add_batch``): one msgpack call per batch yields the
 keys, and the dictionary work runs in C (``dict.update`` over zipped keys and records), so a
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import operator
+from itertools import compress
 
 from protocol.codec import key_identity, peek_key, split_records
 from protocol.records import (
@@ -40,11 +44,14 @@ _TYPE_OF = operator.itemgetter(0)  # a key identity's record type
 
 
 class CompactedState:
-    """The latest encoded record per key, in the order of their latest writes."""
+    """The latest encoded record per key: offset commits, then group records in the order of
+    their latest writes."""
 
     def __init__(self) -> None:
         # key identity (record type, key fields...) -> the latest encoded record
         self._latest: dict[tuple, bytes] = {}
+        self._offsets: dict[tuple, bytes] = {}  # the same, for offset commits
+        self._offset_bytes: int | None = 0  # None: not counted since a bulk add
         # group id -> identities of its consumer members' records held in _latest, so that a
         # group's metadata tombstone finds them without a scan of every key. Built by the first
         # such tombstone (one scan), kept up to date from then on; None until then, so a load
@@ -68,6 +75,15 @@ class CompactedState:
         Records in the legacy format are kept upgraded to the current one.
         """
         keys, blobs, batch = split_records(batch)
+        types = set(map(_TYPE_OF, keys))
+        if _OFFSET_COMMIT_TYPE in types:
+            if len(types) == 1:
+                self._add_offsets(keys, blobs, batch)
+                return
+            is_offset = list(map(_OFFSET_COMMIT_TYPE.__eq__, map(_TYPE_OF, keys)))
+            others = list(map(operator.not_, is_offset))
+            self._add_offsets(*(list(compress(x, is_offset)) for x in (keys, blobs, batch)))
+            keys, blobs, batch = (list(compress(x, others)) for x in (keys, blobs, batch))
         if None in blobs and any(
             blob is None and key[0] == _GROUP_METADATA_TYPE
             for key, blob in zip(keys, blobs, strict=True)
@@ -88,22 +104,36 @@ class CompactedState:
         records = list(map(last.__getitem__, order))
         latest.update(zip(order, records, strict=True))
         self._bytes += sum(map(len, records))
-        if self._member_keys is not None and set(map(_TYPE_OF, keys)) - {_OFFSET_COMMIT_TYPE}:
+        if self._member_keys is not None:
             self._index_members(keys, latest)
 
     def records(self) -> list[bytes]:
-        return list(self._latest.values())
+        return [*self._offsets.values(), *self._latest.values()]
 
     @property
     def size_bytes(self) -> int:
-        return self._bytes
+        if self._offset_bytes is None:
+            self._offset_bytes = sum(map(len, self._offsets.values()))
+        return self._bytes + self._offset_bytes
 
     def __len__(self) -> int:
-        return len(self._latest)
+        return len(self._offsets) + len(self._latest)
 
     # -------------------------------------------------------------------------- internals
 
+    def _add_offsets(self, keys: list[tuple], blobs: list, batch: list[bytes]) -> None:
+        offsets = self._offsets
+        offsets.update(zip(keys, batch, strict=True))
+        if None in blobs:
+            final = dict(zip(keys, blobs, strict=True))
+            for key in [key for key, blob in final.items() if blob is None]:
+                del offsets[key]
+        self._offset_bytes = None
+
     def _put(self, identity: tuple, data: bytes, tombstone: bool) -> None:
+        if identity[0] == _OFFSET_COMMIT_TYPE:
+            self._put_offset(identity, data, tombstone)
+            return
         old = self._latest.pop(identity, None)
         if old is not None:
             self._bytes -= len(old)
@@ -118,6 +148,13 @@ class CompactedState:
             self._forget_member_key(identity)
         elif identity[0] == _GROUP_METADATA_TYPE:
             self._delete_consumer_group(identity[1])
+
+    def _put_offset(self, identity: tuple, data: bytes, tombstone: bool) -> None:
+        old = self._offsets.pop(identity, None) if tombstone else self._offsets.get(identity)
+        if not tombstone:
+            self._offsets[identity] = data
+        if self._offset_bytes is not None:
+            self._offset_bytes += (0 if tombstone else len(data)) - (len(old) if old else 0)
 
     def _delete_consumer_group(self, group_id: str) -> None:
         if self._member_keys is None:
