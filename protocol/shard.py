@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import logging
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from protocol import messages as m
@@ -41,6 +42,7 @@ from protocol.records import (
     GroupMetadataKey,
     GroupRebalanceHistoryKey,
     OffsetCommitKey,
+    OffsetCommitValue,
     Record,
 )
 from protocol.timers import Timers
@@ -193,6 +195,13 @@ class GroupCoordinatorShard:
         before = group.members.get(getattr(key, "member_id", None) or "")
         group.replay(record)
         self.consumer.after_replay(group, record, before)
+
+    def replay_offsets(
+        self, commits: Iterable[tuple[str, str, int, OffsetCommitValue | None]]
+    ) -> None:
+        """Apply persisted offset commits in bulk, (group id, topic, partition, value or None)
+        each: the same state as ``replay`` of their records in order, for the load path."""
+        self.offsets.replay_many(commits)
 
     def set_group_config(self, group_id: str, config: GroupConfig | None) -> None:
         """Dynamic group configs come from the controller; the shard only reads them."""

@@ -8,10 +8,22 @@ segments go. It knows nothing of what a record means; records arrive already enc
 Frame: 4-byte big-endian payload length, 4-byte big-endian CRC32C of the payload, payload =
 msgpack list of record bytes. Segments are `<number>.log`; `snapshot-<n>.snap` holds the state
 as of the end of every segment numbered below n, in frames of the same shape.
+
+One writer at a time: opening the log takes the next epoch (``actors.runtime.fencing``), and
+every append and snapshot checks it under a lock, so an older incarnation that still runs
+(a zombie) is refused with ``LogFencedError`` before it writes a byte.
+
+A write or fsync that fails (a full disk, a failing device) leaves the log refusing writes
+until ``recover``: it cuts the active segment back to the end of the last append that was
+durable (whatever the failed one left, torn or whole, was never acknowledged and may not even
+be on the disk after a failed fsync), checks that the disk takes a write again (a probe file),
+and reads the log again, as a restart would, without giving up the epoch. Disk writes go
+through a ``FileOps``, which tests replace to fail them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -25,6 +37,11 @@ from typing import BinaryIO
 import crc32c
 import msgpack
 
+from actors.runtime.fencing import Fence, LogFencedError
+from actors.runtime.fileops import FileOps
+
+__all__ = ["FileOps", "LoadedLog", "LogCorruptError", "LogFencedError", "PartitionLog"]
+
 logger = logging.getLogger(__name__)
 
 FRAME_HEADER_BYTES = 8  # payload length (u32 BE) + CRC32C of the payload (u32 BE)
@@ -33,6 +50,9 @@ DEFAULT_SEGMENT_MAX_BYTES = 64 * 1024 * 1024
 SNAPSHOT_FRAME_MAX_RECORDS = 10_000  # keeps a 1M-record snapshot out of one giant frame
 SNAPSHOT_FRAME_MAX_RECORD_BYTES = 4 * 1024 * 1024  # same, for a snapshot of few large records
 FILE_NUMBER_DIGITS = 20  # zero padding, so names sort as numbers do
+# What recovery writes (and removes) to see that the disk takes writes again: a few turns' worth.
+PROBE_BYTES = 64 * 1024
+PROBE_FILE = "probe.tmp"
 
 _HEADER = struct.Struct(">II")
 assert _HEADER.size == FRAME_HEADER_BYTES
@@ -84,7 +104,7 @@ def _decode_payload(payload: bytes) -> list[bytes] | None:
         records = msgpack.unpackb(payload, raw=False)
     except (ValueError, TypeError, msgpack.UnpackException):
         return None
-    if not isinstance(records, list) or not all(isinstance(r, bytes) for r in records):
+    if not isinstance(records, list) or not set(map(type, records)) <= {bytes}:
         return None
     return records
 
@@ -139,8 +159,8 @@ class PartitionLog:
     """Segments plus snapshot for one partition; one writer (the partition actor) at a time.
 
     `append` is the group commit: one write and one fsync per mailbox turn, however many records
-    the turn produced. After a failed write or fsync the log refuses further appends: what reached
-    disk is unknown, so the actor must restart and `load` again, which cuts any torn tail.
+    the turn produced. After a failed write or fsync the log refuses further appends until
+    `recover` (or a fresh `load` by a new process) has cut it back to what was durable.
     """
 
     def __init__(
@@ -148,6 +168,7 @@ class PartitionLog:
         directory: str | os.PathLike[str],
         segment_max_bytes: int = DEFAULT_SEGMENT_MAX_BYTES,
         fsync: bool = True,
+        file_ops: FileOps | None = None,
     ) -> None:
         if segment_max_bytes <= 0:
             raise ValueError(f"segment_max_bytes must be positive, got {segment_max_bytes}")
@@ -155,16 +176,31 @@ class PartitionLog:
         self._directory.mkdir(parents=True, exist_ok=True)
         self._segment_max_bytes = segment_max_bytes
         self._fsync = fsync
+        self._ops = file_ops or FileOps()
+        self._fence = Fence(self._directory, fsync, self._ops)
         self._loaded = False
         self._failed = False
         self._active: BinaryIO | None = None
         self._active_number = 0
         self._active_bytes = 0
         self._bytes_since_snapshot = 0
+        # (segment number, bytes): the end of the last append known to be on disk (None until
+        # the first load has read the log)
+        self._durable: tuple[int, int] | None = None
 
     @property
     def directory(self) -> Path:
         return self._directory
+
+    @property
+    def epoch(self) -> int | None:
+        """This writer's incarnation (taken by ``load``), None before."""
+        return self._fence.epoch
+
+    @property
+    def failed(self) -> bool:
+        """A write failed: nothing more is written until ``recover``."""
+        return self._failed
 
     @property
     def bytes_since_snapshot(self) -> int:
@@ -173,9 +209,61 @@ class PartitionLog:
         return self._bytes_since_snapshot
 
     def load(self) -> LoadedLog:
-        """Read the latest snapshot and the segments after it, cutting a torn or corrupt tail."""
+        """Take the next epoch (fencing every older writer), then read the latest snapshot and
+        the segments after it, cutting a torn or corrupt tail."""
         if self._loaded:
             raise RuntimeError("PartitionLog.load() may be called only once")
+        with self._fence.locked():
+            self._fence.take()
+            return self._read()
+
+    def recover(self) -> LoadedLog:
+        """After a failed write: cut the log back to the last durable append and read it again,
+        keeping this writer's epoch (``LogFencedError`` if a newer incarnation took over)."""
+        if self._fence.epoch is None:
+            raise RuntimeError("PartitionLog.load() must be called before recover()")
+        with self._fence.held():
+            with contextlib.suppress(OSError):
+                self.close_segment()
+            if self._durable is not None:  # else the load never finished: nothing appended
+                self._cut_to(*self._durable)
+            self._probe()
+            self._loaded = self._failed = False
+            self._active_number = 0
+            return self._read()
+
+    def _probe(self) -> None:
+        """Write and fsync ``PROBE_BYTES`` beside the log, then remove them: a disk that is still
+        full or failing fails here, before the (costly) reload, instead of at the next turn."""
+        path = self._directory / PROBE_FILE
+        try:
+            with open(path, "wb") as f:
+                self._ops.write(f, bytes(PROBE_BYTES))
+                f.flush()
+                if self._fsync:
+                    self._ops.fsync(f.fileno())
+        finally:
+            path.unlink(missing_ok=True)
+
+    def _cut_to(self, number: int, size: int) -> None:
+        """Drop every byte after ``size`` of segment ``number``, and every later segment."""
+        path = self._segment_path(number)
+        if path.exists():
+            with open(path, "r+b") as f:
+                f.truncate(size)
+                if self._fsync:
+                    self._ops.fsync(f.fileno())
+        for later, later_path in _numbered(self._directory, _SEGMENT_NAME):
+            if later > number:
+                later_path.unlink()
+        self._sync_directory()
+
+    def check_fence(self) -> None:
+        """``LogFencedError`` if a newer incarnation opened the log: a turn that writes nothing
+        asks this before its replies go out, so a zombie's reads stop too."""
+        self._fence.check()
+
+    def _read(self) -> LoadedLog:
         started = time.perf_counter()
         for temp in self._directory.iterdir():
             if _SNAPSHOT_TEMP_NAME.match(temp.name):  # a crash mid-snapshot; never published
@@ -183,6 +271,7 @@ class PartitionLog:
         snapshot_number, snapshot = self._load_snapshot()
         batches, valid_bytes, truncated_bytes = self._load_segments(snapshot_number)
         self._open_active(self._active_number or max(snapshot_number, 1))
+        self._durable = (self._active_number, self._active_bytes)
         self._bytes_since_snapshot = valid_bytes
         self._loaded = True
         records = len(snapshot) + sum(len(batch) for batch in batches)
@@ -205,52 +294,70 @@ class PartitionLog:
         if not records:
             return
         frame = encode_frame(records)
-        try:
-            if self._active_bytes > 0 and self._active_bytes + len(frame) > self._segment_max_bytes:
-                self._roll(self._active_number + 1)
-            assert self._active is not None
-            view = memoryview(frame)
-            while view:  # regular files take it in one call; the loop is for the odd short write
-                view = view[self._active.write(view) :]
-            if self._fsync:
-                os.fsync(self._active.fileno())
-        except OSError:
-            self._failed = True
-            raise
-        self._active_bytes += len(frame)
-        self._bytes_since_snapshot += len(frame)
+        with self._fence.held():
+            try:
+                if (
+                    self._active_bytes > 0
+                    and self._active_bytes + len(frame) > self._segment_max_bytes
+                ):
+                    self._roll(self._active_number + 1)
+                assert self._active is not None
+                view = memoryview(frame)
+                while view:  # regular files take it in one call; the loop is for a short write
+                    view = view[self._ops.write(self._active, view) :]
+                if self._fsync:
+                    self._ops.fsync(self._active.fileno())
+            except OSError:
+                self._failed = True
+                raise
+            self._active_bytes += len(frame)
+            self._durable = (self._active_number, self._active_bytes)
+            self._bytes_since_snapshot += len(frame)
 
     def write_snapshot(self, records: Iterable[bytes]) -> None:
         """Publish the compacted state as of the end of the log, then drop what it covers.
 
         Crash-safe at every step: the snapshot appears whole or not at all (temp + os.replace),
         and until older segments are deleted, load ignores them because the name says which
-        segments the snapshot covers.
+        segments the snapshot covers. A failure while the temp file is written leaves the log
+        as it was (and writable); one while it is published fails the log until ``recover``.
         """
         self._require_writable()
+        self._fence.check()  # a zombie need not spend the writing; the lock below decides
         number = self._active_number + 1
         final = self._directory / f"snapshot-{number:0{FILE_NUMBER_DIGITS}d}.snap"
         temp = final.with_name(final.name + ".tmp")
         try:
             with open(temp, "wb") as f:
                 for frame in _snapshot_frames(records):
-                    f.write(frame)
+                    self._ops.write(f, frame)
                 f.flush()
                 if self._fsync:
-                    os.fsync(f.fileno())
+                    self._ops.fsync(f.fileno())
         except BaseException:
             temp.unlink(missing_ok=True)
             raise
-        os.replace(temp, final)
-        self._sync_directory()
-        self._roll(number)
-        self._delete_older_than(number)
+        with self._fence.held():
+            try:
+                os.replace(temp, final)
+                self._sync_directory()
+                self._roll(number)
+                self._delete_older_than(number)
+            except OSError:
+                self._failed = True
+                raise
+            finally:
+                temp.unlink(missing_ok=True)
         self._bytes_since_snapshot = 0
 
-    def close(self) -> None:
+    def close_segment(self) -> None:
         if self._active is not None:
             self._active.close()
             self._active = None
+
+    def close(self) -> None:
+        self.close_segment()
+        self._fence.close()
 
     def __enter__(self) -> PartitionLog:
         return self
@@ -262,7 +369,7 @@ class PartitionLog:
         if not self._loaded:
             raise RuntimeError("PartitionLog.load() must be called before writing")
         if self._failed:
-            raise RuntimeError("an earlier write failed; reopen the log and load() again")
+            raise RuntimeError("an earlier write failed; recover() first")
         if self._active is None:
             raise RuntimeError("PartitionLog is closed")
 
@@ -307,14 +414,17 @@ class PartitionLog:
         with open(path, "r+b") as f:
             f.truncate(end)
             if self._fsync:
-                os.fsync(f.fileno())
+                self._ops.fsync(f.fileno())
         for _, later_path in later:
             later_path.unlink()
         self._sync_directory()
         return dropped + later_bytes
 
+    def _segment_path(self, number: int) -> Path:
+        return self._directory / f"{number:0{FILE_NUMBER_DIGITS}d}.log"
+
     def _open_active(self, number: int) -> None:
-        path = self._directory / f"{number:0{FILE_NUMBER_DIGITS}d}.log"
+        path = self._segment_path(number)
         created = not path.exists()
         self._active = open(path, "ab", buffering=0)  # noqa: SIM115 - lives until close()
         self._active_number = number
@@ -324,11 +434,12 @@ class PartitionLog:
 
     def _roll(self, number: int) -> None:
         try:
-            self.close()
+            self.close_segment()
             self._open_active(number)
         except OSError:
             self._failed = True
             raise
+        self._durable = (number, self._active_bytes)
 
     def _delete_older_than(self, number: int) -> None:
         stale = [p for n, p in _numbered(self._directory, _SEGMENT_NAME) if n < number]
@@ -344,6 +455,6 @@ class PartitionLog:
             return
         fd = os.open(self._directory, os.O_RDONLY)
         try:
-            os.fsync(fd)
+            self._ops.fsync(fd)
         finally:
             os.close(fd)

@@ -25,7 +25,7 @@ RATE_HISTORY_MAX = 100_000
 
 # Seed 000 names the tag values consumer|generic (Kafka 4 later renamed generic to classic).
 GROUP_PROTOCOLS = ("consumer", "generic")
-PARTITION_STATES = ("loading", "active", "failed")
+PARTITION_STATES = ("loading", "active", "recovering", "fenced", "failed")
 CONSUMER_GROUP_STATES = ("empty", "assigning", "reconciling", "stable", "dead")
 
 

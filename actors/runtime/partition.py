@@ -15,8 +15,16 @@ fires): replies are matched to their requests by identity, whichever turn comple
 On (re)start it loads snapshot + log in a worker thread and answers
 COORDINATOR_LOAD_IN_PROGRESS meanwhile; the shard is built with the load time as its clock, so
 session timers restart from the load (a member is never fenced for the coordinator's own
-downtime). A failed write leaves memory ahead of disk, so the process exits and Ray restarts
-it from the log.
+downtime).
+
+A write that fails (a full disk, a failing fsync) leaves memory ahead of disk. The turn's
+replies never go out: every request owed a reply gets COORDINATOR_NOT_AVAILABLE (clients retry),
+the shard is dropped, and the partition, "recovering", keeps answering COORDINATOR_NOT_AVAILABLE
+while it retries, with backoff, to cut the log back to its last durable append and reload from
+it, in the same process (``PartitionLog.recover``); then it serves exactly what it had
+acknowledged. A log that a newer incarnation of this partition opened (Ray restarted it while
+this process, cut off, still ran) refuses this one's writes: it becomes "fenced", answers
+NOT_COORDINATOR to everything from then on (clients go find the new one) and writes nothing.
 """
 
 from __future__ import annotations
@@ -29,40 +37,40 @@ import logging
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import ray
 
 from actors.runtime.compaction import CompactedState
 from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE, ControllerImage
-from actors.runtime.log import PartitionLog
+from actors.runtime.fileops import FileOps
+from actors.runtime.loading import load_shard
+from actors.runtime.log import LogFencedError, PartitionLog
+from actors.runtime.mailbox import (
+    MAX_REQUESTS_PER_TURN,
+    MAX_WAITING_REPLIES,
+    Event,
+    refusal,
+)
 from actors.runtime.metrics import PartitionMetrics
 from protocol.api import error_response, group_ids_of, routing_error
-from protocol.codec import decode_record, encode_record
+from protocol.codec import encode_record
 from protocol.config import CoordinatorConfig
 from protocol.consumer.describe import summarize_group
 from protocol.errors import Errors
-from protocol.metadata import MetadataImage
 from protocol.placement import partition_for
 from protocol.records import ConsumerGroupMetadataKey, Record
 from protocol.shard import CoordinatorResult, GroupCoordinatorShard
 
 log = logging.getLogger(__name__)
 
-# Bounds (TigerStyle): how much one turn takes from the mailbox, how big the mailbox grows.
-MAX_REQUESTS_PER_TURN = 20_000
-MAX_QUEUED_REQUESTS = 200_000
-# Replies owed at once: requests in the mailbox plus those taken into a turn and not answered
-# yet (``_waiting``). A classic JoinGroup or SyncGroup stays owed until its group completes
-# the phase or a timer ends it (up to a rebalance timeout), so this bounds the delayed ones;
-# a turn's own requests count too while it writes. Beyond it requests are refused with
-# COORDINATOR_NOT_AVAILABLE, as a full mailbox refuses them: clients back off and retry, and
-# the timers that end the waits run with no request arriving. Above MAX_QUEUED_REQUESTS, so
-# that a full mailbox still has room for 50,000 delayed replies.
-MAX_WAITING_REPLIES = 250_000
 # Snapshot once the log since the last snapshot outgrows this and the compacted state twice.
 SNAPSHOT_MIN_BYTES = 16 << 20
+# A snapshot that could not be written is tried again no sooner than this (the log is fine).
+SNAPSHOT_RETRY_S = 10.0
+# Reloading after a failed write (or a load that cannot write its epoch) is retried with a
+# backoff doubling from the first bound to the second while the disk keeps failing.
+RECOVERY_BACKOFF_S = (0.1, 5.0)
 # How long the loop sleeps with no timer due; any event wakes it earlier.
 IDLE_WAIT_S = 1.0
 METRICS_EVERY_S = 1.0
@@ -70,36 +78,6 @@ METRICS_EVERY_S = 1.0
 
 def now_ms() -> int:
     return int(time.monotonic() * 1000)
-
-
-def refusal(state: str, queued: int, waiting: int, incoming: int) -> Errors | None:
-    """Why a partition in ``state``, with ``queued`` requests in its mailbox and ``waiting``
-    replies owed, turns away ``incoming`` more (all of them), or None to take them."""
-    if state != "active":
-        return (
-            Errors.COORDINATOR_LOAD_IN_PROGRESS
-            if state == "loading"
-            else Errors.COORDINATOR_NOT_AVAILABLE
-        )
-    if queued + incoming > MAX_QUEUED_REQUESTS:
-        return Errors.COORDINATOR_NOT_AVAILABLE
-    if waiting + queued + incoming > MAX_WAITING_REPLIES:
-        return Errors.COORDINATOR_NOT_AVAILABLE
-    return None
-
-
-@dataclass
-class _Event:
-    """One mailbox entry: requests to apply (answered together), a new controller image, or
-    a read of the shard (answered, like requests, only once the turn's records are durable)."""
-
-    requests: list[object] = field(default_factory=list)
-    image: ControllerImage | None = None
-    query: Callable[[GroupCoordinatorShard], object] | None = None
-    done: asyncio.Future | None = None
-    # Requests' replies as they come: a delayed one (JoinGroup, SyncGroup) turns later.
-    replies: list[object] = field(default_factory=list)
-    remaining: int = 0
 
 
 @ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)
@@ -116,21 +94,24 @@ class OffsetsPartition:
     """
 
     def __init__(self, partition: int, num_partitions: int, storage_path: str,
-                 config: CoordinatorConfig) -> None:
+                 config: CoordinatorConfig, file_ops: FileOps | None = None) -> None:
         self.partition = partition
         self.num_partitions = num_partitions
         self.config = config
         self.state = "loading"
         self.load_stats: dict = {}
-        self._log = PartitionLog(Path(storage_path) / f"offsets-{partition}")
+        self.recoveries = 0  # reloads in place after a failed write
+        self.load_failures = 0  # loads (or reloads) that the disk refused, retried
+        self._log = PartitionLog(Path(storage_path) / f"offsets-{partition}", file_ops=file_ops)
+        self._snapshot_retry_at = 0.0
         self._shard: GroupCoordinatorShard | None = None
         self._image_version = -1
         self._compacted = CompactedState()
-        self._mailbox: collections.deque[_Event] = collections.deque()
+        self._mailbox: collections.deque[Event] = collections.deque()
         self._queued = 0
         # id(request) -> (its event, its index, the request): replies still owed. With the
         # mailbox, at most MAX_WAITING_REPLIES (``refusal`` admits no more).
-        self._waiting: dict[int, tuple[_Event, int, object]] = {}
+        self._waiting: dict[int, tuple[Event, int, object]] = {}
         self._wakeup = asyncio.Event()
         self._metrics = PartitionMetrics(partition)
         self._metrics.set_state("loading")
@@ -172,7 +153,7 @@ class OffsetsPartition:
                     req = copy.copy(req)
                 seen.add(id(req))
                 batch.append(req)
-            event = _Event(batch, done=done)
+            event = Event(batch, done=done)
             self._enqueue(event)
             for i, reply in zip(mine, await event.done, strict=True):
                 replies[i] = reply
@@ -181,7 +162,7 @@ class OffsetsPartition:
     async def update_image(self, image: ControllerImage) -> None:
         """The controller's push; older images than the one applied are ignored."""
         if self.state == "active":
-            self._enqueue(_Event(image=image))
+            self._enqueue(Event(image=image))
 
     # ------------------------------------------------------------------ inspection
 
@@ -197,6 +178,9 @@ class OffsetsPartition:
             "groups": len(shard.groups) if shard else 0,
             "records": len(self._compacted),  # live records: the latest of each key
             "image_version": self._image_version,
+            "epoch": self._log.epoch,
+            "recoveries": self.recoveries,
+            "load_failures": self.load_failures,
             "load": self.load_stats,
             "queued": self._queued,
         }
@@ -219,28 +203,28 @@ class OffsetsPartition:
         if self.state != "active":
             raise RuntimeError(f"offsets-{self.partition} is {self.state}")
         done = asyncio.get_running_loop().create_future()
-        self._enqueue(_Event(query=fn, done=done))
+        self._enqueue(Event(query=fn, done=done))
         return await done
 
     # ------------------------------------------------------------------ the loop
 
-    def _enqueue(self, event: _Event) -> None:
+    def _enqueue(self, event: Event) -> None:
         self._mailbox.append(event)
         self._queued += len(event.requests)
         self._wakeup.set()
 
     async def _run(self) -> None:
-        try:
-            await self._load()
-        except Exception:
-            log.exception("offsets-%d failed to load", self.partition)
-            self.state = "failed"
-            self._metrics.set_state("failed")
-            return
-        while True:
+        await self._load_until_serving()
+        while self.state == "active":
             await self._wait_for_work()
             try:
                 await self._turn()
+            except LogFencedError:
+                log.warning("offsets-%d: a newer incarnation owns the log", self.partition)
+                self._fence()
+            except OSError:
+                log.exception("offsets-%d: a write failed; reloading from the log", self.partition)
+                await self._recover()
             except Exception:
                 # A bug in a turn leaves memory unlike the log; only a reload reconciles them.
                 log.exception("offsets-%d: a turn failed; restarting from the log", self.partition)
@@ -279,12 +263,22 @@ class OffsetsPartition:
             completed += result.replies
         answers = [ev.query(shard) if ev.query else None for ev in events]
         busy = time.perf_counter() - started
-        if records:
-            await self._persist(records)
+        try:
+            if records:
+                await self._append(records)
+            else:
+                self._log.check_fence()  # a zombie's reads stop too
+        except LogFencedError:
+            self._abandon(Errors.NOT_COORDINATOR, events)
+            raise
+        except OSError:
+            self._abandon(Errors.COORDINATOR_NOT_AVAILABLE, events)
+            raise
         self._release(events, completed, answers)
         self._observe(busy, records)
+        await self._maybe_snapshot()
 
-    def _take_events(self) -> list[_Event]:
+    def _take_events(self) -> list[Event]:
         taken, count = [], 0
         while self._mailbox and (not taken or count < MAX_REQUESTS_PER_TURN):
             ev = self._mailbox.popleft()
@@ -300,21 +294,52 @@ class OffsetsPartition:
         self._shard.set_group_configs(image.group_configs)
         return self._shard.update_metadata(image.metadata)
 
-    async def _persist(self, records: list[Record]) -> None:
+    async def _append(self, records: list[Record]) -> None:
+        """Make the records durable (one write, one fsync); raises what the log raises."""
         encoded = [encode_record(r) for r in records]
-        try:
-            await asyncio.to_thread(self._log.append, encoded)
-        except Exception:
-            log.exception("offsets-%d could not write; restarting from the log", self.partition)
-            os._exit(1)  # memory is ahead of disk: only a reload makes them agree again
+        await asyncio.to_thread(self._log.append, encoded)
         for record, data in zip(records, encoded, strict=True):
             self._compacted.add(record, data)
-        if self._log.bytes_since_snapshot > max(SNAPSHOT_MIN_BYTES, 2 * self._compacted.size_bytes):
-            snapshot = self._compacted.records()
-            await asyncio.to_thread(self._log.write_snapshot, snapshot)
+
+    async def _maybe_snapshot(self) -> None:
+        """Compact the log once it outgrows the state; a snapshot that cannot be written costs
+        nothing but a retry later, unless it broke the log (then the turn loop recovers)."""
+        grown = self._log.bytes_since_snapshot > max(
+            SNAPSHOT_MIN_BYTES, 2 * self._compacted.size_bytes
+        )
+        if not grown or time.monotonic() < self._snapshot_retry_at:
+            return
+        try:
+            await asyncio.to_thread(self._log.write_snapshot, self._compacted.records())
+        except OSError:
+            if self._log.failed:
+                raise
+            log.warning("offsets-%d: snapshot not written; retrying later", self.partition,
+                        exc_info=True)
+            self._snapshot_retry_at = time.monotonic() + SNAPSHOT_RETRY_S
+
+    def _abandon(self, error: Errors, taken: list[Event]) -> None:
+        """Answer every request still owed a reply with ``error`` (the records behind its real
+        reply are not durable, or this incarnation may no longer write), and empty the mailbox.
+        Reads of the shard taken into the failed turn fail the same way."""
+        for ev, i, req in self._waiting.values():
+            ev.replies[i] = self._refuse(req, error)
+            ev.remaining -= 1
+            if ev.remaining == 0 and ev.done is not None and not ev.done.done():
+                ev.done.set_result(ev.replies)
+        self._waiting.clear()
+        while self._mailbox:
+            ev = self._mailbox.popleft()
+            if ev.requests and ev.done is not None and not ev.done.done():
+                ev.done.set_result([self._refuse(req, error) for req in ev.requests])
+            taken.append(ev)
+        self._queued = 0
+        for ev in taken:
+            if ev.query is not None and ev.done is not None and not ev.done.done():
+                ev.done.set_exception(RuntimeError(f"offsets-{self.partition}: {error.name}"))
 
     def _release(
-        self, events: list[_Event], completed: list[tuple[object, object]], answers: list
+        self, events: list[Event], completed: list[tuple[object, object]], answers: list
     ) -> None:
         """Hand out the replies the turn completed (now durable), wherever they were asked."""
         for req, reply in completed:
@@ -348,18 +373,61 @@ class OffsetsPartition:
 
     # ------------------------------------------------------------------ loading
 
+    async def _load_until_serving(self) -> None:
+        """Load (or reload after a failed write) until it works, the log turns out corrupt, or
+        a newer incarnation fenced this one; a disk that fails is retried with backoff."""
+        delay_s, max_delay_s = RECOVERY_BACKOFF_S
+        while True:
+            try:
+                await self._load()
+                return
+            except LogFencedError:
+                self._fence()
+                return
+            except OSError:
+                self.load_failures += 1
+                log.warning("offsets-%d: cannot load (disk); retrying in %.1f s", self.partition,
+                            delay_s, exc_info=True)
+            except Exception:  # LogCorruptError among them: lost acknowledged state
+                log.exception("offsets-%d failed to load", self.partition)
+                self.state = "failed"
+                self._metrics.set_state("failed")
+                return
+            self._shard = None
+            await asyncio.sleep(delay_s)
+            delay_s = min(2 * delay_s, max_delay_s)
+
+    async def _recover(self) -> None:
+        """After a failed write: drop memory (it is ahead of disk) and reload from the log."""
+        self.state = "recovering"
+        self._metrics.set_state("recovering")
+        self.recoveries += 1
+        self._abandon(Errors.COORDINATOR_NOT_AVAILABLE, [])
+        self._shard = None
+        self._compacted = CompactedState()
+        await self._load_until_serving()
+
+    def _fence(self) -> None:
+        """A newer incarnation owns the log: stop serving, for good, and write nothing."""
+        self.state = "fenced"
+        self._metrics.set_state("fenced")
+        self._abandon(Errors.NOT_COORDINATOR, [])
+        self._shard = None
+        self._log.close()
+
     async def _load(self) -> None:
         started = time.perf_counter()
         controller = ray.get_actor(CONTROLLER_NAME, namespace=NAMESPACE)
         image: ControllerImage = await controller.image.remote()
         shard, self._compacted, stats = await asyncio.to_thread(
-            load_shard, self._log, self.config, image.metadata, os.getpid()
+            load_shard, self._log, self.config, image.metadata, os.getpid(),
+            self._log.epoch is not None,  # loaded before: recover, keeping the epoch
         )
         self._shard = shard
         self._image_version = -1
         records = self._apply_image(image).records  # changes made while down bump epochs now
         if records:
-            await self._persist(records)
+            await self._append(records)
         stats["seconds"] = time.perf_counter() - started
         self.load_stats = stats
         self._metrics.loaded(stats["seconds"])
@@ -376,32 +444,3 @@ class OffsetsPartition:
 
     def _refuse(self, req: object, error: Errors) -> object:
         return error_response(req, error, f"offsets-{self.partition}: {error.name}")
-
-
-def load_shard(
-    log: PartitionLog, config: CoordinatorConfig, metadata: MetadataImage, seed: int = 0
-) -> tuple[GroupCoordinatorShard, CompactedState, dict]:
-    """Snapshot + log -> a shard whose clock (and so every session timer) starts now.
-
-    The log is compacted first (latest record per key, read as bytes), and only what survives
-    is decoded and replayed: the same state as replaying everything (records are the truth,
-    and compaction keeps the latest of each), for a fraction of the work.
-    """
-    started = time.perf_counter()
-    loaded = log.load()
-    compacted = CompactedState()
-    for batch in [loaded.snapshot, *loaded.batches]:
-        for data in batch:
-            compacted.add_encoded(data)
-    shard = GroupCoordinatorShard(config, metadata, now_ms=now_ms(), seed=seed)
-    for data in compacted.records():
-        shard.replay(decode_record(data))
-    seconds = time.perf_counter() - started
-    return shard, compacted, {
-        "records": loaded.records,
-        "replayed": len(compacted),
-        "records_per_s": loaded.records / seconds if seconds > 0 else 0.0,
-        "log_seconds": loaded.seconds,
-        "log_records_per_s": loaded.records_per_s,
-        "truncated_bytes": loaded.truncated_bytes,
-    }

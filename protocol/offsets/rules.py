@@ -51,7 +51,7 @@ Where Cohort differs from Kafka, on purpose:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from protocol import messages as m
 from protocol.classic import group as cg
@@ -294,6 +294,28 @@ class OffsetRules:
         self.offsets.setdefault(key.group_id, {})[tp] = record.value
         if EXPIRE_TIMER not in self.ctx.timers:
             self._arm(self.ctx.now_ms + self.ctx.config.offsets_retention_check_interval_ms)
+
+    def replay_many(
+        self, commits: Iterable[tuple[str, str, int, OffsetCommitValue | None]]
+    ) -> None:
+        """``replay`` of each (group id, topic, partition, value or None) in order, without a
+        ``Record`` per commit: the load path, where offset commits are most of the log."""
+        offsets = self.offsets
+        armed = EXPIRE_TIMER in self.ctx.timers
+        for gid, topic, partition, value in commits:
+            committed = offsets.get(gid)
+            if value is None:
+                if committed is not None:
+                    committed.pop((topic, partition), None)
+                    if not committed:
+                        del offsets[gid]
+                continue
+            if committed is None:
+                committed = offsets[gid] = {}
+            committed[(topic, partition)] = value
+            if not armed:
+                self._arm(self.ctx.now_ms + self.ctx.config.offsets_retention_check_interval_ms)
+                armed = True
 
     def on_timer(self, key: OffsetsTimer) -> None:
         if key != EXPIRE_TIMER:

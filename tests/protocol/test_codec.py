@@ -20,10 +20,12 @@ from hypothesis import strategies as st
 
 from protocol.codec import (
     FORMAT_VERSION,
+    LEGACY_FORMAT_VERSION,
     VALUE_VERSION,
     RecordDecodeError,
     decode_record,
     encode_record,
+    peek_key,
 )
 from protocol.records import (
     RECORD_SCHEMAS,
@@ -102,9 +104,36 @@ def _scramble(obj: Any, rnd: random.Random) -> Any:
 def _raw(
     key_type: Any, key_fields: Any, value_fields: Any, value_version: Any = VALUE_VERSION
 ) -> bytes:
-    """Hand-made bytes in the codec's layout, for shapes ``encode_record`` would never write."""
+    """Hand-made bytes in the codec's layout (format 1), for shapes ``encode_record`` would
+    never write: the key array, then the value as a blob (nil for a tombstone)."""
+    key = [key_type, *key_fields] if isinstance(key_fields, list) else [key_type, key_fields]
+    blob = (
+        None
+        if value_fields is None
+        else msgpack.packb([value_version, *value_fields] if isinstance(value_fields, list)
+                           else [value_version, value_fields])
+    )
+    return bytes([FORMAT_VERSION]) + msgpack.packb(key) + msgpack.packb(blob, use_bin_type=True)
+
+
+def _raw_v0(
+    key_type: Any, key_fields: Any, value_fields: Any, value_version: Any = VALUE_VERSION
+) -> bytes:
+    """Hand-made bytes in the legacy layout (format 0), which the codec still reads."""
     payload = [key_type, key_fields, value_version, value_fields]
-    return bytes([FORMAT_VERSION]) + msgpack.packb(payload, use_bin_type=True)
+    return bytes([LEGACY_FORMAT_VERSION]) + msgpack.packb(payload, use_bin_type=True)
+
+
+def _unpacked(data: bytes) -> list:
+    """A format-1 record as one msgpack structure: [key array, value array or nil]."""
+    key, blob = msgpack.unpackb(b"\x92" + data[1:], raw=False)
+    return [key, None if blob is None else msgpack.unpackb(blob, raw=False)]
+
+
+def _packed(payload: list) -> bytes:
+    key, value = payload
+    blob = None if value is None else msgpack.packb(value)
+    return bytes([FORMAT_VERSION]) + msgpack.packb(key) + msgpack.packb(blob, use_bin_type=True)
 
 
 def _decodes_or_refuses(data: object) -> Record | None:
@@ -286,10 +315,14 @@ def _replaced(node: Any, path: tuple, new: Any) -> Any:
 def test_a_valid_record_with_one_field_replaced_by_any_msgpack_value_decodes_or_is_refused(
     record, data
 ):
-    payload = msgpack.unpackb(encode_record(record)[1:], raw=False)
+    payload = _unpacked(encode_record(record))
     path = data.draw(st.sampled_from(_slots(payload)), label="path")
     new = data.draw(msgpack_values, label="replacement")
-    mutated = bytes([FORMAT_VERSION]) + msgpack.packb(_replaced(payload, path, new))
+    replaced = _replaced(payload, path, new)
+    if not isinstance(replaced, list) or len(replaced) != 2:
+        mutated = bytes([FORMAT_VERSION]) + msgpack.packb(replaced)
+    else:
+        mutated = _packed(replaced)
     decoded = _decodes_or_refuses(mutated)
     if decoded is not None:
         _reencodes_stably(decoded)
@@ -358,12 +391,53 @@ _TARGET = ConsumerGroupTargetAssignmentMemberKey.TYPE
         pytest.param(b"\xff", "unknown record format version 255", id="format-version-255"),
         pytest.param(bytes([FORMAT_VERSION]), "not msgpack", id="no-payload"),
         pytest.param(
-            bytes([FORMAT_VERSION]) + msgpack.packb({"a": 1}), "4-element array", id="not-array"
+            bytes([FORMAT_VERSION]) + msgpack.packb([_META, "g"]), "not msgpack", id="no-value"
         ),
         pytest.param(
-            bytes([FORMAT_VERSION]) + msgpack.packb([_META, _GOOD_KEY, 0]),
+            bytes([FORMAT_VERSION]) + msgpack.packb({"a": 1}) + msgpack.packb(None),
+            "a record key is an array",
+            id="key-is-a-map",
+        ),
+        pytest.param(
+            bytes([FORMAT_VERSION]) + msgpack.packb([]) + msgpack.packb(None),
+            "a record key is an array",
+            id="key-is-empty",
+        ),
+        pytest.param(
+            bytes([FORMAT_VERSION]) + msgpack.packb([_META, "g"]) + msgpack.packb([0, 7]),
+            "a record's value is a msgpack blob or nil",
+            id="value-not-a-blob",
+        ),
+        pytest.param(
+            bytes([FORMAT_VERSION]) + msgpack.packb([_META, "g"]) + msgpack.packb(b"\xc1"),
+            "value is not msgpack",
+            id="blob-not-msgpack",
+        ),
+        pytest.param(
+            bytes([FORMAT_VERSION]) + msgpack.packb([_META, "g"]) + msgpack.packb(b"\x07"),
+            "value: a value is an array",
+            id="blob-not-an-array",
+        ),
+        pytest.param(
+            bytes([LEGACY_FORMAT_VERSION]) + msgpack.packb({"a": 1}),
             "4-element array",
-            id="three-elements",
+            id="legacy-not-array",
+        ),
+        pytest.param(
+            bytes([LEGACY_FORMAT_VERSION]) + msgpack.packb([_META, _GOOD_KEY, 0]),
+            "4-element array",
+            id="legacy-three-elements",
+        ),
+        pytest.param(
+            _raw_v0(_META, _GOOD_KEY, _GOOD_VALUE, value_version=1),
+            "unknown value version 1",
+            id="legacy-value-version",
+        ),
+        pytest.param(
+            _raw_v0(_META, [7], _GOOD_VALUE), "key.group_id: expected str", id="legacy-key-int"
+        ),
+        pytest.param(
+            _raw_v0(_META, _GOOD_KEY, ["7"]), "value.epoch: expected an int", id="legacy-str"
         ),
         pytest.param(_raw(99, _GOOD_KEY, _GOOD_VALUE), "unknown record type 99", id="type-99"),
         pytest.param(_raw(-1, _GOOD_KEY, _GOOD_VALUE), "unknown record type -1", id="type-neg"),
@@ -397,9 +471,9 @@ _TARGET = ConsumerGroupTargetAssignmentMemberKey.TYPE
             id="value-too-many-fields",
         ),
         pytest.param(
-            _raw(_META, "g", _GOOD_VALUE),
+            _raw_v0(_META, "g", _GOOD_VALUE),
             "key: ConsumerGroupMetadataKey needs 1 fields",
-            id="key-not-array",
+            id="legacy-key-not-array",
         ),
         pytest.param(_raw(_META, [7], _GOOD_VALUE), "key.group_id: expected str", id="key-int"),
         pytest.param(
@@ -482,6 +556,16 @@ def test_hand_made_bytes_in_the_documented_layout_decode():
     assert decode_record(_raw(_META, _GOOD_KEY, None)) == Record(
         ConsumerGroupMetadataKey("g"), None
     )
+
+
+@FAST
+@given(records())
+def test_a_record_in_the_legacy_format_decodes_as_it_did(record):
+    wire = _unpacked(encode_record(record))
+    key, value = wire
+    legacy = _raw_v0(key[0], key[1:], None if value is None else value[1:])
+    assert decode_record(legacy) == record
+    assert peek_key(legacy) == peek_key(encode_record(record))
 
 
 # ------------------------------------------------------------------------- encoding

@@ -4,6 +4,11 @@ The events of ``test_stateful`` write their records the way ``OffsetsPartition``
 batch per event, the compacted state as the snapshot at some point), then the partition's
 own loader rebuilds a shard that must equal the one that wrote them, with or without the
 snapshot, and whatever batch the snapshot was taken after.
+
+The bulk loader must also equal the reference load (every record of the log decoded and
+replayed one by one) on random logs that mix those group records with offset commits, their
+tombstones and whole-group deletions, cut into batches of any size (a key may repeat within
+one) and snapshotted anywhere.
 """
 
 from __future__ import annotations
@@ -11,12 +16,18 @@ from __future__ import annotations
 import tempfile
 
 from hypothesis import HealthCheck, settings
-from hypothesis.stateful import run_state_machine_as_test
+from hypothesis import strategies as st
+from hypothesis.stateful import rule, run_state_machine_as_test
 
 from actors.runtime.compaction import CompactedState
+from actors.runtime.loading import load_shard_by_record
 from actors.runtime.log import PartitionLog
 from actors.runtime.partition import load_shard
+from protocol import messages as m
 from protocol.codec import encode_record
+from protocol.offsets.timers import RetentionCheck
+from protocol.records import OffsetCommitKey, OffsetCommitValue, Record
+from protocol.shard import GroupCoordinatorShard
 from tests.protocol.test_replay import ReplayedEvents, assert_same_groups
 
 SETTINGS = settings(
@@ -89,3 +100,76 @@ def test_a_snapshot_holds_only_the_latest_record_of_each_key(tmp_path):
         compacted.add(r, encode_record(r))
     assert compacted.records() == [encode_record(records[1]), encode_record(records[2])]
     assert compacted.size_bytes == sum(len(b) for b in compacted.records())
+
+
+def assert_same_shard(reference: GroupCoordinatorShard, bulk: GroupCoordinatorShard) -> None:
+    assert_same_groups(reference, bulk)
+    assert bulk.offsets.offsets == reference.offsets.offsets  # (a snapshot reorders keys)
+    # Member timers alike; the retention check armed while offsets exist (replaying every
+    # record also arms it for an offset a later tombstone deletes, which compaction skips).
+    retention = RetentionCheck()
+    assert set(bulk.timers._deadline) - {retention} == set(reference.timers._deadline) - {
+        retention
+    }
+    assert (retention in bulk.timers) == bool(bulk.offsets.offsets) or retention in (
+        reference.timers
+    )
+    fetch = m.OffsetFetchRequest(group_id="g", topics=None)
+    assert bulk.handle(fetch).response == reference.handle(fetch).response
+
+
+class BulkLoadedLog(ReplayedEvents):
+    """Group events, plus offset commits, their tombstones and group deletions."""
+
+    @rule(
+        group=st.sampled_from(["g", "h", "simple"]),
+        topic=st.sampled_from(["foo", "bar"]),
+        partitions=st.lists(st.integers(0, 3), min_size=1, max_size=4),
+        offset=st.integers(0, 1000),
+    )
+    def commit_offsets(self, group: str, topic: str, partitions: list[int], offset: int) -> None:
+        batch = [
+            Record(OffsetCommitKey(group, topic, p), OffsetCommitValue(offset + p, 1, "", 0, -1))
+            for p in partitions
+        ]
+        for record in batch:
+            self.shard.replay(record)
+        self.journal.append(batch)
+
+    @rule(
+        group=st.sampled_from(["g", "h", "simple"]),
+        topic=st.sampled_from(["foo", "bar"]),
+        partition=st.integers(0, 3),
+    )
+    def delete_offset(self, group: str, topic: str, partition: int) -> None:
+        record = Record(OffsetCommitKey(group, topic, partition), None)
+        self.shard.replay(record)
+        self.journal.append([record])
+
+    @rule()
+    def delete_groups(self) -> None:
+        """DeleteGroups of every group: the empty ones go, with their offsets."""
+        self._record(self.shard.handle(m.DeleteGroupsRequest(["g", "h", "simple"])))
+
+    def teardown(self) -> None:
+        records = [r for batch in self.journal for r in batch]
+        for cut in (1, 3, 1000):  # records per batch: a key may repeat within one
+            batches = [records[i : i + cut] for i in range(0, len(records), cut)]
+            for snapshot_after in {None, 0, len(batches) // 2, len(batches) - 1}:
+                with tempfile.TemporaryDirectory() as d:
+                    write(d, batches, snapshot_after)
+                    reference, _ = load_shard_by_record(
+                        PartitionLog(d), self.shard.config, self.shard.image
+                    )
+                    bulk, _, _ = load_shard(PartitionLog(d), self.shard.config, self.shard.image)
+                    bulk.now_ms = reference.now_ms
+                    try:
+                        assert_same_shard(reference, bulk)
+                    except AssertionError as e:
+                        raise AssertionError(
+                            f"{cut} records per batch, snapshot after {snapshot_after}: {e}"
+                        ) from e
+
+
+def test_the_bulk_load_builds_what_replaying_every_record_builds():
+    run_state_machine_as_test(BulkLoadedLog, settings=SETTINGS)

@@ -264,7 +264,9 @@ def test_after_a_snapshot_old_segments_are_gone_and_load_gives_it_plus_later_bat
         log.append(batch)
     log.write_snapshot([b"k1=v1", b"k2=v2"])
     names = sorted(p.name for p in tmp_path.iterdir())
-    assert names == ["00000000000000000006.log", "snapshot-00000000000000000006.snap"]
+    assert names == [
+        "00000000000000000006.log", "epoch", "snapshot-00000000000000000006.snap", "writer.lock"
+    ]
     assert log.bytes_since_snapshot == 0
     log.append([b"k3=v3"])
     log.append([b"k1=v4"])
@@ -348,7 +350,9 @@ def test_a_snapshot_that_fails_midway_leaves_the_log_as_it_was(tmp_path: Path) -
     log.append([b"b"])
     log.close()
 
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["00000000000000000001.log"]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix in (".log", ".snap", ".tmp")) == [
+        "00000000000000000001.log"
+    ]
     assert reopen(tmp_path)[1].batches == [[b"a"], [b"b"]]
 
 

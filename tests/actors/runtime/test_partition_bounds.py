@@ -1,10 +1,10 @@
 """What an offsets partition turns away, and why: the bounds on its mailbox and owed replies.
 
-Pure: ``refusal`` is the admission rule ``OffsetsPartition.handle_batch`` applies before it
-queues anything; no Ray.
+Pure: ``refusal`` (``actors/runtime/mailbox.py``) is the admission rule
+``OffsetsPartition.handle_batch`` applies before it queues anything; no Ray.
 """
 
-from actors.runtime.partition import (
+from actors.runtime.mailbox import (
     MAX_QUEUED_REQUESTS,
     MAX_REQUESTS_PER_TURN,
     MAX_WAITING_REPLIES,
@@ -40,3 +40,10 @@ def test_too_many_delayed_replies_refuse_as_coordinator_not_available():
 
 def test_a_full_mailbox_still_leaves_room_for_delayed_replies():
     assert MAX_WAITING_REPLIES > MAX_QUEUED_REQUESTS + MAX_REQUESTS_PER_TURN
+
+
+def test_a_partition_that_is_not_serving_says_why_in_kafkas_words():
+    assert refusal("loading", 0, 0, 1) == Errors.COORDINATOR_LOAD_IN_PROGRESS
+    assert refusal("recovering", 0, 0, 1) == Errors.COORDINATOR_NOT_AVAILABLE
+    assert refusal("failed", 0, 0, 1) == Errors.COORDINATOR_NOT_AVAILABLE
+    assert refusal("fenced", 0, 0, 1) == Errors.NOT_COORDINATOR

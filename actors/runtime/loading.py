@@ -1,0 +1,162 @@
+"""Snapshot + log -> a shard: how a (re)started partition rebuilds what it acknowledged.
+
+The partition answers COORDINATOR_LOAD_IN_PROGRESS until this returns, so its speed is the
+failover time its clients see. It is built from bulk steps, each one msgpack call or one C-level
+dict operation over many records, rather than one decoded object and one ``replay`` per record:
+
+1. ``CompactedState.add_batch`` per log batch: keys read in one call per batch, the latest
+   record per key kept by ``dict.update``; an overwritten record is never decoded.
+2. The survivors' offset commits (most of a real ``__consumer_offsets`` log) are decoded in
+   bulk and built into the offsets map directly (``GroupCoordinatorShard.replay_offsets``).
+3. The other survivors (group records) are decoded by the codec's generated converters and
+   replayed one by one, in log order, as the live partition applied them.
+
+The result equals replaying every record of the log in order (``load_shard_by_record``, the
+reference path, kept for the tests and ``bench/load.py``): records are the truth, compaction
+keeps the latest of each key, and offsets are independent of group records.
+
+The cyclic garbage collector is paused while the load allocates its millions of objects (none
+of them garbage), then the loaded state is moved out of its sight (``gc.freeze``): a full
+collection would otherwise walk every offset and member on each pass, for nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import itertools
+import operator
+import time
+from collections.abc import Iterator
+
+from actors.runtime.compaction import CompactedState
+from actors.runtime.log import PartitionLog
+from protocol.codec import (
+    decode_key,
+    decode_record,
+    decode_value,
+    offset_commits,
+    split_records,
+)
+from protocol.config import CoordinatorConfig
+from protocol.metadata import MetadataImage
+from protocol.records import OffsetCommitKey, Record
+from protocol.shard import GroupCoordinatorShard
+
+# Records per bulk step for a snapshot, which the log hands over as one long list.
+CHUNK_RECORDS = 10_000
+_OFFSET_COMMIT = OffsetCommitKey.TYPE
+_TYPE_OF = operator.itemgetter(0)
+
+
+def now_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
+def load_shard(
+    log: PartitionLog,
+    config: CoordinatorConfig,
+    metadata: MetadataImage,
+    seed: int = 0,
+    recover: bool = False,
+) -> tuple[GroupCoordinatorShard, CompactedState, dict]:
+    """Snapshot + log -> a shard whose clock (and so every session timer) starts now, the
+    compacted state (what the next snapshot writes) and figures for the load's stats.
+
+    ``recover``: the log was loaded before and a write failed since (``PartitionLog.recover``);
+    the caller has dropped its old shard, which the collector may now reclaim (``gc.unfreeze``).
+    """
+    started = time.perf_counter()
+    gc.unfreeze()
+    loaded = log.recover() if recover else log.load()
+    with _gc_paused():
+        compacted = CompactedState()
+        for batch in _chunks(loaded.snapshot):
+            compacted.add_batch(batch)
+        for batch in loaded.batches:
+            compacted.add_batch(batch)
+        compacted_at = time.perf_counter()
+        shard = GroupCoordinatorShard(config, metadata, now_ms=now_ms(), seed=seed)
+        replay_compacted(shard, compacted.records())
+    seconds = time.perf_counter() - started
+    return shard, compacted, {
+        "records": loaded.records,
+        "replayed": len(compacted),
+        "records_per_s": loaded.records / seconds if seconds > 0 else 0.0,
+        "log_seconds": loaded.seconds,
+        "log_records_per_s": loaded.records_per_s,
+        "compact_seconds": compacted_at - started - loaded.seconds,
+        "replay_seconds": time.perf_counter() - compacted_at,
+        "truncated_bytes": loaded.truncated_bytes,
+    }
+
+
+def replay_compacted(shard: GroupCoordinatorShard, records: list[bytes]) -> None:
+    """Apply compacted records (at most one per key, in log order) to a fresh shard.
+
+    Offset commits go in as one bulk step at the place of the first of them: nothing a group
+    record's replay does depends on offsets or the other way round, but the retention timer
+    they arm keeps its place among the members' session timers.
+    """
+    keys: list[tuple] = []
+    blobs: list[bytes | None] = []
+    for chunk in _chunks(records):
+        chunk_keys, chunk_blobs, _ = split_records(chunk)
+        keys += chunk_keys
+        blobs += chunk_blobs
+    is_offset = list(map(operator.eq, map(_TYPE_OF, keys), itertools.repeat(_OFFSET_COMMIT)))
+    first_offset = is_offset.index(True) if True in is_offset else len(keys)
+    others = [
+        (key, blob)
+        for key, blob, offset in zip(keys, blobs, is_offset, strict=True)
+        if not offset
+    ]
+    _replay_each(shard, others[:first_offset])
+    shard.replay_offsets(
+        offset_commits(
+            list(itertools.compress(keys, is_offset)), list(itertools.compress(blobs, is_offset))
+        )
+    )
+    _replay_each(shard, others[first_offset:])
+
+
+def load_shard_by_record(
+    log: PartitionLog, config: CoordinatorConfig, metadata: MetadataImage, seed: int = 0
+) -> tuple[GroupCoordinatorShard, dict]:
+    """The reference load: every record of the log decoded and replayed in order, nothing
+    compacted or batched. Slow; the bulk path must build the same shard."""
+    started = time.perf_counter()
+    loaded = log.load()
+    shard = GroupCoordinatorShard(config, metadata, now_ms=now_ms(), seed=seed)
+    for batch in [loaded.snapshot, *loaded.batches]:
+        for data in batch:
+            shard.replay(decode_record(data))
+    seconds = time.perf_counter() - started
+    return shard, {
+        "records": loaded.records,
+        "records_per_s": loaded.records / seconds if seconds > 0 else 0.0,
+    }
+
+
+def _replay_each(shard: GroupCoordinatorShard, entries: list[tuple[tuple, bytes | None]]) -> None:
+    for key, blob in entries:
+        shard.replay(Record(decode_key(key), decode_value(key[0], blob)))
+
+
+def _chunks(records: list[bytes]) -> Iterator[list[bytes]]:
+    for start in range(0, len(records), CHUNK_RECORDS):
+        yield records[start : start + CHUNK_RECORDS]
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic collection while loading; afterwards everything allocated so far is frozen
+    (``gc.freeze``) before collection resumes, so no pass ever walks the loaded state."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()
