@@ -18,14 +18,19 @@ from pathlib import Path
 
 from actors.cluster import Cluster
 from actors.tools.chaos import ChaosReport, ChaosRun, _Consumer
+from actors.tools.chaos_schedule import DEFAULT_PAUSE_S
 
 
 class KafkaChaosRun(ChaosRun):
     def __init__(self, cluster: Cluster, workdir: Path, groups: int, consumers: int,
-                 partitions: int, seed: int, progress: bool, kafka_clients: int) -> None:
-        super().__init__(cluster, workdir, groups, consumers, partitions, seed, progress)
+                 partitions: int, seed: int, progress: bool, kafka_clients: int,
+                 classic_groups: int = 1,
+                 pause_s: tuple[float, float] = DEFAULT_PAUSE_S) -> None:
+        super().__init__(cluster, workdir, groups, consumers, partitions, seed, progress,
+                         classic_groups, pause_s)
         self.kafka_clients = kafka_clients
         self._bootstrap: str | None = None
+        self.started_gateway = False  # stop only a gateway this run started
         self._seeded: set[str] = set()
 
     def _spawn(self, group: str) -> None:
@@ -42,21 +47,26 @@ class KafkaChaosRun(ChaosRun):
         from actors.runtime.controller import NAMESPACE
 
         if self._bootstrap is None:
+            from actors.gateway.launch import running_gateway
+
+            self.started_gateway = running_gateway() is None
             self._bootstrap = self.cluster.start_gateway(port=0)
         path = self.workdir / f"kafka-{i}.jsonl"
         handle = KafkaConsumerActor.options(namespace=NAMESPACE).remote(
             self._bootstrap, group, [self.topics[group]], timeline_path=str(path))
-        self.consumers.append(_Consumer(handle, group, path))
+        self.consumers.append(_Consumer(handle, group, False, path))
 
 
-def run_chaos(cluster: Cluster, seconds: float, workdir: str | Path, groups: int = 3,
+def run_chaos(cluster: Cluster, seconds: float | None, workdir: str | Path, groups: int = 3,
               consumers: int = 3, partitions: int = 6, seed: int = 0, progress: bool = True,
-              kafka_clients: int = 0) -> ChaosReport:
+              kafka_clients: int = 0, classic_groups: int = 1,
+              pause_s: tuple[float, float] = DEFAULT_PAUSE_S,
+              steps: int | None = None) -> ChaosReport:
     """``chaos.run_chaos`` with ``kafka_clients`` real consumers added to its groups."""
     run = KafkaChaosRun(cluster, Path(workdir), groups, consumers, partitions, seed, progress,
-                        kafka_clients)
+                        kafka_clients, classic_groups, pause_s)
     try:
-        return run.run(seconds)
+        return run.run(seconds, steps)
     finally:
-        if run._bootstrap is not None:
+        if run.started_gateway:
             cluster.stop_gateway()
