@@ -57,6 +57,9 @@ class KafkaMember:
         self._start: dict[TopicPartition, int] = {}   # first offset of the unlogged range
         self._next: dict[TopicPartition, int] = {}    # next offset to process
         self._committed: dict[TopicPartition, int] = {}
+        # The member id each owned partition was assigned under: librdkafka may have dropped
+        # or replaced its member id (fenced, left) by the time it revokes them.
+        self._assigned_as: dict[TopicPartition, str] = {}
         self._events: list[dict] = []
         self._epoch = -1
         self._taken = 0  # records taken since _pace_since (pacing)
@@ -218,9 +221,18 @@ class KafkaMember:
             except Exception as e:
                 self.errors.append(f"epoch lookup failed: {e!r}")
         self._epoch = epoch
+        now, current = time.monotonic(), self.member_id()
+        by_member: dict[str, list[TopicPartition]] = {}
         with self._lock:
-            self._record({"t": time.monotonic(), "event": kind, "partitions": sorted(tps),
-                          "epoch": epoch})
+            if kind == "assigned":
+                self._assigned_as.update(dict.fromkeys(tps, current))
+                by_member = {current: tps}
+            else:
+                for tp in tps:
+                    by_member.setdefault(self._assigned_as.pop(tp, current), []).append(tp)
+            for member_id, of_member in by_member.items():
+                self._record({"t": now, "event": kind, "partitions": sorted(of_member),
+                              "epoch": epoch}, member_id)
 
     # --------------------------------------------------------------------- timeline
 
@@ -232,8 +244,9 @@ class KafkaMember:
                           "from": start, "to": end})
             self._start[tp] = end
 
-    def _record(self, event: dict) -> None:
-        event = {**event, "group_id": self.group_id, "member_id": self.member_id()}
+    def _record(self, event: dict, member_id: str | None = None) -> None:
+        member_id = self.member_id() if member_id is None else member_id
+        event = {**event, "group_id": self.group_id, "member_id": member_id}
         if len(self._events) < MAX_TIMELINE_EVENTS:
             self._events.append(event)
         if self._path is not None:
