@@ -34,7 +34,7 @@ from protocol.records import (
 )
 from protocol.shard import GroupCoordinatorShard
 from tests.protocol.migration.connect_sim import GROUP, MigrationSim, config, units
-from tests.protocol.test_replay import loaded, through_the_codec
+from tests.protocol.test_replay import compacted, loaded, through_the_codec
 
 CONNECTORS = {"sink": 4, "src": 2}
 
@@ -44,8 +44,14 @@ def group_of(shard: GroupCoordinatorShard):
 
 
 def assert_replays_alike(sim: MigrationSim) -> None:
-    """Replay equivalence: the log rebuilds the group the live shard holds."""
-    fresh = loaded(sim.shard, through_the_codec(sim.records))
+    """Replay equivalence: the log, whole and compacted, rebuilds the group the live shard
+    holds."""
+    records = through_the_codec(sim.records)
+    _assert_alike(sim, loaded(sim.shard, records))
+    _assert_alike(sim, loaded(sim.shard, compacted(records)))
+
+
+def _assert_alike(sim: MigrationSim, fresh: GroupCoordinatorShard) -> None:
     live, again = group_of(sim.shard), group_of(fresh)
     assert type(again) is type(live)
     if isinstance(live, ConnectGroup):
