@@ -7,7 +7,9 @@ that a fresh shard loading every record written (through the codec) holds the sa
 
 from __future__ import annotations
 
+import hypothesis.strategies as st
 import pytest
+from hypothesis import given, settings
 
 from protocol import messages as m
 from protocol.classic.connect_protocol import (
@@ -312,3 +314,55 @@ def test_the_last_new_protocol_worker_leaving_converts_the_group_back_at_its_epo
     assert shard.history.of(GROUP)[: len(history)] == history
     fresh = loaded(shard, through_the_codec(result.records))
     assert group_of(fresh).to_record().members == classic.to_record().members
+
+
+def test_a_classic_worker_joining_an_empty_connect_group_makes_it_classic():
+    shard = fresh_shard()
+    assert new_worker_join(shard).response.error_code == Errors.NONE
+    shard.handle(m.ConnectGroupHeartbeatRequest(GROUP, "n0", -1))
+    assert isinstance(group_of(shard), ConnectGroup) and not group_of(shard).members
+    meta = encode_metadata(WorkerState("http://x/", 5), 2)
+    join = m.JoinGroupRequest(GROUP, 3_000, 5_000, "", None, "connect",
+                              [m.JoinGroupRequestProtocol("sessioned", meta)])
+    first = shard.handle(join).response
+    assert first.error_code == Errors.MEMBER_ID_REQUIRED
+    join.member_id = first.member_id
+    reply = shard.handle(join).response
+    assert reply.error_code == Errors.NONE and reply.leader == first.member_id  # it leads
+    classic = group_of(shard)
+    assert isinstance(classic, ClassicGroup) and list(classic.members) == [first.member_id]
+    assert classic.protocol_type == "connect"
+
+
+# ------------------------------------------------------------------ random rolls
+
+STEP = st.one_of(
+    st.tuples(st.just("classic"), st.sampled_from(["sessioned", "compatible", "eager"])),
+    st.tuples(st.just("new"), st.none()),
+    st.tuples(st.just("stop"), st.integers(0, 5)),
+    st.tuples(st.just("connectors"), st.integers(1, 5)),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(STEP, min_size=1, max_size=10), st.integers(0, 400))
+def test_any_mix_of_joins_and_leaves_of_both_kinds_keeps_one_owner_and_settles(steps, pause):
+    """Workers of both kinds come and go in any order (the sim asserts single ownership after
+    every reply); once they stop, the group settles and its log rebuilds it."""
+    sim = MigrationSim(CONNECTORS)
+    sim.add_classic("first")
+    for n, (kind, arg) in enumerate(steps):
+        if kind == "classic":
+            sim.add_classic(f"w{n}", arg)
+        elif kind == "new":
+            sim.add_new(f"w{n}")
+        elif kind == "stop" and len(sim.clients) > 1:
+            sim.stop(sorted(sim.clients)[arg % len(sim.clients)])
+        elif kind == "connectors":
+            sim.set_connectors({"sink": arg, "src": 2})
+        sim.run(pause)
+    sim.settle(limit_ms=30_000)
+    kinds = {type(c).__name__ for c in sim.clients.values()}
+    expected = ClassicGroup if kinds == {"ClassicConnectWorkerClient"} else ConnectGroup
+    assert isinstance(group_of(sim.shard), expected)
+    assert_replays_alike(sim)
