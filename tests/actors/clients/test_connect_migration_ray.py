@@ -1,6 +1,7 @@
 """A rolling migration of classic Connect workers to the new protocol and back, on Ray (seed
-004, "Migration To the New Protocol"): every connector and task has one owner throughout, as
-the workers' timelines and the tasks' own work logs show, and all work runs at the end."""
+004, "Migration To the New Protocol"), with the coordinator killed once while the group is
+mixed: every connector and task has one owner throughout, as the workers' timelines and the
+tasks' own work logs show, and all work runs at the end."""
 
 from __future__ import annotations
 
@@ -72,6 +73,10 @@ def test_rolling_classic_connect_workers_to_the_new_protocol_and_back(cluster):
         workers[i] = spawn("connect")
         eventually(lambda: group_type(cluster) == "connect", timeout_s=90)
         eventually(lambda: converged(cluster, workers), timeout_s=90)
+        if i == 0:
+            # The mixed group survives its coordinator: the partition reloads it from its log.
+            cluster.kill_partition(cluster.partition_for(GROUP))
+            eventually(lambda: group_type(cluster) == "connect", timeout_s=90)
 
     def stable():
         g = cluster.describe_connect(GROUP)
