@@ -55,6 +55,9 @@ class CoordinatorConfig:
     # How long the coordinator's connect assignor holds a departed worker's work for its
     # return (Connect's scheduled.rebalance.max.delay.ms; 0: reassigned at once).
     group_connect_scheduled_rebalance_max_delay_ms: int = DEFAULT_MAX_DELAY_MS
+    # Online migration of classic Connect groups (protocol type "connect") to the connect
+    # group type and back; Cohort's key beside group_consumer_migration_policy, same values.
+    group_connect_migration_policy: str = "bidirectional"
     # Offsets
     offsets_retention_minutes: int = 7 * 24 * 60
     offsets_retention_check_interval_ms: int = 600_000
@@ -83,15 +86,9 @@ class CoordinatorConfig:
             or self.group_connect_max_size < 1
         ):
             raise ValueError("group sizes must be at least 1 (Kafka's lower bound)")
-        if self.group_consumer_migration_policy not in (
-            "disabled",
-            "upgrade",
-            "downgrade",
-            "bidirectional",
-        ):
-            raise ValueError(
-                f"unknown group_consumer_migration_policy {self.group_consumer_migration_policy!r}"
-            )
+        for key in ("group_consumer_migration_policy", "group_connect_migration_policy"):
+            if getattr(self, key) not in ("disabled", "upgrade", "downgrade", "bidirectional"):
+                raise ValueError(f"unknown {key} {getattr(self, key)!r}")
         if self.group_consumer_heartbeat_interval_ms >= self.group_consumer_session_timeout_ms:
             raise ValueError("the heartbeat interval must be below the session timeout")
         if self.group_consumer_reconciliation_heartbeat_interval_ms < 1:

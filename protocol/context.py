@@ -65,11 +65,33 @@ class MigrationPort(Protocol):
 
 
 class ConnectPort(Protocol):
-    """What other group types' requests ask of the Connect rules (DescribeGroups)."""
+    """What other group types' requests ask of the Connect rules (DescribeGroups), and what
+    the migration rules ask of them to host classic Connect workers."""
 
     def describe_classic(
         self, group: ConnectGroup, history: list
     ) -> m.DescribeGroupsResponseGroup: ...
+    def mark(self, group_id: str, reason: str | None, member: object = ...) -> None: ...
+    def finish_turn(self) -> None: ...
+    def reset_session(self, group_id: str, member_id: str) -> None: ...
+    def fence(self, group: ConnectGroup, member_id: str, reason: str = ...) -> None: ...
+
+
+class ConnectClassicWorkersPort(Protocol):
+    """Classic requests addressed to a Connect group (its classic workers mid-migration)."""
+
+    def join(self, group: ConnectGroup, req: m.JoinGroupRequest) -> m.JoinGroupResponse | None: ...
+    def sync(self, group: ConnectGroup, req: m.SyncGroupRequest) -> m.SyncGroupResponse: ...
+    def heartbeat(self, group: ConnectGroup, req: m.HeartbeatRequest) -> m.HeartbeatResponse: ...
+    def leave(self, group: ConnectGroup, req: m.LeaveGroupRequest) -> m.LeaveGroupResponse: ...
+    def forget(self, group_id: str, member_id: str) -> None: ...
+
+
+class ConnectMigrationPort(Protocol):
+    """Conversions between classic Connect groups and the connect group type."""
+
+    def before_connect_join(self, group: ClassicGroup) -> None: ...
+    def maybe_downgrade(self, group: ConnectGroup) -> bool: ...
 
 
 class ShardContext(Protocol):
@@ -84,6 +106,8 @@ class ShardContext(Protocol):
     classic_members: ClassicMembersPort
     migration: MigrationPort
     connect: ConnectPort
+    connect_classic_members: ConnectClassicWorkersPort
+    connect_migration: ConnectMigrationPort
 
     def emit(self, record: Record) -> None:
         """Apply the record to memory at once and queue it for the log."""

@@ -282,6 +282,8 @@ class ConnectGroupMemberMetadataValue:
     server_assignor: str | None = None
     client_assignors: tuple[ClientAssignorEntry, ...] = ()
     rebalance_timeout_ms: int = -1
+    # Set on a worker that speaks the classic protocol (classic Connect <-> connect migration).
+    classic_member_metadata: ClassicMemberMetadata | None = None
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,8 @@ from protocol.errors import CoordinatorError, Errors
 from protocol.history import RebalanceHistory
 from protocol.metadata import MetadataImage
 from protocol.migration.classic_members import ClassicMembersOfConsumerGroup
+from protocol.migration.connect_classic_members import ClassicWorkersOfConnectGroup
+from protocol.migration.connect_conversion import ConnectMigration
 from protocol.migration.conversion import Migration
 from protocol.offsets.rules import OffsetRules
 from protocol.offsets.timers import OffsetsTimer
@@ -101,6 +103,8 @@ class GroupCoordinatorShard:
         self.migration = Migration(self)
         self.offsets = OffsetRules(self)
         self.connect = ConnectGroupRules(self)
+        self.connect_classic_members = ClassicWorkersOfConnectGroup(self)
+        self.connect_migration = ConnectMigration(self)
         # timer key type -> the rules that own it
         self._timer_owners = (
             (ClassicTimer, self.classic),

@@ -40,14 +40,16 @@ def group_row(group: ConnectGroup, default_assignor: str) -> dict:
 
 
 def member_rows(group: ConnectGroup) -> list[dict]:
-    """The workers' rows of the ``members`` table (no rack, no subscription: Connect has none)."""
+    """The workers' rows of the ``members`` table (no rack, no subscription: Connect has none;
+    protocol ``classic`` for a classic worker mid-migration, as consumers show it)."""
     return [
         dict(
             group_id=group.group_id, member_id=mid, instance_id=mem.instance_id, rack_id=None,
             client_id=mem.client_id or "", client_host=mem.client_host or "",
             member_epoch=mem.member_epoch,
             state=_STATES.get(mem.current.state, WorkerState.UNKNOWN.label),
-            subscribed_topics=[], subscribed_topic_regex=None, protocol="connect",
+            subscribed_topics=[], subscribed_topic_regex=None,
+            protocol="connect" if mem.metadata.classic_member_metadata is None else "classic",
         )
         for mid, mem in sorted(group.members.items())
     ]

@@ -18,6 +18,7 @@ from protocol.classic.lookup import (
 )
 from protocol.classic.rebalance import Rebalances
 from protocol.classic.timers import MemberSession, PendingMemberExpiry
+from protocol.connect.group import ConnectGroup
 from protocol.consumer.group import ConsumerGroup
 from protocol.context import ShardContext
 from protocol.errors import CoordinatorError, Errors
@@ -40,6 +41,8 @@ class JoinRules:
             refuse_other_types(existing)
         if isinstance(existing, ConsumerGroup):
             return self.ctx.classic_members.join(existing, req)
+        if isinstance(existing, ConnectGroup):
+            return self.ctx.connect_classic_members.join(existing, req)
         group = existing
         if group is None:
             if req.member_id:

@@ -37,6 +37,8 @@ class MembershipRules:
         group = group_for(self.ctx.groups, req.group_id, req.member_id)
         if isinstance(group, ConsumerGroup):
             return self.ctx.classic_members.heartbeat(group, req)
+        if isinstance(group, ConnectGroup):
+            return self.ctx.connect_classic_members.heartbeat(group, req)
         member = existing_member(group, req.member_id, req.group_instance_id)
         if group.state == cg.EMPTY:
             raise CoordinatorError(
@@ -66,6 +68,8 @@ class MembershipRules:
             refuse_other_types(group)
         if isinstance(group, ConsumerGroup):
             return self.ctx.classic_members.leave(group, req)
+        if isinstance(group, ConnectGroup):
+            return self.ctx.connect_classic_members.leave(group, req)
         if group is None:
             raise CoordinatorError(
                 Errors.UNKNOWN_MEMBER_ID, f"Group {req.group_id} has no members."

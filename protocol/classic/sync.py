@@ -12,6 +12,7 @@ from protocol.classic.group import ClassicGroup, ClassicMember
 from protocol.classic.lookup import existing_member, group_for, illegal_generation
 from protocol.classic.rebalance import Rebalances
 from protocol.classic.timers import SyncDeadline
+from protocol.connect.group import ConnectGroup
 from protocol.consumer.group import ConsumerGroup
 from protocol.context import ShardContext
 from protocol.errors import CoordinatorError, Errors
@@ -30,6 +31,8 @@ class SyncRules:
         group = group_for(self.ctx.groups, req.group_id, req.member_id)
         if isinstance(group, ConsumerGroup):
             return self.ctx.classic_members.sync(group, req)
+        if isinstance(group, ConnectGroup):
+            return self.ctx.connect_classic_members.sync(group, req)
         member = existing_member(group, req.member_id, req.group_instance_id)
         if req.generation_id != group.generation_id:
             raise illegal_generation(req.generation_id, group)

@@ -43,6 +43,8 @@ def apply_request(
         changes["client_id"] = req.client_id
     if req.client_host:
         changes["client_host"] = req.client_host
+    if req.member_epoch == 0:
+        changes["classic_member_metadata"] = None  # it joins with the new protocol now
     return member.updated(**changes)
 
 

@@ -106,13 +106,20 @@ class ConnectGroupRules:
     def _group_for(self, group_id: str, join: bool) -> ConnectGroup | None:
         """The Connect group ``group_id`` (None: none yet); GROUP_ID_NOT_FOUND if the id is
         another type's. An empty classic group (offsets only) simply becomes a Connect group
-        on a join, as it becomes a consumer group on a consumer's (``_join`` retires it)."""
+        on a join, as it becomes a consumer group on a consumer's (``_join`` retires it); a
+        classic Connect group is converted (``migration/connect_conversion``)."""
         group = self.ctx.groups.get(group_id)
         if group is None or isinstance(group, ConnectGroup):
             return group
         classic = self.ctx.classic_group(group_id)
         if join and classic is not None and not classic.members:
             return None
+        if join and classic is not None:
+            # A rolling upgrade's first new-protocol worker converts a classic Connect group.
+            self.ctx.connect_migration.before_connect_join(classic)
+            converted = self.ctx.groups[group_id]
+            assert isinstance(converted, ConnectGroup)
+            return converted
         raise CoordinatorError(
             Errors.GROUP_ID_NOT_FOUND,
             f"Group {group_id} is a {group.group_type} group, not a connect group.",
@@ -285,7 +292,9 @@ class ConnectGroupRules:
         member = group.members.get(member_id)
         self._remove_member_records(group.group_id, member_id)
         self.compute.forget(group.group_id, member_id)
+        self.ctx.connect_classic_members.forget(group.group_id, member_id)
         self.epochs.mark(group.group_id, reason, member)
+        self.ctx.connect_migration.maybe_downgrade(group)  # only classic workers left?
 
     def _remove_member_records(self, group_id: str, member_id: str) -> None:
         self.ctx.emit(Record(ConnectGroupCurrentMemberAssignmentKey(group_id, member_id), None))
@@ -346,6 +355,16 @@ class ConnectGroupRules:
 
     def finish_turn(self) -> None:
         self.epochs.settle()
+
+    # --------------------------------------------- for classic workers (migration)
+
+    def mark(
+        self, group_id: str, reason: str | None, member: ConnectWorkerMember | None = None
+    ) -> None:
+        self.epochs.mark(group_id, reason, member)
+
+    def reset_session(self, group_id: str, member_id: str) -> None:
+        self.sessions.reset_session(group_id, member_id)
 
     def on_timer(self, key: ConnectTimer) -> None:
         if isinstance(key, ScheduledRebalance):

@@ -37,8 +37,13 @@ class WorkerTimers:
         return self.ctx.config.group_connect_heartbeat_interval_ms
 
     def reset_session(self, group_id: str, member_id: str) -> None:
-        deadline = self.ctx.now_ms + self.ctx.config.group_connect_session_timeout_ms
-        self.ctx.timers.schedule(WorkerSession(group_id, member_id), deadline)
+        """From now; a classic worker (online migration) keeps its JoinGroup's timeout."""
+        timeout = self.ctx.config.group_connect_session_timeout_ms
+        group = self.ctx.groups.get(group_id)
+        member = group.members.get(member_id) if isinstance(group, ConnectGroup) else None
+        if member is not None and member.metadata.classic_member_metadata is not None:
+            timeout = member.metadata.classic_member_metadata.session_timeout_ms
+        self.ctx.timers.schedule(WorkerSession(group_id, member_id), self.ctx.now_ms + timeout)
 
     def on_timer(self, key: WorkerSession | WorkerRevocationDeadline) -> None:
         group = self.ctx.groups.get(key.group_id)

@@ -1,3 +1,5 @@
-"""Online migration between the protocols (seed 002): converting a classic group to a consumer
-group and back (``conversion``), and the classic members a converted group keeps hosting until
-they too restart with the new protocol (``classic_members``)."""
+"""Online migration between the protocols: converting a classic group to a consumer group and
+back (``conversion``, seed 002) with the classic members a converted group keeps hosting until
+they too restart with the new protocol (``classic_members``); and the same for Kafka Connect
+(seed 004): a classic Connect group to the ``connect`` group type and back
+(``connect_conversion``), with its classic workers (``connect_classic_members``)."""

@@ -276,3 +276,15 @@ def test_a_consumer_groups_epoch_bumps_are_rebalance_rows_with_their_causes():
         (0, "new member joined", "a"),
         (1, "member left the group", "a"),
     ]
+
+
+def test_classic_workers_of_a_converted_connect_group_export_as_classic():
+    from tests.protocol.migration.connect_sim import GROUP, MigrationSim
+
+    sim = MigrationSim({"sink": 2})
+    sim.add_classic("c0")
+    sim.settle()
+    sim.add_new("n0")
+    sim.settle()
+    members = rows(shard_tables(sim.shard)["members"], group_id=GROUP)
+    assert sorted(r["protocol"] for r in members) == ["classic", "connect"]

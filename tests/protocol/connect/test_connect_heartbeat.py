@@ -391,22 +391,34 @@ def test_a_consumer_heartbeat_for_a_connect_group_id_is_group_id_not_found():
 
 
 @pytest.mark.parametrize(
-    "req",
+    ("req", "error"),
     [
-        m.JoinGroupRequest(
-            GROUP, 30_000, protocol_type="connect",
-            protocols=[m.JoinGroupRequestProtocol("sessioned")],
+        (
+            m.JoinGroupRequest(
+                GROUP, 30_000, protocol_type="connect",
+                protocols=[m.JoinGroupRequestProtocol("sessioned")],
+            ),
+            Errors.INCONSISTENT_GROUP_PROTOCOL,  # its metadata is not Connect's
         ),
-        m.SyncGroupRequest(GROUP, 1, "w1"),
-        m.HeartbeatRequest(GROUP, 1, "w1"),
-        m.LeaveGroupRequest(GROUP, members=[m.MemberIdentity("w1")]),
+        (
+            m.JoinGroupRequest(
+                GROUP, 30_000, protocol_type="consumer",
+                protocols=[m.JoinGroupRequestProtocol("range")],
+            ),
+            Errors.INCONSISTENT_GROUP_PROTOCOL,
+        ),
+        (m.SyncGroupRequest(GROUP, 1, "w1"), Errors.UNKNOWN_MEMBER_ID),  # w1 is new-protocol
+        (m.HeartbeatRequest(GROUP, 1, "w1"), Errors.UNKNOWN_MEMBER_ID),
+        (m.HeartbeatRequest(GROUP, 1, "ghost"), Errors.UNKNOWN_MEMBER_ID),
     ],
-    ids=lambda r: type(r).__name__,
+    ids=lambda r: type(r).__name__ if not isinstance(r, Errors) else r.name,
 )
-def test_classic_requests_for_a_connect_group_are_group_id_not_found(req):
+def test_classic_requests_for_a_connect_group_are_refused_unless_a_classic_worker(req, error):
+    """A Connect group hosts classic workers (online migration, ``tests/protocol/migration``);
+    anything else classic is refused and changes nothing."""
     shard = shard_with()
     Worker(shard, "w1").join()
-    refused(shard, req, Errors.GROUP_ID_NOT_FOUND, "connect group")
+    refused(shard, req, error)
 
 
 def test_an_empty_classic_group_becomes_a_connect_group_on_a_join():
