@@ -192,8 +192,11 @@ class KafkaMember:
 
     def _on_revoke(self, consumer: Any, partitions: list) -> None:
         tps = [(p.topic, p.partition) for p in partitions]
-        self._commit(tps)  # before the revocation completes: the next owner resumes here
+        # Processing stopped when the callback began (it runs on the consuming thread), so
+        # that is when ownership ends; the commit that follows only hands the position on
+        # (the next owner resumes there) and may wait on a coordinator that is reloading.
         self._ownership("revoked", tps)
+        self._commit(tps)
         with self._lock:
             self._drop(tps)
 
