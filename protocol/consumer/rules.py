@@ -110,6 +110,11 @@ class ConsumerGroupRules:
                     "and rejoin."
                 ),
             )
+        if req.member_epoch != member.member_epoch:
+            # A lost response (accepted above): what the member owned at its previous epoch
+            # says nothing of the assignment it may be taking up right now, so it releases
+            # nothing until it reports at its current epoch.
+            owned = None
         self._update_member(group, member, req)
         return Admitted(req, req.group_id, member.member_id, member, owned, is_full(req))
 

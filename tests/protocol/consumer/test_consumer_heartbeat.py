@@ -468,3 +468,35 @@ def test_a_failing_assignor_leaves_the_old_target_and_crashes_nothing(monkeypatc
 def test_config_refuses_an_assignor_the_server_does_not_have():
     with pytest.raises(ValueError, match="unknown server assignors"):
         CoordinatorConfig(group_consumer_assignors=("nope",))
+
+
+def test_a_lost_response_retry_releases_nothing_it_may_be_taking_up():
+    """A member retrying with its previous epoch reports what it owned then; a partition the
+    coordinator gave it since (which it may be taking up right now) is not released by that
+    report, only by one at its current epoch."""
+    shard = shard_with(foo=6)
+    a, b, c = Member(shard, "A"), Member(shard, "B"), Member(shard, "C")
+    a.join()
+    b.join()
+    a.heartbeat()  # revoke three partitions
+    a.heartbeat()  # ack -> epoch 2; pretend this reply was lost
+    assert group(shard).members["A"].member_epoch == 2
+    held = {t: set(ps) for t, ps in group(shard).members["A"].assigned_partitions.items()}
+    c.join()  # the new target moves one of A's partitions to C
+    target = group(shard).target["A"].partitions
+    moving = [(t, p) for t, ps in held.items() for p in ps - set(target.get(t, ()))]
+    assert len(moving) == 1
+    (topic_id, moved), = moving
+    # A reports what it held at epoch 1 minus the partition that moves: it never took it up
+    # (as far as its report goes); a report at its current epoch would release it
+    kept = [m.TopicPartitions(topic_id, sorted(held[topic_id] - {moved}))]
+    stale = m.ConsumerGroupHeartbeatRequest("g", "A", 1, topic_partitions=kept)
+    assert shard.handle(stale).response.error_code == Errors.NONE
+    assert group(shard).members["A"].partitions_pending_revocation == {topic_id: (moved,)}
+    c.heartbeat()
+    assert group(shard).owners[(topic_id, moved)] == "A"
+    current = m.ConsumerGroupHeartbeatRequest(
+        "g", "A", group(shard).members["A"].member_epoch, topic_partitions=kept
+    )
+    assert shard.handle(current).response.error_code == Errors.NONE
+    assert not group(shard).members["A"].partitions_pending_revocation
