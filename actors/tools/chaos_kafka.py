@@ -22,8 +22,10 @@ from actors.tools.chaos import ChaosReport, ChaosRun, _Consumer
 
 class KafkaChaosRun(ChaosRun):
     def __init__(self, cluster: Cluster, workdir: Path, groups: int, consumers: int,
-                 partitions: int, seed: int, progress: bool, kafka_clients: int) -> None:
-        super().__init__(cluster, workdir, groups, consumers, partitions, seed, progress)
+                 partitions: int, seed: int, progress: bool, kafka_clients: int,
+                 **options) -> None:
+        super().__init__(cluster, workdir, groups, consumers, partitions, seed, progress,
+                         **options)
         self.kafka_clients = kafka_clients
         self._bootstrap: str | None = None
         self._seeded: set[str] = set()
@@ -46,17 +48,19 @@ class KafkaChaosRun(ChaosRun):
         path = self.workdir / f"kafka-{i}.jsonl"
         handle = KafkaConsumerActor.options(namespace=NAMESPACE).remote(
             self._bootstrap, group, [self.topics[group]], timeline_path=str(path))
-        self.consumers.append(_Consumer(handle, group, path))
+        self.consumers.append(_Consumer(handle, group, False, path))
 
 
-def run_chaos(cluster: Cluster, seconds: float, workdir: str | Path, groups: int = 3,
+def run_chaos(cluster: Cluster, seconds: float | None, workdir: str | Path, groups: int = 3,
               consumers: int = 3, partitions: int = 6, seed: int = 0, progress: bool = True,
-              kafka_clients: int = 0) -> ChaosReport:
-    """``chaos.run_chaos`` with ``kafka_clients`` real consumers added to its groups."""
+              kafka_clients: int = 0, steps: int | None = None, **options) -> ChaosReport:
+    """``chaos.run_chaos`` with ``kafka_clients`` real consumers added to its groups;
+    ``options`` are ``ChaosRun``'s (``classic_groups``, ``pause_s``, ``connect_groups``,
+    ``classic_connect_groups``)."""
     run = KafkaChaosRun(cluster, Path(workdir), groups, consumers, partitions, seed, progress,
-                        kafka_clients)
+                        kafka_clients, **options)
     try:
-        return run.run(seconds)
+        return run.run(seconds, steps)
     finally:
         if run._bootstrap is not None:
             cluster.stop_gateway()

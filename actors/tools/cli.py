@@ -49,6 +49,8 @@ quick start:
         "chaos", help="kill actors at random while groups run; check invariants",
         formatter_class=RAW, epilog="""\
 Every random choice comes from --seed: a run of --steps N replays the same kills.
+Consumer groups and Kafka Connect worker groups run side by side; partitions, the
+controller, consumers and Connect workers are killed, connectors change task counts.
 
 examples:
   cohort chaos --seconds 60
@@ -59,7 +61,12 @@ examples:
                         help="run exactly this many steps of the seed's schedule")
     chaos.add_argument("--groups", type=int, default=3, help="KIP-848 consumer groups")
     chaos.add_argument("--classic-groups", type=int, default=1, help="classic consumer groups")
-    chaos.add_argument("--consumers", type=int, default=3, help="initial consumers per group")
+    chaos.add_argument("--connect-groups", type=int, default=1,
+                       help="Kafka Connect worker groups on the new protocol")
+    chaos.add_argument("--classic-connect-groups", type=int, default=1,
+                       help="classic Kafka Connect worker groups (sessioned)")
+    chaos.add_argument("--consumers", type=int, default=3,
+                       help="initial consumers (and Connect workers) per group")
     chaos.add_argument("--topic-partitions", type=int, default=6)
     chaos.add_argument("--partitions", type=int, default=None,
                        help="__consumer_offsets partitions (default 4; a running Cohort's own)")
@@ -111,7 +118,9 @@ def _chaos(args: argparse.Namespace) -> int:
             report = run_chaos(cluster, seconds, workdir, groups=args.groups,
                                consumers=args.consumers, partitions=args.topic_partitions,
                                seed=args.seed, classic_groups=args.classic_groups,
-                               pause_s=tuple(args.pause), steps=args.steps)
+                               pause_s=tuple(args.pause), steps=args.steps,
+                               connect_groups=args.connect_groups,
+                               classic_connect_groups=args.classic_connect_groups)
         print(report.summary())
         return 0 if not report.violations else 1
     finally:
