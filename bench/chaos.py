@@ -3,8 +3,9 @@
 Run: ``python bench/chaos.py --runs 12 --steps 120 --kills 1000`` (or ``--seconds 60`` per
 run). One local Ray hosts every run; each run starts Cohort on new storage, follows its seed's
 schedule (``actors/tools/chaos_schedule.py``: partition kills, half of them mid-rebalance,
-controller kills with changes in flight, consumer and classic consumer kills), checks
-DESIGN.md's invariants and stops Cohort again. Each run prints its seed and its counts; the
+controller kills with changes in flight, consumer, classic consumer and Connect worker kills,
+connector task-count changes), checks DESIGN.md's invariants (the Connect groups' too) and
+stops Cohort again. Each run prints its seed and its counts; the
 end prints the totals and, for every run with a violation, the command that replays its
 schedule. Exits 1 on any violation.
 """
@@ -37,10 +38,11 @@ BENCH_CONFIG = CoordinatorConfig(
     group_consumer_min_heartbeat_interval_ms=100,
     group_min_session_timeout_ms=1_000,
     group_initial_rebalance_delay_ms=300,
+    group_connect_heartbeat_interval_ms=300,
 )
 TOTALS = ("steps", "kills", "partition_kills", "mid_rebalance_kills", "controller_kills",
-          "consumer_kills", "classic_kills", "consumers_added", "rebalances", "commits",
-          "commits_lost")
+          "consumer_kills", "classic_kills", "worker_kills", "consumers_added",
+          "workers_added", "connector_changes", "rebalances", "commits", "commits_lost")
 
 
 def main() -> int:
@@ -55,7 +57,12 @@ def main() -> int:
                     "run i uses seed + i")
     ap.add_argument("--groups", type=int, default=2)
     ap.add_argument("--classic-groups", type=int, default=2)
-    ap.add_argument("--consumers", type=int, default=3, help="initial consumers per group")
+    ap.add_argument("--connect-groups", type=int, default=1,
+                    help="Kafka Connect worker groups on the new protocol")
+    ap.add_argument("--classic-connect-groups", type=int, default=1,
+                    help="classic Kafka Connect worker groups")
+    ap.add_argument("--consumers", type=int, default=3,
+                    help="initial consumers (and Connect workers) per group")
     ap.add_argument("--topic-partitions", type=int, default=6)
     ap.add_argument("--partitions", type=int, default=4, help="__consumer_offsets partitions")
     ap.add_argument("--pause", type=float, nargs=2, default=(0.2, 1.0), metavar=("MIN", "MAX"),
@@ -96,7 +103,9 @@ def _one_run(a: argparse.Namespace, seed: int, storage: Path) -> ChaosReport:
         return run_chaos(cluster, a.seconds, storage / "timelines", groups=a.groups,
                          consumers=a.consumers, partitions=a.topic_partitions, seed=seed,
                          progress=False, classic_groups=a.classic_groups,
-                         pause_s=tuple(a.pause), steps=a.steps)
+                         pause_s=tuple(a.pause), steps=a.steps,
+                         connect_groups=a.connect_groups,
+                         classic_connect_groups=a.classic_connect_groups)
     finally:
         cluster.shutdown()
         shutil.rmtree(storage, ignore_errors=True)
@@ -111,7 +120,8 @@ def _print_totals(reports: list[ChaosReport], elapsed_s: float) -> None:
 
 
 def _shape(a: argparse.Namespace) -> str:
-    return (f"--groups {a.groups} --classic-groups {a.classic_groups} --consumers "
+    return (f"--groups {a.groups} --classic-groups {a.classic_groups} --connect-groups "
+            f"{a.connect_groups} --classic-connect-groups {a.classic_connect_groups} --consumers "
             f"{a.consumers} --topic-partitions {a.topic_partitions} --partitions "
             f"{a.partitions} --pause {a.pause[0]} {a.pause[1]}")
 

@@ -127,6 +127,8 @@ def _describe(cluster, group_id: str) -> _Group:
                 for mem in d.members
             ],
         )
+    if listed.group_type == "connect":
+        return _describe_connect(cluster, group_id, coordinator)
     resp = cluster.call(m.DescribeGroupsRequest(groups=[group_id]))
     d = resp.groups[0]
     if d.error_code == Errors.GROUP_ID_NOT_FOUND and listed.group_state == "empty":
@@ -145,6 +147,29 @@ def _describe(cluster, group_id: str) -> _Group:
             for mem in d.members
         ],
     )
+
+
+def _describe_connect(cluster, group_id: str, coordinator: str) -> _Group:
+    """A Connect worker group through ConnectGroupDescribe; a worker's units are its
+    connectors (task -1, Connect's sentinel for the connector itself) and tasks
+    (``admin_connectors`` shows them by name)."""
+    d = cluster.describe_connect(group_id)
+    if d.error_code == Errors.GROUP_ID_NOT_FOUND:
+        raise missing_group(group_id)
+    raise_for(d.error_code, d.error_message, f"Describe of group '{group_id}' failed")
+    return _Group(
+        group_id, "connect", d.group_state, coordinator, d.assignor_name, d.group_epoch,
+        d.assignment_epoch,
+        [
+            _Member(w.member_id, w.instance_id, w.client_host, w.client_id, w.member_epoch,
+                    _units(w.assignment), _units(w.target_assignment))
+            for w in d.members
+        ],
+    )
+
+
+def _units(work: m.ConnectorsAndTasks) -> list[tuple[str, int]]:
+    return sorted([(c, -1) for c in work.connectors] + [(t.connector, t.task) for t in work.tasks])
 
 
 def _pairs(tps: list[m.DescribedTopicPartitions]) -> list[tuple[str, int]]:

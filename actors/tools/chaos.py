@@ -1,11 +1,14 @@
-"""Chaos: run groups of consumers while killing partitions, the controller and consumers.
+"""Chaos: run groups of consumers and Connect workers while killing partitions, the controller,
+consumers and workers.
 
-KIP-848 groups and classic groups consume while the runner follows the run's schedule
+KIP-848 groups and classic groups consume, and Kafka Connect worker groups (new protocol and
+classic, ``chaos_connect``) run connectors, while the runner follows the run's schedule
 (``chaos_schedule``: a pure function of the seed): it kills a group's coordinator partition
 (half of the time just after provoking a rebalance, so the kill lands mid-rebalance), kills
-the controller with a topic creation and a group config change in flight, kills a consumer
-or a classic consumer (and starts a replacement), or adds a consumer. Then it lets the system
-settle and checks DESIGN.md's invariants:
+the controller with a topic creation and a group config change in flight, kills a consumer,
+a classic consumer or a Connect worker (and starts a replacement), adds a consumer, or changes
+a connector's task count. Then it lets the system settle and checks DESIGN.md's invariants
+(for Connect groups, over connectors and tasks: ``chaos_connect``):
 
 1. no partition owned by two members at once (from every member's timeline, including the
    timelines of killed consumers, which their actors append to files as they go);
@@ -35,14 +38,17 @@ from types import SimpleNamespace
 import ray
 
 from actors.cluster import Cluster
+from actors.tools.chaos_connect import ConnectChaos
 from actors.tools.chaos_controller import kill_controller
 from actors.tools.chaos_schedule import (
     ADD_CONSUMER,
+    ALTER_CONNECTOR,
     DEFAULT_PAUSE_S,
     KILL_CLASSIC,
     KILL_CONSUMER,
     KILL_CONTROLLER,
     KILL_PARTITION,
+    KILL_WORKER,
     Step,
     chaos_schedule,
 )
@@ -82,22 +88,35 @@ class ChaosReport:
     events: int = 0
     commits: int = 0
     commits_lost: int = 0
+    # The Connect side (``chaos_connect``): its groups, worker kills, connector changes,
+    # the workers' ownership events and their tasks' ``ran`` ranges.
+    connect_groups: list[str] = field(default_factory=list)
+    worker_kills: int = 0
+    workers_added: int = 0
+    connector_changes: int = 0
+    connect_events: int = 0
+    work_ranges: int = 0
     violations: list[Violation] = field(default_factory=list)
 
     @property
     def kills(self) -> int:
         return self.partition_kills + self.controller_kills + self.consumer_kills + \
-            self.classic_kills
+            self.classic_kills + self.worker_kills
 
     def summary(self) -> str:
         return (
             f"chaos seed {self.seed}: {self.steps} steps in {self.seconds:.0f} s, "
             f"kills: {self.kills} = {self.partition_kills} partitions "
             f"({self.mid_rebalance_kills} mid-rebalance) + {self.controller_kills} controller "
-            f"+ {self.consumer_kills} consumers + {self.classic_kills} classic consumers, "
+            f"+ {self.consumer_kills} consumers + {self.classic_kills} classic consumers "
+            f"+ {self.worker_kills} connect workers, "
             f"consumers added: {self.consumers_added}, rebalances: {self.rebalances}, "
             f"timeline events: {self.events}, acknowledged commits: {self.commits} "
-            f"(lost: {self.commits_lost})\n{summarize(self.violations)}\n"
+            f"(lost: {self.commits_lost})\n"
+            f"connect groups: {len(self.connect_groups)}, workers added: "
+            f"{self.workers_added}, connector changes: {self.connector_changes}, worker "
+            f"events: {self.connect_events}, task work ranges: {self.work_ranges}\n"
+            f"{summarize(self.violations)}\n"
             f"replay: cohort chaos --seed {self.seed} --steps {self.steps}"
         )
 
@@ -114,7 +133,8 @@ class _Consumer:
 class ChaosRun:
     def __init__(self, cluster: Cluster, workdir: Path, groups: int, consumers: int,
                  partitions: int, seed: int, progress: bool, classic_groups: int = 1,
-                 pause_s: tuple[float, float] = DEFAULT_PAUSE_S) -> None:
+                 pause_s: tuple[float, float] = DEFAULT_PAUSE_S, connect_groups: int = 0,
+                 classic_connect_groups: int = 0) -> None:
         self.cluster = cluster
         self.seed = seed
         self.workdir = workdir
@@ -127,7 +147,9 @@ class ChaosRun:
         self.partitions = partitions
         self.initial_consumers = consumers
         self.consumers: list[_Consumer] = []
-        self.report = ChaosReport(seed)
+        self.connect = ConnectChaos(cluster, workdir, self.tag, connect_groups,
+                                    classic_connect_groups, workers=consumers)
+        self.report = ChaosReport(seed, connect_groups=list(self.connect.groups))
         self.offset_samples: list[dict[tuple[str, str, int], int]] = []
 
     # ------------------------------------------------------------------ the run
@@ -142,10 +164,13 @@ class ChaosRun:
             self.cluster.create_topic(self.topics[g], self.partitions)
             for _ in range(self.initial_consumers):
                 self._spawn(g)
+        self.connect.start()
         for g in self.groups + self.classic:
             self._wait_stable(g)
+        self.connect.wait_converged(SETTLE_TIMEOUT_S)
         started = time.monotonic()
-        schedule = chaos_schedule(self.seed, len(self.groups), len(self.classic), self.pause_s)
+        schedule = chaos_schedule(self.seed, len(self.groups), len(self.classic), self.pause_s,
+                                  len(self.connect.groups))
         for step in schedule:
             elapsed = time.monotonic() - started
             if step.index >= 2 and (
@@ -178,6 +203,10 @@ class ChaosRun:
         elif step.kind == ADD_CONSUMER:
             self._spawn(self.groups[step.group])
             self.report.consumers_added += 1
+        elif step.kind == KILL_WORKER:
+            self.connect.kill_worker(step)
+        elif step.kind == ALTER_CONNECTOR:
+            self.connect.alter_connector(step)
         else:
             raise ValueError(f"unknown chaos step {step.kind}")
 
@@ -212,7 +241,7 @@ class ChaosRun:
     # ------------------------------------------------------------------ actions
 
     def _kill_partition(self, step: Step) -> None:
-        everyone = self.groups + self.classic
+        everyone = self.groups + self.classic + self.connect.groups
         group = everyone[step.group % len(everyone)]
         if step.provoke:
             self._provoke(group, step.pick)
@@ -226,9 +255,12 @@ class ChaosRun:
 
     def _provoke(self, group: str, pick: int) -> None:
         """Start a rebalance and wait until it is under way: a new consumer joins, or, when
-        the group is at its bound, one of its consumers leaves and a new one replaces it."""
+        the group is at its bound, one of its consumers leaves and a new one replaces it (the
+        same with workers in a Connect group)."""
         alive = self._alive(group)
-        if len(alive) < self.initial_consumers + EXTRA_CONSUMERS_PER_GROUP:
+        if group in self.connect.groups:
+            self.connect.provoke(group, pick)
+        elif len(alive) < self.initial_consumers + EXTRA_CONSUMERS_PER_GROUP:
             self._spawn(group)
             self.report.consumers_added += 1
         else:
@@ -262,6 +294,8 @@ class ChaosRun:
         """One view of either kind of group: its state, its epoch (a classic group's
         generation) and its members' epochs (none for classic members), as
         ``check_not_behind`` reads them."""
+        if group in self.connect.groups:
+            return self.connect.describe(group)
         if group in self.classic:
             g = self.cluster.call(m.DescribeGroupsRequest(groups=[group])).groups[0]
             return SimpleNamespace(group_id=group, error_code=g.error_code,
@@ -315,6 +349,12 @@ class ChaosRun:
         self.report.commits_lost = len(lost)
         self.report.violations += lost
         self.report.commits = sum(1 for e in events if e["event"] == "committed")
+        self.report.violations += self.connect.check(time.monotonic() + SETTLE_TIMEOUT_S)
+        c, r = self.connect.counts, self.report
+        r.worker_kills, r.workers_added, r.connector_changes = (
+            c.worker_kills, c.workers_added, c.connector_changes)
+        r.rebalances += c.rebalances
+        r.connect_events, r.work_ranges = c.events, c.work_ranges
         self.report.violations.sort(key=lambda v: v.invariant)
 
     def _assignments(self) -> dict[tuple[str, str], list[tuple[str, int]]]:
@@ -335,7 +375,8 @@ class ChaosRun:
         bar = "#" * done + "-" * (PROGRESS_WIDTH - done)
         print(
             f"\r[{bar}] step {step}, {elapsed:5.1f} s  kills: {r.partition_kills} partitions, "
-            f"{r.controller_kills} controller, {r.consumer_kills + r.classic_kills} consumers",
+            f"{r.controller_kills} controller, {r.consumer_kills + r.classic_kills} consumers, "
+            f"{self.connect.counts.worker_kills} workers",
             end="", file=sys.stderr, flush=True,
         )
 
@@ -357,7 +398,11 @@ def run_chaos(cluster: Cluster, seconds: float | None, workdir: str | Path, grou
               consumers: int = 3, partitions: int = 6, seed: int = 0,
               progress: bool = True, classic_groups: int = 1,
               pause_s: tuple[float, float] = DEFAULT_PAUSE_S,
-              steps: int | None = None) -> ChaosReport:
+              steps: int | None = None, connect_groups: int = 0,
+              classic_connect_groups: int = 0) -> ChaosReport:
+    """One chaos run; ``connect_groups`` Connect worker groups of the new protocol and
+    ``classic_connect_groups`` classic ones run beside the consumer groups (none by default
+    here; ``cohort chaos`` runs one of each)."""
     run = ChaosRun(cluster, Path(workdir), groups, consumers, partitions, seed, progress,
-                   classic_groups, pause_s)
+                   classic_groups, pause_s, connect_groups, classic_connect_groups)
     return run.run(seconds, steps)

@@ -18,16 +18,14 @@ from pathlib import Path
 
 from actors.cluster import Cluster
 from actors.tools.chaos import ChaosReport, ChaosRun, _Consumer
-from actors.tools.chaos_schedule import DEFAULT_PAUSE_S
 
 
 class KafkaChaosRun(ChaosRun):
     def __init__(self, cluster: Cluster, workdir: Path, groups: int, consumers: int,
                  partitions: int, seed: int, progress: bool, kafka_clients: int,
-                 classic_groups: int = 1,
-                 pause_s: tuple[float, float] = DEFAULT_PAUSE_S) -> None:
+                 **options) -> None:
         super().__init__(cluster, workdir, groups, consumers, partitions, seed, progress,
-                         classic_groups, pause_s)
+                         **options)
         self.kafka_clients = kafka_clients
         self._bootstrap: str | None = None
         self.started_gateway = False  # stop only a gateway this run started
@@ -59,12 +57,12 @@ class KafkaChaosRun(ChaosRun):
 
 def run_chaos(cluster: Cluster, seconds: float | None, workdir: str | Path, groups: int = 3,
               consumers: int = 3, partitions: int = 6, seed: int = 0, progress: bool = True,
-              kafka_clients: int = 0, classic_groups: int = 1,
-              pause_s: tuple[float, float] = DEFAULT_PAUSE_S,
-              steps: int | None = None) -> ChaosReport:
-    """``chaos.run_chaos`` with ``kafka_clients`` real consumers added to its groups."""
+              kafka_clients: int = 0, steps: int | None = None, **options) -> ChaosReport:
+    """``chaos.run_chaos`` with ``kafka_clients`` real consumers added to its groups;
+    ``options`` are ``ChaosRun``'s (``classic_groups``, ``pause_s``, ``connect_groups``,
+    ``classic_connect_groups``)."""
     run = KafkaChaosRun(cluster, Path(workdir), groups, consumers, partitions, seed, progress,
-                        kafka_clients, classic_groups, pause_s)
+                        kafka_clients, **options)
     try:
         return run.run(seconds, steps)
     finally:

@@ -21,6 +21,8 @@ KILL_CONTROLLER = "kill-controller"
 KILL_CONSUMER = "kill-consumer"
 KILL_CLASSIC = "kill-classic-consumer"
 ADD_CONSUMER = "add-consumer"
+KILL_WORKER = "kill-connect-worker"
+ALTER_CONNECTOR = "alter-connector"
 
 # Relative weights of the random steps: mostly kills, partitions the most often, since a
 # partition restart is where acknowledged state could be lost.
@@ -30,7 +32,15 @@ WEIGHTS: dict[str, int] = {
     KILL_CLASSIC: 2,
     KILL_CONTROLLER: 1,
     ADD_CONSUMER: 1,
+    KILL_WORKER: 2,
+    ALTER_CONNECTOR: 1,
 }
+# The kinds a run draws only when it has groups of that kind: a run without them draws
+# exactly what it drew before those kinds existed, so an old seed replays the same kills.
+NEEDS_CLASSIC = (KILL_CLASSIC,)
+NEEDS_CONNECT = (KILL_WORKER, ALTER_CONNECTOR)
+# A connector's task count after ALTER_CONNECTOR: 1..MAX_CHAOS_TASKS, drawn from the step.
+MAX_CHAOS_TASKS = 6
 # Half of the partition kills first add a consumer to the group and wait for the rebalance to
 # start, so that the kill lands mid-rebalance.
 PROVOKE_SHARE = 0.5
@@ -42,9 +52,12 @@ class Step:
     """One action of a chaos run.
 
     ``group`` indexes the run's KIP-848 groups, except for ``KILL_CLASSIC`` (the classic
-    groups) and ``KILL_PARTITION`` (the KIP-848 groups, then the classic ones); ``pick``
-    chooses the victim among the live consumers of that kind (``alive[pick % len(alive)]``);
-    ``provoke`` asks a partition kill to start a rebalance first and kill mid-rebalance.
+    groups), ``KILL_WORKER`` and ``ALTER_CONNECTOR`` (the Connect groups) and
+    ``KILL_PARTITION`` (the KIP-848 groups, then the classic ones, then the Connect ones);
+    ``pick`` chooses the victim among the live consumers or workers of that kind
+    (``alive[pick % len(alive)]``), or for ``ALTER_CONNECTOR`` the connector
+    (``pick % connectors``) and its new task count (``tasks``); ``provoke`` asks a partition
+    kill to start a rebalance first and kill mid-rebalance.
     """
 
     index: int
@@ -54,26 +67,34 @@ class Step:
     pick: int
     provoke: bool = False
 
+    @property
+    def tasks(self) -> int:
+        """``ALTER_CONNECTOR``'s new task count, 1..MAX_CHAOS_TASKS."""
+        return 1 + (self.pick >> 8) % MAX_CHAOS_TASKS
+
 
 def chaos_schedule(
     seed: int,
     groups: int,
     classic_groups: int = 0,
     pause_s: tuple[float, float] = DEFAULT_PAUSE_S,
+    connect_groups: int = 0,
 ) -> Iterator[Step]:
     """The endless schedule of run ``seed``: two fixed openers, then random steps.
 
     The openers make every run, however short, cover the two kills that matter most: a
     partition killed mid-rebalance, then the controller. Classic kills are drawn only when the
-    run has classic groups.
+    run has classic groups, worker kills and connector changes only when it has Connect
+    groups (Connect groups of either protocol: ``connect_groups`` counts them all).
     """
-    if groups < 1 or classic_groups < 0:
+    if groups < 1 or classic_groups < 0 or connect_groups < 0:
         raise ValueError("a chaos run needs at least one consumer group")
     low, high = pause_s
     if not 0 <= low <= high:
         raise ValueError(f"pause bounds must satisfy 0 <= low <= high, got {pause_s}")
     rng = random.Random(seed)
-    kinds = [k for k in WEIGHTS if k != KILL_CLASSIC or classic_groups]
+    kinds = [k for k in WEIGHTS if (k not in NEEDS_CLASSIC or classic_groups)
+             and (k not in NEEDS_CONNECT or connect_groups)]
     weights = [WEIGHTS[k] for k in kinds]
     yield Step(0, 0.0, KILL_PARTITION, rng.randrange(groups), 0, provoke=True)
     yield Step(1, rng.uniform(low, high), KILL_CONTROLLER, rng.randrange(groups), 0)
@@ -81,7 +102,9 @@ def chaos_schedule(
     while True:
         pause = rng.uniform(low, high)
         kind = rng.choices(kinds, weights)[0]
-        span = {KILL_CLASSIC: classic_groups, KILL_PARTITION: groups + classic_groups}
+        span = {KILL_CLASSIC: classic_groups, KILL_WORKER: connect_groups,
+                ALTER_CONNECTOR: connect_groups,
+                KILL_PARTITION: groups + classic_groups + connect_groups}
         group = rng.randrange(span.get(kind, groups))
         pick = rng.randrange(1 << 30)
         provoke = kind == KILL_PARTITION and rng.random() < PROVOKE_SHARE

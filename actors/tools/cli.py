@@ -3,6 +3,7 @@
 ``cohort start`` / ``stop`` / ``status`` run Cohort as a service on a Ray cluster
 (``cli_service``); ``cohort topics``, ``groups`` and ``configs`` mirror Kafka's
 ``kafka-topics.sh``, ``kafka-consumer-groups.sh`` and ``kafka-configs.sh`` against it;
+``cohort connectors`` manages a Kafka Connect cluster's connectors (``cli_connectors``);
 ``cohort export`` and ``cohort timeline`` turn its state into Parquet files and a picture. The
 logic lives in ``actors/tools/admin*.py`` (one module per command family); this module and
 ``cli_service`` parse, connect and print (``cli_io``). Exit codes: 0 done, 1 refused or failed
@@ -18,6 +19,7 @@ import tempfile
 from collections.abc import Callable
 
 from actors.tools.chaos_schedule import DEFAULT_PAUSE_S
+from actors.tools.cli_connectors import CONNECTORS_COMMANDS, add_connectors_parser
 from actors.tools.cli_gateway import add_gateway_parsers, gateway_commands
 from actors.tools.cli_io import UsageError, connect, emit, print_result, run_admin, split
 from actors.tools.cli_parsers import add_admin_parsers
@@ -47,6 +49,8 @@ quick start:
         "chaos", help="kill actors at random while groups run; check invariants",
         formatter_class=RAW, epilog="""\
 Every random choice comes from --seed: a run of --steps N replays the same kills.
+Consumer groups and Kafka Connect worker groups run side by side; partitions, the
+controller, consumers and Connect workers are killed, connectors change task counts.
 
 examples:
   cohort chaos --seconds 60
@@ -57,7 +61,12 @@ examples:
                         help="run exactly this many steps of the seed's schedule")
     chaos.add_argument("--groups", type=int, default=3, help="KIP-848 consumer groups")
     chaos.add_argument("--classic-groups", type=int, default=1, help="classic consumer groups")
-    chaos.add_argument("--consumers", type=int, default=3, help="initial consumers per group")
+    chaos.add_argument("--connect-groups", type=int, default=1,
+                       help="Kafka Connect worker groups on the new protocol")
+    chaos.add_argument("--classic-connect-groups", type=int, default=1,
+                       help="classic Kafka Connect worker groups (sessioned)")
+    chaos.add_argument("--consumers", type=int, default=3,
+                       help="initial consumers (and Connect workers) per group")
     chaos.add_argument("--topic-partitions", type=int, default=6)
     chaos.add_argument("--partitions", type=int, default=None,
                        help="__consumer_offsets partitions (default 4; a running Cohort's own)")
@@ -69,6 +78,7 @@ examples:
                    formatter_class=RAW, epilog="example:\n  cohort case-study")
     add_service_parsers(sub)
     add_admin_parsers(sub)
+    add_connectors_parser(sub)
     add_gateway_parsers(sub)  # gateway, acls, users (actors/tools/cli_gateway.py)
     args = parser.parse_args(argv)
 
@@ -108,7 +118,9 @@ def _chaos(args: argparse.Namespace) -> int:
             report = run_chaos(cluster, seconds, workdir, groups=args.groups,
                                consumers=args.consumers, partitions=args.topic_partitions,
                                seed=args.seed, classic_groups=args.classic_groups,
-                               pause_s=tuple(args.pause), steps=args.steps)
+                               pause_s=tuple(args.pause), steps=args.steps,
+                               connect_groups=args.connect_groups,
+                               classic_connect_groups=args.classic_connect_groups)
         print(report.summary())
         return 0 if not report.violations else 1
     finally:
@@ -155,7 +167,9 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _describe(args: argparse.Namespace) -> int:
-    from actors.tools import admin_groups
+    from actors.tools import admin_connectors, admin_groups
+    from actors.tools.admin import to_json
+    from actors.tools.admin_connectors import is_connect_group
 
     views = [v for v in ("members", "offsets") if getattr(args, v)]
     if args.state is not None:
@@ -175,12 +189,27 @@ def _describe(args: argparse.Namespace) -> int:
         ),
         "state": (admin_groups.describe_state, admin_groups.STATE_COLUMNS),
     }[view]
-    rows, notes = [], []
+    connect_ids = set()
+    if view != "state":  # a Connect group's workers, with their connectors and tasks
+        listed = {g.group_id: g for g in cluster.list_groups()}
+        connect_ids = {g for g in group_ids if g in listed and is_connect_group(listed[g])}
+    rows, notes, workers, worker_notes = [], [], [], []
     for g in group_ids:
+        if g in connect_ids:
+            described = admin_connectors.describe(cluster, g)
+            workers += admin_connectors.worker_rows(described)
+            worker_notes += admin_connectors.describe_notes(described)
+            continue
         got, said = describe(cluster, g)
         rows += got
         notes += said
-    emit(args, columns, rows, notes)
+    if args.json:
+        print_result(to_json(rows + workers))
+        return 0
+    if rows or notes or not workers:
+        emit(args, columns, rows, notes)
+    if workers or worker_notes:
+        emit(args, admin_connectors.WORKERS_COLUMNS, workers, worker_notes)
     return 0
 
 
@@ -308,6 +337,7 @@ def _timeline(args: argparse.Namespace) -> int:
 
 ADMIN_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     **SERVICE_COMMANDS,
+    **CONNECTORS_COMMANDS,
     "groups": _groups,
     "configs": _configs,
     "export": _export,

@@ -65,7 +65,8 @@ examples:
                              "Assigning, Reconciling, PreparingRebalance, ...); with "
                              "--describe: the state view")
     groups.add_argument("--type", nargs="*", metavar="T",
-                        help="with --list: only groups of these types (consumer, classic)")
+                        help="with --list: only groups of these types (consumer, classic, "
+                             "connect)")
     groups.add_argument("--members", action="store_true", help="--describe: the members view")
     groups.add_argument("--offsets", action="store_true",
                         help="--describe: the offsets view (the default)")

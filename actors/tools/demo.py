@@ -25,6 +25,7 @@ DEMO_CONFIG = CoordinatorConfig(
     group_consumer_min_session_timeout_ms=1_000,
     group_consumer_heartbeat_interval_ms=500,
     group_consumer_min_heartbeat_interval_ms=100,
+    group_connect_heartbeat_interval_ms=500,
 )
 TOPIC_PARTITIONS = 6
 

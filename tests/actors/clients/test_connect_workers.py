@@ -83,6 +83,53 @@ def test_a_killed_workers_work_returns_after_the_scheduled_delay(cluster):
     ray.get([w.stop.remote(leave=True) for w in survivors])
 
 
+def test_a_killed_workers_work_waits_the_delay_then_goes_to_its_replacement(cluster):
+    group = "cw-replaced"
+    delay_s = 3.0
+    cluster.create_connector(group, "sink", tasks=6)
+
+    def spawn():
+        return cluster.spawn_worker(group, scheduled_rebalance_max_delay_ms=int(delay_s * 1000))
+
+    workers = [spawn() for _ in range(3)]
+
+    def balanced() -> bool:
+        shares = [len(a["tasks"]) for a in ray.get([w.assignment.remote() for w in workers])]
+        return converged(cluster, group, workers) and shares == [2, 2, 2]
+
+    eventually(balanced, 90)
+    victim, survivors = workers[2], workers[:2]
+    victim_id = ray.get(victim.info.remote())["member_id"]
+    moved = {tuple(t) for t in ray.get(victim.assignment.remote())["tasks"]}
+    assert moved
+    killed_at = time.monotonic()
+    ray.kill(victim, no_restart=True)
+    replacement = spawn()  # joins while the victim's session is still running out
+
+    def tasks_of(handles) -> set:
+        return {tuple(t) for a in ray.get([h.assignment.remote() for h in handles])
+                for t in a["tasks"]}
+
+    # The coordinator fences the victim after its session; its tasks are then held for the
+    # delay: right after the fence they run nowhere, not on the survivors nor the replacement.
+    eventually(lambda: victim_id not in
+               {w.member_id for w in cluster.describe_connect(group).members}, 60, every_s=0.05)
+    assert not moved & tasks_of([*survivors, replacement])
+    # Once the delay has run out they go to the replacement, the least loaded worker.
+    eventually(lambda: moved <= tasks_of([replacement]), 60)
+    everyone = [*survivors, replacement]
+    eventually(lambda: converged(cluster, group, everyone))
+    timelines = ray.get([w.timeline.remote() for w in everyone])
+    given = [e["t"] for e in timelines[2]
+             if e["event"] == "assigned" and moved & {tuple(t) for t in e["tasks"]}]
+    assert given and min(given) >= killed_at + delay_s
+    # The survivors never got any of them: nothing was redistributed before the delay.
+    assert not [e for tl in timelines[:2] for e in tl if e["event"] == "assigned"
+                and e["t"] > killed_at and moved & {tuple(t) for t in e["tasks"]}]
+    no_double_running(everyone)
+    ray.get([w.stop.remote(leave=True) for w in everyone])
+
+
 def test_classic_connect_workers_share_the_work(cluster):
     group = "cw-classic"
     cluster.create_connector(group, "sink", tasks=4)

@@ -7,27 +7,34 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from actors.tools.chaos_schedule import (
+    ALTER_CONNECTOR,
     KILL_CLASSIC,
     KILL_CONTROLLER,
     KILL_PARTITION,
+    KILL_WORKER,
+    MAX_CHAOS_TASKS,
+    NEEDS_CONNECT,
     WEIGHTS,
     chaos_schedule,
 )
 
 
-def steps(seed, n, groups=3, classic=1, pause=(0.5, 2.0)):
-    return list(islice(chaos_schedule(seed, groups, classic, pause), n))
+def steps(seed, n, groups=3, classic=1, pause=(0.5, 2.0), connect=0):
+    return list(islice(chaos_schedule(seed, groups, classic, pause, connect), n))
 
 
-@given(seed=st.integers(0, 2**63), groups=st.integers(1, 5), classic=st.integers(0, 3))
+@given(seed=st.integers(0, 2**63), groups=st.integers(1, 5), classic=st.integers(0, 3),
+       connect=st.integers(0, 3))
 def test_the_same_seed_gives_the_same_schedule_and_every_choice_stays_in_range(
-    seed, groups, classic
+    seed, groups, classic, connect
 ):
-    first = steps(seed, 60, groups, classic)
-    assert first == steps(seed, 60, groups, classic)
+    first = steps(seed, 60, groups, classic, connect=connect)
+    assert first == steps(seed, 60, groups, classic, connect=connect)
     for s in first:
-        span = {KILL_CLASSIC: classic, KILL_PARTITION: groups + classic}.get(s.kind, groups)
+        span = {KILL_CLASSIC: classic, KILL_WORKER: connect, ALTER_CONNECTOR: connect,
+                KILL_PARTITION: groups + classic + connect}.get(s.kind, groups)
         assert 0 <= s.group < span
+        assert 1 <= s.tasks <= MAX_CHAOS_TASKS
         assert 0.5 <= s.pause_s <= 2.0 or s.index == 0
         assert s.provoke is False or s.kind == KILL_PARTITION
     assert [s.index for s in first] == list(range(60))
@@ -46,7 +53,27 @@ def test_different_seeds_give_different_schedules():
 
 def test_classic_kills_only_when_the_run_has_classic_groups():
     assert all(s.kind != KILL_CLASSIC for s in steps(5, 300, classic=0))
-    assert {s.kind for s in steps(5, 300, classic=1)} == set(WEIGHTS)
+    assert {s.kind for s in steps(5, 300, classic=1)} == set(WEIGHTS) - set(NEEDS_CONNECT)
+
+
+def test_worker_kills_and_connector_changes_only_when_the_run_has_connect_groups():
+    assert not {s.kind for s in steps(5, 300, connect=0)} & set(NEEDS_CONNECT)
+    assert {s.kind for s in steps(5, 300, connect=1)} == set(WEIGHTS)
+    # Partition kills reach the Connect groups' coordinators too (indexes after the others).
+    assert any(s.kind == KILL_PARTITION and s.group == 4 for s in steps(5, 300, connect=1))
+
+
+def test_a_run_without_connect_groups_replays_the_seeds_schedule_from_before_they_existed():
+    # Seed 5's first steps as the schedule drew them before Connect groups joined chaos runs.
+    before = [("kill-partition", 2, 0, True, 0.0), ("kill-controller", 1, 0, False, 0.8832),
+              ("add-consumer", 2, 247, False, 1.6928),
+              ("kill-classic-consumer", 0, 12, False, 1.7605),
+              ("kill-partition", 3, 124, True, 1.8514), ("kill-partition", 1, 718, True, 0.653),
+              ("kill-classic-consumer", 0, 228, False, 1.8745),
+              ("kill-classic-consumer", 0, 84, False, 0.7082)]
+    now = [(s.kind, s.group, s.pick % 1000, s.provoke, round(s.pause_s, 4))
+           for s in steps(5, 8, groups=3, classic=1)]
+    assert now == before
 
 
 def test_bad_bounds_are_refused():
@@ -54,3 +81,5 @@ def test_bad_bounds_are_refused():
         next(chaos_schedule(1, 0))
     with pytest.raises(ValueError):
         next(chaos_schedule(1, 1, pause_s=(2.0, 1.0)))
+    with pytest.raises(ValueError):
+        next(chaos_schedule(1, 1, connect_groups=-1))

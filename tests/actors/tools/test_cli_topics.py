@@ -166,7 +166,8 @@ def test_start_adopts_the_running_cohort_and_refuses_other_settings(cluster, add
 
 
 @pytest.mark.parametrize("command", ["start", "stop", "status", "topics", "groups", "configs",
-                                     "export", "timeline", "demo", "chaos", "case-study"])
+                                     "export", "timeline", "demo", "chaos", "case-study",
+                                     "connectors"])
 def test_every_commands_help_ends_with_an_example(command):
     text = ok(cohort(command, "--help"))
     assert "example" in text
