@@ -217,6 +217,10 @@ class KafkaMember:
     def _ownership(self, kind: str, tps: list[TopicPartition]) -> None:
         if not tps:
             return
+        # A revocation ends ownership when its callback begins (processing runs on this
+        # thread, so it has stopped); the epoch lookup below is a call to the coordinator,
+        # slow while a partition reloads, and must not push that moment later.
+        began = time.monotonic()
         epoch = self._epoch
         if self._epoch_of is not None:
             try:
@@ -224,7 +228,8 @@ class KafkaMember:
             except Exception as e:
                 self.errors.append(f"epoch lookup failed: {e!r}")
         self._epoch = epoch
-        now, current = time.monotonic(), self.member_id()
+        now = time.monotonic() if kind == "assigned" else began
+        current = self.member_id()
         by_member: dict[str, list[TopicPartition]] = {}
         with self._lock:
             if kind == "assigned":
