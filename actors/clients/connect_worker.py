@@ -222,9 +222,27 @@ class ConnectWorker:
         timeout_s = CALL_TIMEOUT_S
         if isinstance(request, m.JoinGroupRequest):
             timeout_s = self.client.rebalance_timeout_ms / 1000 + JOIN_CALL_MARGIN_S
+        call = asyncio.ensure_future(self._coordinator.handle.remote(request))
+        give_up = time.monotonic() + timeout_s
         try:
-            reply = await asyncio.wait_for(self._coordinator.handle.remote(request), timeout_s)
+            while not call.done():
+                now_s = time.monotonic()
+                if now_s >= give_up:
+                    raise asyncio.TimeoutError
+                # A reply may come after the moment the coordinator could have removed this
+                # worker (a slow or restarting coordinator): wake at that deadline and poll,
+                # which (in flight) only checks it, so the work stops then, not at the reply.
+                wait = min(MAX_SLEEP_S, give_up - now_s)
+                if (deadline := self.client.ownership_deadline) is not None:
+                    wait = min(wait, deadline - now_s)
+                await asyncio.wait({call}, timeout=max(wait, 0.001))
+                if not call.done():
+                    self.client.poll(time.monotonic())
+                    self.work.advance(time.monotonic())
+                    self._flush()
+            reply = call.result()
         except (asyncio.TimeoutError, ray.exceptions.RayError) as e:
+            call.cancel()
             self._stats["failed_calls"] += 1
             log.debug("%s failed: %s", type(request).__name__, e)
             self.client.on_failure(time.monotonic())
