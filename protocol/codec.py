@@ -30,6 +30,7 @@ from typing import Any
 
 import msgpack
 
+from protocol.record_columns import columns_decoder
 from protocol.record_fields import RecordDecodeError, decoder, encoder
 from protocol.records import RECORD_SCHEMAS, OffsetCommitKey, OffsetCommitValue, Record
 
@@ -150,19 +151,33 @@ def split_records(batch: list[bytes]) -> tuple[list[tuple], list[bytes | None], 
 
 
 def decode_values(key_type: int, blobs: list[bytes]) -> list[Any]:
-    """The values of ``blobs`` (all of records of ``key_type``), with a few msgpack calls."""
+    """The values of ``blobs`` (all of records of ``key_type``), with a few msgpack calls.
+
+    Each chunk is decoded column by column (``record_columns``) and, should anything in it
+    look unexpected, again value by value, which names the field at fault.
+    """
     value_cls = _VALUE_BY_TYPE.get(key_type)
     if value_cls is None:
         raise RecordDecodeError(f"unknown record type {key_type!r}")
     decode = _value_decoder(value_cls)
+    in_columns = columns_decoder(value_cls)
     out: list[Any] = []
     for start in range(0, len(blobs), BULK_CHUNK):
         chunk = blobs[start : start + BULK_CHUNK]
+        stream = _array_header(len(chunk)) + b"".join(chunk)
         try:
-            wires = msgpack.unpackb(
-                _array_header(len(chunk)) + b"".join(chunk), raw=False, strict_map_key=True
+            decoded = in_columns(
+                list(msgpack.unpackb(stream, raw=False, strict_map_key=True, use_list=False)),
+                VALUE_VERSION,
             )
-        except Exception:  # damage somewhere in the chunk: find it, one by one
+        except Exception:  # damage somewhere in the chunk: found below, value by value
+            decoded = None
+        if decoded is not None:
+            out += decoded
+            continue
+        try:
+            wires = msgpack.unpackb(stream, raw=False, strict_map_key=True)
+        except Exception:
             out += [_decode_value(key_type, blob) for blob in chunk]
             continue
         out += [decode(wire, "value") for wire in wires]
