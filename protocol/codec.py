@@ -45,6 +45,7 @@ __all__ = [
     "offset_commits",
     "peek_key",
     "split_records",
+    "split_records_typed",
 ]
 
 FORMAT_VERSION = 1
@@ -57,7 +58,7 @@ _KEY_TYPES = frozenset(_KEY_BY_TYPE)
 _BLOB_TYPES = frozenset({bytes, type(None)})
 _PREFIX = bytes([FORMAT_VERSION])
 _PAIR = b"\x92"  # msgpack fixarray of 2: turns a record's key + value into one object
-_FIRST = operator.itemgetter(0)
+_FIRST, _SECOND, _THIRD, _FOURTH = (operator.itemgetter(i) for i in range(4))
 _OFFSET_COMMIT = OffsetCommitKey.TYPE
 # Values decoded per msgpack call in bulk: bounds the temporary stream, not the result.
 BULK_CHUNK = 20_000
@@ -129,8 +130,16 @@ def split_records(batch: list[bytes]) -> tuple[list[tuple], list[bytes | None], 
     damage) goes record by record, which checks and upgrades each one or raises
     ``RecordDecodeError``. A key's type is checked here, its fields when it is decoded.
     """
+    keys, blobs, records, _ = split_records_typed(batch)
+    return keys, blobs, records
+
+
+def split_records_typed(
+    batch: list[bytes],
+) -> tuple[list[tuple], list[bytes | None], list[bytes], set[int]]:
+    """``split_records`` and the set of the batch's record types (found while checking)."""
     if not batch:
-        return [], [], []
+        return [], [], [], set()
     try:
         if set(map(_FIRST, batch)) == {FORMAT_VERSION}:
             items = msgpack.unpackb(
@@ -141,13 +150,14 @@ def split_records(batch: list[bytes]) -> tuple[list[tuple], list[bytes | None], 
                 items[0::3] == (FORMAT_VERSION,) * len(batch)
                 and set(map(type, keys)) == {tuple}
                 and all(keys)  # no empty key
-                and set(map(_FIRST, keys)) <= _KEY_TYPES
+                and (types := set(map(_FIRST, keys))) <= _KEY_TYPES
                 and set(map(type, blobs)) <= _BLOB_TYPES
             ):  # each check one pass in C: a batch of a thousand records costs microseconds
-                return keys, blobs, batch
+                return keys, blobs, batch, types
     except (ValueError, TypeError, IndexError, msgpack.UnpackException, RecordDecodeError):
         pass
-    return _split_one_by_one(batch)
+    keys, blobs, records = _split_one_by_one(batch)
+    return keys, blobs, records, set(map(_FIRST, keys))
 
 
 def decode_values(key_type: int, blobs: list[bytes]) -> list[Any]:
@@ -188,21 +198,33 @@ def offset_commits(
     keys: list[tuple], blobs: list[bytes | None]
 ) -> list[tuple[str, str, int, OffsetCommitValue | None]]:
     """(group id, topic, partition, value or None) of offset commit records given as
-    ``split_records`` gives them, checked as ``decode_record`` checks them."""
-    for key in keys:
-        if (
-            len(key) != 4
-            or key[0] != _OFFSET_COMMIT
-            or type(key[1]) is not str
-            or type(key[2]) is not str
-            or type(key[3]) is not int
-        ):
-            _key_decoder(_key_class(key))(list(key[1:]), "key")  # raises, naming the field
-            raise RecordDecodeError(f"not an offset commit key: {key!r}")
+    ``split_records`` gives them, checked as ``decode_record`` checks them (the keys with a
+    few C-level passes; any doubt, and each key is checked alone, naming the field)."""
+    if keys and not (
+        set(map(len, keys)) == {4}
+        and set(map(_FIRST, keys)) == {_OFFSET_COMMIT}
+        and set(map(type, map(_SECOND, keys))) == {str}
+        and set(map(type, map(_THIRD, keys))) == {str}
+        and set(map(type, map(_FOURTH, keys))) == {int}
+    ):
+        for key in keys:
+            if (
+                len(key) != 4
+                or key[0] != _OFFSET_COMMIT
+                or type(key[1]) is not str
+                or type(key[2]) is not str
+                or type(key[3]) is not int
+            ):
+                _key_decoder(_key_class(key))(list(key[1:]), "key")  # raises, naming the field
+                raise RecordDecodeError(f"not an offset commit key: {key!r}")
+    if None not in blobs:
+        values = decode_values(_OFFSET_COMMIT, blobs)
+        return list(zip(map(_SECOND, keys), map(_THIRD, keys), map(_FOURTH, keys), values,
+                        strict=True))
     live = [blob for blob in blobs if blob is not None]
-    values = iter(decode_values(_OFFSET_COMMIT, live))
+    decoded = iter(decode_values(_OFFSET_COMMIT, live))
     return [
-        (key[1], key[2], key[3], None if blob is None else next(values))
+        (key[1], key[2], key[3], None if blob is None else next(decoded))
         for key, blob in zip(keys, blobs, strict=True)
     ]
 

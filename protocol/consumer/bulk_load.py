@@ -22,8 +22,9 @@ time anyway, so no order of equal deadlines means more than another).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from itertools import compress
+from operator import itemgetter
 
-from protocol import partitions as pm
 from protocol.codec import decode_key, decode_values
 from protocol.consumer.group import ConsumerGroup
 from protocol.consumer.member import ConsumerGroupMember, MemberState
@@ -52,27 +53,41 @@ _CURRENT = ConsumerGroupCurrentMemberAssignmentKey.TYPE
 _UNREVOKED = int(MemberState.UNREVOKED_PARTITIONS)
 # Record types of the other group kinds: a group id they use is not a plain consumer group.
 _OTHER_GROUP_TYPES = frozenset({GroupMetadataKey.TYPE, *CONNECT_GROUP_TYPES})
-_KEY_LENGTH = {_META: 2, _PARTITION_META: 2, _TARGET_META: 2, _MEMBER: 3, _TARGET: 3, _CURRENT: 3}
+# (record type, key identity length) of well-formed consumer-group keys
+_KEY_SHAPES = frozenset(
+    {(_META, 2), (_PARTITION_META, 2), (_TARGET_META, 2), (_MEMBER, 3), (_TARGET, 3), (_CURRENT, 3)}
+)
+_TYPE_OF, _GROUP_ID, _LAST = itemgetter(0), itemgetter(1), itemgetter(-1)
 
 
 def eligible_groups(keys: list[tuple], blobs: list[bytes | None], taken: Iterable[str]) -> set[str]:
     """The group ids among ``keys`` (key identities, as ``split_records`` gives them) whose
     records can be loaded in bulk: consumer-group records only, no tombstone, no key twice,
-    and no group of that id in ``taken`` (the shard's groups before the load)."""
-    ids = {key[1] for key in keys if key[0] in CONSUMER_GROUP_TYPES}
-    if not ids:
-        return ids
+    and no group of that id in ``taken`` (the shard's groups before the load).
+
+    The keys' fields are checked as decoding them would (RecordDecodeError), with a few
+    C-level passes over all of them.
+    """
+    mine = list(compress(keys, map(CONSUMER_GROUP_TYPES.__contains__, map(_TYPE_OF, keys))))
+    if not mine:
+        return set()
+    if not (
+        set(zip(map(_TYPE_OF, mine), map(len, mine), strict=True)) <= _KEY_SHAPES
+        and set(map(type, map(_GROUP_ID, mine))) == {str}
+        and set(map(type, map(_LAST, mine))) == {str}
+    ):
+        for key in mine:
+            decode_key(key)  # raises RecordDecodeError for the first bad one, naming the field
+    ids = set(map(_GROUP_ID, mine))
     ids.difference_update(taken)
-    excluded = {
-        key[1]
-        for key, blob in zip(keys, blobs, strict=True)
-        if (key[0] in CONSUMER_GROUP_TYPES and blob is None) or key[0] in _OTHER_GROUP_TYPES
-    }
-    ids.difference_update(excluded)
-    mine = [key for key in keys if key[0] in CONSUMER_GROUP_TYPES and key[1] in ids]
-    for key in mine:  # the fields replay would check when decoding the key
-        if len(key) != _KEY_LENGTH[key[0]] or type(key[1]) is not str or type(key[-1]) is not str:
-            decode_key(key)  # raises RecordDecodeError, naming the field
+    if None in blobs:
+        ids.difference_update(
+            key[1]
+            for key, blob in zip(keys, blobs, strict=True)
+            if blob is None and key[0] in CONSUMER_GROUP_TYPES
+        )
+    if not _OTHER_GROUP_TYPES.isdisjoint(map(_TYPE_OF, keys)):
+        ids.difference_update(key[1] for key in keys if key[0] in _OTHER_GROUP_TYPES)
     if len(set(mine)) != len(mine):  # a key twice: not compacted, replay those groups in order
         seen: set[tuple] = set()
         ids.difference_update(key[1] for key in mine if key in seen or seen.add(key))
@@ -164,24 +179,23 @@ class BulkGroups:
                 group.static_members[meta.instance_id] = mid
 
     def _own_partitions(self, current: dict) -> None:
-        """Who holds each partition, in the order the current-assignment records set it."""
+        """Who holds each partition (assigned or pending revocation), set once per member."""
         groups = self._groups
         for (gid, mid), value in current.items():
             owners = groups[gid].owners
-            held = pm.pairs(value.assigned_partitions) | pm.pairs(
-                value.partitions_pending_revocation
-            )
-            for tp in held:
-                holder = owners.get(tp)
-                # Invariant 1: a partition is never held by two members at once.
-                assert holder in (None, mid), f"{tp} held by {holder} and {mid}"
-                owners[tp] = mid
+            for held in (value.assigned_partitions, value.partitions_pending_revocation):
+                for topic, partitions in held.items():
+                    for p in partitions:
+                        holder = owners.setdefault((topic, p), mid)
+                        # Invariant 1: a partition is never held by two members at once.
+                        assert holder == mid, f"{(topic, p)} held by {holder} and {mid}"
 
     def _schedule(self, first: dict, metadata: dict, revoking: list) -> None:
         """A session from now for each member; a revocation deadline for each revoking one,
         with the rebalance timeout its metadata had when its current record came."""
-        now, timers = self._now_ms, self._timers
+        now = self._now_ms
         group_timeout: dict[str, int] = {}
+        entries: list[tuple[object, int]] = []
         for member, kind in first.items():
             gid = member[0]
             timeout = group_timeout.get(gid)
@@ -190,11 +204,12 @@ class BulkGroups:
             classic = metadata[member].classic_member_metadata if kind == _MEMBER else None
             if classic is not None:
                 timeout = classic.session_timeout_ms
-            timers.schedule(MemberSession(*member), now + timeout)
+            entries.append((MemberSession(*member), now + timeout))
         for member in revoking:
             meta = metadata.get(member) if first[member] == _MEMBER else None
             timeout = max(meta.rebalance_timeout_ms if meta is not None else -1, 0)
-            timers.schedule(RevocationDeadline(*member), now + timeout)
+            entries.append((RevocationDeadline(*member), now + timeout))
+        self._timers.schedule_many(entries)
 
 
 def _decode_by_type(keys: list[tuple], blobs: list[bytes]) -> list:
