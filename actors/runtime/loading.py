@@ -42,13 +42,20 @@ from protocol.codec import (
 from protocol.config import CoordinatorConfig
 from protocol.consumer.bulk_load import BulkGroups, eligible_groups
 from protocol.metadata import MetadataImage
-from protocol.records import CONSUMER_GROUP_TYPES, OffsetCommitKey, Record
+from protocol.records import (
+    CONSUMER_GROUP_TYPES,
+    GroupRebalanceHistoryKey,
+    OffsetCommitKey,
+    Record,
+)
 from protocol.shard import GroupCoordinatorShard
 
 # Records per bulk step for a snapshot, which the log hands over as one long list.
 CHUNK_RECORDS = 10_000
 _OFFSET_COMMIT = OffsetCommitKey.TYPE
 _TYPE_OF = operator.itemgetter(0)
+# Record types whose replay creates no group: rebalance histories (offsets go apart anyway).
+_NO_GROUP_TYPES = frozenset({GroupRebalanceHistoryKey.TYPE})
 
 
 def now_ms() -> int:
@@ -119,17 +126,27 @@ def replay_compacted(shard: GroupCoordinatorShard, records: list[bytes]) -> None
     )
     bulk_ids = eligible_groups(other_keys, other_blobs, shard.groups)
     in_bulk = [key[0] in CONSUMER_GROUP_TYPES and key[1] in bulk_ids for key in other_keys]
-    if all(in_bulk):
-        bulk.add_all(other_keys, other_blobs)  # type: ignore[arg-type]
-    else:
-        _replay_each(shard, bulk, other_keys[:before], other_blobs[:before], in_bulk[:before])
+    apart = list(map(operator.not_, in_bulk))
+    if set(itertools.compress(map(_TYPE_OF, other_keys), apart)) <= _NO_GROUP_TYPES:
+        # No other group is replayed record by record, so the bulk groups take their places
+        # at once; the rest (rebalance histories) is replayed in order around the offsets.
+        bulk.add_all(
+            list(itertools.compress(other_keys, in_bulk)),
+            list(itertools.compress(other_blobs, in_bulk)),  # type: ignore[arg-type]
+        )
+        other_keys, other_blobs, before = (
+            list(itertools.compress(other_keys, apart)),
+            list(itertools.compress(other_blobs, apart)),
+            apart[:before].count(True),
+        )
+        in_bulk = [False] * len(other_keys)
+    _replay_each(shard, bulk, other_keys[:before], other_blobs[:before], in_bulk[:before])
     shard.replay_offsets(
         offset_commits(
             list(itertools.compress(keys, is_offset)), list(itertools.compress(blobs, is_offset))
         )
     )
-    if not all(in_bulk):
-        _replay_each(shard, bulk, other_keys[before:], other_blobs[before:], in_bulk[before:])
+    _replay_each(shard, bulk, other_keys[before:], other_blobs[before:], in_bulk[before:])
     bulk.finish()
 
 

@@ -22,8 +22,8 @@ time anyway, so no order of equal deadlines means more than another).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from itertools import compress
-from operator import itemgetter
+from itertools import compress, groupby
+from operator import attrgetter, itemgetter
 
 from protocol.codec import decode_key, decode_values
 from protocol.consumer.group import ConsumerGroup
@@ -33,9 +33,7 @@ from protocol.records import (
     CONNECT_GROUP_TYPES,
     CONSUMER_GROUP_TYPES,
     ConsumerGroupCurrentMemberAssignmentKey,
-    ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataKey,
-    ConsumerGroupMemberMetadataValue,
     ConsumerGroupMetadataKey,
     ConsumerGroupPartitionMetadataKey,
     ConsumerGroupTargetAssignmentMemberKey,
@@ -58,6 +56,11 @@ _KEY_SHAPES = frozenset(
     {(_META, 2), (_PARTITION_META, 2), (_TARGET_META, 2), (_MEMBER, 3), (_TARGET, 3), (_CURRENT, 3)}
 )
 _TYPE_OF, _GROUP_ID, _LAST = itemgetter(0), itemgetter(1), itemgetter(-1)
+_MEMBER_OF = itemgetter(1, 2)  # (group id, member id) of a member's key identity
+_GROUP_OF_ITEM = lambda item: item[0][0]  # noqa: E731 ((group id, member id), value) -> group id
+_VALUE_OF_ITEM = itemgetter(1)
+_MEMBER_RECORDS = frozenset({_MEMBER, _CURRENT})  # the records that create a member
+_SUBSCRIPTION = attrgetter("subscribed_topic_names", "subscribed_topic_regex")
 
 
 def eligible_groups(keys: list[tuple], blobs: list[bytes | None], taken: Iterable[str]) -> set[str]:
@@ -122,61 +125,51 @@ class BulkGroups:
     def add_all(self, keys: list[tuple], blobs: list[bytes]) -> None:
         """``add`` for many records at once (the groups in order of their first record)."""
         groups = self._groups
-        for gid in dict.fromkeys(key[1] for key in keys):
+        for gid in dict.fromkeys(map(_GROUP_ID, keys)):
             if gid not in groups:
                 groups[gid] = ConsumerGroup(gid)
         self._keys += keys
         self._blobs += blobs
 
     def finish(self) -> None:
-        keys, groups = self._keys, self._groups
-        values = _decode_by_type(keys, self._blobs)
-        metadata: dict[tuple[str, str], ConsumerGroupMemberMetadataValue] = {}
-        current: dict[tuple[str, str], ConsumerGroupCurrentMemberAssignmentValue] = {}
-        # (group id, member id) -> the type of the member's first record, in order of them
-        first: dict[tuple[str, str], int] = {}
-        revoking: list[tuple[str, str]] = []  # members whose current record revokes, in order
-        for key, value in zip(keys, values, strict=True):
-            kind = key[0]
-            if kind == _TARGET:
-                groups[key[1]].target[key[2]] = value
-            elif kind in (_MEMBER, _CURRENT):
-                member = key[1:]
-                if member not in first:
-                    first[member] = kind
-                if kind == _MEMBER:
-                    metadata[member] = value
-                else:
-                    current[member] = value
-                    if value.state == _UNREVOKED:
-                        revoking.append(member)
-            elif kind == _META:
-                groups[key[1]].group_epoch = value.epoch
-            elif kind == _PARTITION_META:
-                groups[key[1]].subscription_metadata = {t.topic_id: t for t in value.topics}
-            else:  # _TARGET_META
-                groups[key[1]].assignment_epoch = value.assignment_epoch
+        """Build the groups: each record type's values decoded and applied in one pass, in
+        record order within the type (a key is written once, so no two passes touch the same
+        field), then the members, the owners and the timers."""
+        groups = self._groups
+        by_type = _by_type(self._keys, self._blobs)
+        for key, value in _pairs(by_type, _META):
+            groups[key[1]].group_epoch = value.epoch
+        for key, value in _pairs(by_type, _PARTITION_META):
+            groups[key[1]].subscription_metadata = {t.topic_id: t for t in value.topics}
+        for key, value in _pairs(by_type, _TARGET_META):
+            groups[key[1]].assignment_epoch = value.assignment_epoch
+        for key, value in _pairs(by_type, _TARGET):
+            groups[key[1]].target[key[2]] = value
+        meta_keys, metas = by_type.get(_MEMBER, ([], []))
+        current_keys, currents = by_type.get(_CURRENT, ([], []))
+        # (group id, member id) -> its latest metadata / current assignment, in record order
+        metadata = dict(zip(map(_MEMBER_OF, meta_keys), metas, strict=True))
+        current = dict(zip(map(_MEMBER_OF, current_keys), currents, strict=True))
+        # every member, in the order of its first record (the one that created it in replay)
+        first = _first_seen(self._keys)
         self._build_members(first, metadata, current)
         self._own_partitions(current)
-        self._schedule(first, metadata, revoking)
+        self._schedule(first, metadata, current)
 
     def _build_members(self, first: dict, metadata: dict, current: dict) -> None:
         groups = self._groups
+        make = ConsumerGroupMember.of
         for member in first:
             gid, mid = member
-            meta, now = metadata.get(member), current.get(member)
-            if meta is None:
-                built = ConsumerGroupMember(mid, current=now)
-            elif now is None:
-                built = ConsumerGroupMember(mid, meta)
-            else:
-                built = ConsumerGroupMember(mid, meta, now)
-            groups[gid].members[mid] = built
-        for (gid, mid), meta in metadata.items():  # in the order of the metadata records
+            groups[gid].members[mid] = make(mid, metadata.get(member), current.get(member))
+        # subscription counts and static members, in the order of the metadata records
+        for gid, run in groupby(metadata.items(), key=_GROUP_OF_ITEM):
             group = groups[gid]
-            group._subscriptions[(meta.subscribed_topic_names, meta.subscribed_topic_regex)] += 1
-            if meta.instance_id is not None:
-                group.static_members[meta.instance_id] = mid
+            run = list(run)
+            group._subscriptions.update(map(_SUBSCRIPTION, map(_VALUE_OF_ITEM, run)))
+            for (_, mid), meta in run:
+                if meta.instance_id is not None:
+                    group.static_members[meta.instance_id] = mid
 
     def _own_partitions(self, current: dict) -> None:
         """Who holds each partition (assigned or pending revocation), set once per member."""
@@ -190,7 +183,7 @@ class BulkGroups:
                         # Invariant 1: a partition is never held by two members at once.
                         assert holder == mid, f"{(topic, p)} held by {holder} and {mid}"
 
-    def _schedule(self, first: dict, metadata: dict, revoking: list) -> None:
+    def _schedule(self, first: dict, metadata: dict, current: dict) -> None:
         """A session from now for each member; a revocation deadline for each revoking one,
         with the rebalance timeout its metadata had when its current record came."""
         now = self._now_ms
@@ -205,21 +198,43 @@ class BulkGroups:
             if classic is not None:
                 timeout = classic.session_timeout_ms
             entries.append((MemberSession(*member), now + timeout))
-        for member in revoking:
-            meta = metadata.get(member) if first[member] == _MEMBER else None
+        for member, value in current.items():
+            if value.state != _UNREVOKED:
+                continue
+            meta = metadata[member] if first[member] == _MEMBER else None
             timeout = max(meta.rebalance_timeout_ms if meta is not None else -1, 0)
             entries.append((RevocationDeadline(*member), now + timeout))
         self._timers.schedule_many(entries)
 
 
-def _decode_by_type(keys: list[tuple], blobs: list[bytes]) -> list:
-    """Every value, decoded with the record type's converter, one bulk call per type."""
-    positions: dict[int, list[int]] = {}
-    for i, key in enumerate(keys):
-        positions.setdefault(key[0], []).append(i)
-    out: list = [None] * len(keys)
-    for kind, where in positions.items():
-        for i, value in zip(where, decode_values(kind, [blobs[i] for i in where]), strict=True):
-            out[i] = value
-    return out
+def _by_type(keys: list[tuple], blobs: list[bytes]) -> dict[int, tuple[list, list]]:
+    """Record type -> (its keys, their decoded values), each in record order (one bulk
+    decode per type)."""
+    where: dict[int, list[int]] = {}
+    for i, kind in enumerate(map(_TYPE_OF, keys)):
+        at = where.get(kind)
+        if at is None:
+            at = where[kind] = []
+        at.append(i)
+    return {
+        kind: (_take(keys, at), decode_values(kind, _take(blobs, at)))
+        for kind, at in where.items()
+    }
 
+
+def _take(items: list, at: list[int]) -> list:
+    return [items[at[0]]] if len(at) == 1 else list(itemgetter(*at)(items))
+
+
+def _pairs(by_type: dict[int, tuple[list, list]], kind: int) -> Iterable[tuple]:
+    keys, values = by_type.get(kind, ((), ()))
+    return zip(keys, values, strict=True)
+
+
+def _first_seen(keys: list[tuple]) -> dict[tuple[str, str], int]:
+    """Each member -> the type of its first record (metadata or current assignment), in the
+    order of those first records: the order in which replay creates the members."""
+    records = list(compress(keys, map(_MEMBER_RECORDS.__contains__, map(_TYPE_OF, keys))))
+    members = list(map(_MEMBER_OF, records))
+    earliest = dict(zip(reversed(members), map(_TYPE_OF, reversed(records)), strict=True))
+    return {member: earliest[member] for member in dict.fromkeys(members)}
