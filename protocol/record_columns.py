@@ -42,7 +42,7 @@ def columns_decoder(cls: type) -> Callable[[list, int], list | None]:
     checks = [_column(hints[name]) for name in names]
     width = len(names)
     new = object.__new__
-    build = _builder(cls, names)
+    builders = (_builder(cls, names, skip=0), _builder(cls, names, skip=1))
 
     def decode(rows: list, version: int = -1) -> list | None:
         if not rows:
@@ -57,20 +57,25 @@ def columns_decoder(cls: type) -> Callable[[list, int], list | None]:
                 return None
         if not width:
             return [new(cls) for _ in rows]
+        converted = False
         for i, check in enumerate(checks):
             col = check(cols[i])
             if col is None:
                 return None
-            cols[i] = col
-        return build(zip(*cols, strict=True))
+            if col is not cols[i]:
+                cols[i], converted = col, True
+        if converted:  # a nested value was decoded: the instances take the new columns
+            return builders[0](zip(*cols, strict=True))
+        return builders[skip](rows)  # the wire tuples hold the fields as they are
 
     return decode
 
 
-def _builder(cls: type, names: tuple[str, ...]) -> Callable[[Any], list]:
+def _builder(cls: type, names: tuple[str, ...], skip: int) -> Callable[[Any], list]:
     """``build(rows) -> instances``, generated for ``cls`` as ``record_fields`` generates its
-    converters: each new instance's ``__dict__`` filled by one unpacking assignment."""
-    targets = ", ".join(f"d[{name!r}]" for name in names)
+    converters: each new instance's ``__dict__`` filled by one unpacking assignment (after
+    ``skip`` leading items of each row: the value version)."""
+    targets = ", ".join(["_"] * skip + [f"d[{name!r}]" for name in names])
     source = "\n".join([
         "def build(rows):",
         "    out = []",
