@@ -146,6 +146,13 @@ def via_driver(holders: list, spark) -> float:
     return time.perf_counter() - started
 
 
+def _progress(path: str, seconds: float) -> None:
+    """A timestamped line as each path finishes, on stderr (where Spark logs its warnings),
+    so that a warning can be told to belong to the path running before it."""
+    print(f"{time.strftime('%y/%m/%d %H:%M:%S')} bench: {path} done in {seconds:.1f} s",
+          file=sys.stderr, flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=1_000_000, help="members + offsets, in all")
@@ -173,9 +180,12 @@ def main() -> None:
                         configs={"spark.driver.memory": "2g"})
     via_raydp(holders, spark, args.blocks)  # warm up: worker processes, JIT, Spark's codegen
     raydp_s = via_raydp(holders, spark, args.blocks)
+    _progress("object store + RayDP", raydp_s)
     via_ray_data(holders, spark, args.blocks)  # warm up ray.data's executor
     ray_data_s = via_ray_data(holders, spark, args.blocks)
+    _progress("ray.data + RayDP", ray_data_s)
     driver_s = via_driver(holders, spark)
+    _progress("driver rows", driver_s)
     import raydp
 
     raydp.stop_spark()
