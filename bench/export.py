@@ -11,13 +11,16 @@ Timed: first ``shard_tables`` in every actor at once (the Arrow tables both path
 kept by the actors); then each path, until Spark has read every row of every table (a
 ``noop`` write of each DataFrame):
 
-1. ray.data + RayDP (``actors.tools.export.export_to_spark``): the Arrow tables stay in the object
-   store; ray.data repartitions them; Spark's executors read Arrow IPC blocks in the JVM;
-2. driver: the tables are fetched to the driver, turned into Python rows and handed to
-   ``spark.createDataFrame`` (what one writes without RayDP).
+1. object store + RayDP (``actors.tools.export.export_to_spark``): the Arrow tables stay in the
+   object store; a zero-CPU task per run of partitions writes each table's rows as one Arrow
+   IPC block there; Spark's executors read the blocks in the JVM (tasks carry object ids);
+2. ray.data + RayDP (``export_datasets`` + ``dataset_to_spark``, the previous path): the same
+   tables go through ``ray.data`` (``from_arrow_refs``, ``repartition``) before the IPC blocks;
+3. driver: the tables are fetched to the driver, turned into Python rows and handed to
+   ``spark.createDataFrame`` (what one writes without RayDP; its tasks carry the rows).
 
-It prints rows/s for both and their ratio. The machine is shared, so absolute rates drift
-between runs; the ratio is the figure to compare.
+It prints rows/s for each and the ratios to the driver path. The machine is shared, so
+absolute rates drift between runs; the ratios are the figures to compare.
 """
 
 from __future__ import annotations
@@ -32,7 +35,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import pyarrow as pa
 import ray
 
-from actors.tools.export import export_schema, export_to_spark, start_spark
+from actors.tools.export import (
+    dataset_to_spark,
+    export_datasets,
+    export_schema,
+    export_to_spark,
+    start_spark,
+)
 from actors.tools.state_tables import TABLES
 from protocol.records import (
     ConsumerGroupMemberMetadataKey,
@@ -108,6 +117,17 @@ def via_raydp(holders: list, spark, blocks: int | None) -> float:
     return time.perf_counter() - started
 
 
+def via_ray_data(holders: list, spark, blocks: int | None) -> float:
+    """The previous path: ``ray.data`` datasets repartitioned, then RayDP's Arrow path."""
+    started = time.perf_counter()
+    frames = {}
+    for name, ds in export_datasets(holders, blocks).items():
+        if ds.count():
+            frames[name] = dataset_to_spark(spark, ds, export_schema(name))
+    read_all(frames)
+    return time.perf_counter() - started
+
+
 def via_driver(holders: list, spark) -> float:
     from actors.tools.export import _spark_schema
 
@@ -124,6 +144,13 @@ def via_driver(holders: list, spark) -> float:
         frames[name] = spark.createDataFrame(rows, _spark_schema(schema))
     read_all(frames)
     return time.perf_counter() - started
+
+
+def _progress(path: str, seconds: float) -> None:
+    """A timestamped line as each path finishes, on stderr (where Spark logs its warnings),
+    so that a warning can be told to belong to the path running before it."""
+    print(f"{time.strftime('%y/%m/%d %H:%M:%S')} bench: {path} done in {seconds:.1f} s",
+          file=sys.stderr, flush=True)
 
 
 def main() -> None:
@@ -153,18 +180,26 @@ def main() -> None:
                         configs={"spark.driver.memory": "2g"})
     via_raydp(holders, spark, args.blocks)  # warm up: worker processes, JIT, Spark's codegen
     raydp_s = via_raydp(holders, spark, args.blocks)
+    _progress("object store + RayDP", raydp_s)
+    via_ray_data(holders, spark, args.blocks)  # warm up ray.data's executor
+    ray_data_s = via_ray_data(holders, spark, args.blocks)
+    _progress("ray.data + RayDP", ray_data_s)
     driver_s = via_driver(holders, spark)
+    _progress("driver rows", driver_s)
     import raydp
 
     raydp.stop_spark()
     ray.shutdown()
 
-    print(f"  ray.data + RayDP (Arrow blocks read by executors) {raydp_s:7.1f} s "
+    print(f"  object store + RayDP (IPC blocks read by executors) {raydp_s:7.1f} s "
           f"{rows / raydp_s:12,.0f} rows/s")
-    print(f"  driver rows + spark.createDataFrame               {driver_s:7.1f} s "
+    print(f"  ray.data repartition + RayDP (previous path)        {ray_data_s:7.1f} s "
+          f"{rows / ray_data_s:12,.0f} rows/s")
+    print(f"  driver rows + spark.createDataFrame                 {driver_s:7.1f} s "
           f"{rows / driver_s:12,.0f} rows/s")
-    print(f"  ratio: ray.data + RayDP is {driver_s / raydp_s:.1f} x the driver path "
-          f"({(driver_s + tables_s) / (raydp_s + tables_s):.1f} x counting shard_tables)")
+    print(f"  ratio: object store + RayDP is {driver_s / raydp_s:.1f} x the driver path "
+          f"({(driver_s + tables_s) / (raydp_s + tables_s):.1f} x counting shard_tables); "
+          f"the previous ray.data path {driver_s / ray_data_s:.1f} x")
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ from typing import Any
 
 import msgpack
 
+from protocol.record_columns import columns_decoder
 from protocol.record_fields import RecordDecodeError, decoder, encoder
 from protocol.records import RECORD_SCHEMAS, OffsetCommitKey, OffsetCommitValue, Record
 
@@ -44,6 +45,7 @@ __all__ = [
     "offset_commits",
     "peek_key",
     "split_records",
+    "split_records_typed",
 ]
 
 FORMAT_VERSION = 1
@@ -56,7 +58,7 @@ _KEY_TYPES = frozenset(_KEY_BY_TYPE)
 _BLOB_TYPES = frozenset({bytes, type(None)})
 _PREFIX = bytes([FORMAT_VERSION])
 _PAIR = b"\x92"  # msgpack fixarray of 2: turns a record's key + value into one object
-_FIRST = operator.itemgetter(0)
+_FIRST, _SECOND, _THIRD, _FOURTH = (operator.itemgetter(i) for i in range(4))
 _OFFSET_COMMIT = OffsetCommitKey.TYPE
 # Values decoded per msgpack call in bulk: bounds the temporary stream, not the result.
 BULK_CHUNK = 20_000
@@ -128,8 +130,16 @@ def split_records(batch: list[bytes]) -> tuple[list[tuple], list[bytes | None], 
     damage) goes record by record, which checks and upgrades each one or raises
     ``RecordDecodeError``. A key's type is checked here, its fields when it is decoded.
     """
+    keys, blobs, records, _ = split_records_typed(batch)
+    return keys, blobs, records
+
+
+def split_records_typed(
+    batch: list[bytes],
+) -> tuple[list[tuple], list[bytes | None], list[bytes], set[int]]:
+    """``split_records`` and the set of the batch's record types (found while checking)."""
     if not batch:
-        return [], [], []
+        return [], [], [], set()
     try:
         if set(map(_FIRST, batch)) == {FORMAT_VERSION}:
             items = msgpack.unpackb(
@@ -140,29 +150,44 @@ def split_records(batch: list[bytes]) -> tuple[list[tuple], list[bytes | None], 
                 items[0::3] == (FORMAT_VERSION,) * len(batch)
                 and set(map(type, keys)) == {tuple}
                 and all(keys)  # no empty key
-                and set(map(_FIRST, keys)) <= _KEY_TYPES
+                and (types := set(map(_FIRST, keys))) <= _KEY_TYPES
                 and set(map(type, blobs)) <= _BLOB_TYPES
             ):  # each check one pass in C: a batch of a thousand records costs microseconds
-                return keys, blobs, batch
+                return keys, blobs, batch, types
     except (ValueError, TypeError, IndexError, msgpack.UnpackException, RecordDecodeError):
         pass
-    return _split_one_by_one(batch)
+    keys, blobs, records = _split_one_by_one(batch)
+    return keys, blobs, records, set(map(_FIRST, keys))
 
 
 def decode_values(key_type: int, blobs: list[bytes]) -> list[Any]:
-    """The values of ``blobs`` (all of records of ``key_type``), with a few msgpack calls."""
+    """The values of ``blobs`` (all of records of ``key_type``), with a few msgpack calls.
+
+    Each chunk is decoded column by column (``record_columns``) and, should anything in it
+    look unexpected, again value by value, which names the field at fault.
+    """
     value_cls = _VALUE_BY_TYPE.get(key_type)
     if value_cls is None:
         raise RecordDecodeError(f"unknown record type {key_type!r}")
     decode = _value_decoder(value_cls)
+    in_columns = columns_decoder(value_cls)
     out: list[Any] = []
     for start in range(0, len(blobs), BULK_CHUNK):
         chunk = blobs[start : start + BULK_CHUNK]
+        stream = _array_header(len(chunk)) + b"".join(chunk)
         try:
-            wires = msgpack.unpackb(
-                _array_header(len(chunk)) + b"".join(chunk), raw=False, strict_map_key=True
+            decoded = in_columns(
+                list(msgpack.unpackb(stream, raw=False, strict_map_key=True, use_list=False)),
+                VALUE_VERSION,
             )
-        except Exception:  # damage somewhere in the chunk: find it, one by one
+        except Exception:  # damage somewhere in the chunk: found below, value by value
+            decoded = None
+        if decoded is not None:
+            out += decoded
+            continue
+        try:
+            wires = msgpack.unpackb(stream, raw=False, strict_map_key=True)
+        except Exception:
             out += [_decode_value(key_type, blob) for blob in chunk]
             continue
         out += [decode(wire, "value") for wire in wires]
@@ -173,21 +198,33 @@ def offset_commits(
     keys: list[tuple], blobs: list[bytes | None]
 ) -> list[tuple[str, str, int, OffsetCommitValue | None]]:
     """(group id, topic, partition, value or None) of offset commit records given as
-    ``split_records`` gives them, checked as ``decode_record`` checks them."""
-    for key in keys:
-        if (
-            len(key) != 4
-            or key[0] != _OFFSET_COMMIT
-            or type(key[1]) is not str
-            or type(key[2]) is not str
-            or type(key[3]) is not int
-        ):
-            _key_decoder(_key_class(key))(list(key[1:]), "key")  # raises, naming the field
-            raise RecordDecodeError(f"not an offset commit key: {key!r}")
+    ``split_records`` gives them, checked as ``decode_record`` checks them (the keys with a
+    few C-level passes; any doubt, and each key is checked alone, naming the field)."""
+    if keys and not (
+        set(map(len, keys)) == {4}
+        and set(map(_FIRST, keys)) == {_OFFSET_COMMIT}
+        and set(map(type, map(_SECOND, keys))) == {str}
+        and set(map(type, map(_THIRD, keys))) == {str}
+        and set(map(type, map(_FOURTH, keys))) == {int}
+    ):
+        for key in keys:
+            if (
+                len(key) != 4
+                or key[0] != _OFFSET_COMMIT
+                or type(key[1]) is not str
+                or type(key[2]) is not str
+                or type(key[3]) is not int
+            ):
+                _key_decoder(_key_class(key))(list(key[1:]), "key")  # raises, naming the field
+                raise RecordDecodeError(f"not an offset commit key: {key!r}")
+    if None not in blobs:
+        values = decode_values(_OFFSET_COMMIT, blobs)
+        return list(zip(map(_SECOND, keys), map(_THIRD, keys), map(_FOURTH, keys), values,
+                        strict=True))
     live = [blob for blob in blobs if blob is not None]
-    values = iter(decode_values(_OFFSET_COMMIT, live))
+    decoded = iter(decode_values(_OFFSET_COMMIT, live))
     return [
-        (key[1], key[2], key[3], None if blob is None else next(values))
+        (key[1], key[2], key[3], None if blob is None else next(decoded))
         for key, blob in zip(keys, blobs, strict=True)
     ]
 

@@ -27,6 +27,17 @@ class Timers:
         if len(self._heap) > 2 * len(self._deadline) + COMPACT_SLACK:
             self._compact()
 
+    def schedule_many(self, entries: list[tuple[Hashable, int]]) -> None:
+        """``schedule`` each (key, deadline) in turn, the heap rebuilt once (a load arms a
+        session timer per member at once)."""
+        deadline, heap, seq = self._deadline, self._heap, self._seq
+        deadline.update(entries)
+        heap += [(at, seq + i, key) for i, (key, at) in enumerate(entries, 1)]
+        self._seq = seq + len(entries)
+        heapq.heapify(heap)
+        if len(heap) > 2 * len(deadline) + COMPACT_SLACK:
+            self._compact()
+
     def cancel(self, key: Hashable) -> None:
         self._deadline.pop(key, None)
 

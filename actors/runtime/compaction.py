@@ -22,7 +22,7 @@ import itertools
 import operator
 from itertools import compress
 
-from protocol.codec import key_identity, peek_key, split_records
+from protocol.codec import key_identity, peek_key, split_records_typed
 from protocol.records import GROUP_TOMBSTONE_SCOPE, OffsetCommitKey, Record
 
 # A scoped record type (one a group's metadata tombstone takes with it) -> that metadata type.
@@ -64,8 +64,7 @@ class CompactedState:
 
         Records in the legacy format are kept upgraded to the current one.
         """
-        keys, blobs, batch = split_records(batch)
-        types = set(map(_TYPE_OF, keys))
+        keys, blobs, batch, types = split_records_typed(batch)
         if _OFFSET_COMMIT_TYPE in types:
             if len(types) == 1:
                 self._add_offsets(keys, blobs, batch)

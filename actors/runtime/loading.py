@@ -8,8 +8,9 @@ dict operation over many records, rather than one decoded object and one ``repla
    record per key kept by ``dict.update``; an overwritten record is never decoded.
 2. The survivors' offset commits (most of a real ``__consumer_offsets`` log) are decoded in
    bulk and built into the offsets map directly (``GroupCoordinatorShard.replay_offsets``).
-3. The other survivors (group records) are decoded by the codec's generated converters and
-   replayed one by one, in log order, as the live partition applied them.
+3. Consumer groups are built in bulk: values decoded per record type, each member built once,
+   owners, static members and timers derived once per group (``protocol.consumer.bulk_load``);
+   the records of any other group are decoded and replayed one by one, in log order.
 
 The result equals replaying every record of the log in order (``load_shard_by_record``, the
 reference path, kept for the tests and ``bench/load.py``): records are the truth, compaction
@@ -39,14 +40,22 @@ from protocol.codec import (
     split_records,
 )
 from protocol.config import CoordinatorConfig
+from protocol.consumer.bulk_load import BulkGroups, eligible_groups
 from protocol.metadata import MetadataImage
-from protocol.records import OffsetCommitKey, Record
+from protocol.records import (
+    CONSUMER_GROUP_TYPES,
+    GroupRebalanceHistoryKey,
+    OffsetCommitKey,
+    Record,
+)
 from protocol.shard import GroupCoordinatorShard
 
 # Records per bulk step for a snapshot, which the log hands over as one long list.
 CHUNK_RECORDS = 10_000
 _OFFSET_COMMIT = OffsetCommitKey.TYPE
 _TYPE_OF = operator.itemgetter(0)
+# Record types whose replay creates no group: rebalance histories (offsets go apart anyway).
+_NO_GROUP_TYPES = frozenset({GroupRebalanceHistoryKey.TYPE})
 
 
 def now_ms() -> int:
@@ -96,7 +105,9 @@ def replay_compacted(shard: GroupCoordinatorShard, records: list[bytes]) -> None
 
     Offset commits go in as one bulk step at the place of the first of them: nothing a group
     record's replay does depends on offsets or the other way round, but the retention timer
-    they arm keeps its place among the members' session timers.
+    they arm keeps its place among the members' session timers. Consumer groups are built in
+    bulk (``protocol.consumer.bulk_load``), each taking its place among the groups at its
+    first record; the records of any other group are replayed one by one, in order.
     """
     keys: list[tuple] = []
     blobs: list[bytes | None] = []
@@ -106,18 +117,37 @@ def replay_compacted(shard: GroupCoordinatorShard, records: list[bytes]) -> None
         blobs += chunk_blobs
     is_offset = list(map(operator.eq, map(_TYPE_OF, keys), itertools.repeat(_OFFSET_COMMIT)))
     first_offset = is_offset.index(True) if True in is_offset else len(keys)
-    others = [
-        (key, blob)
-        for key, blob, offset in zip(keys, blobs, is_offset, strict=True)
-        if not offset
-    ]
-    _replay_each(shard, others[:first_offset])
+    others = list(map(operator.not_, is_offset))
+    other_keys = list(itertools.compress(keys, others))
+    other_blobs = list(itertools.compress(blobs, others))
+    before = others[:first_offset].count(True)  # group records before the first commit
+    bulk = BulkGroups(
+        shard.groups, shard.timers, shard.consumer.sessions.session_timeout_ms, shard.now_ms
+    )
+    bulk_ids = eligible_groups(other_keys, other_blobs, shard.groups)
+    in_bulk = [key[0] in CONSUMER_GROUP_TYPES and key[1] in bulk_ids for key in other_keys]
+    apart = list(map(operator.not_, in_bulk))
+    if set(itertools.compress(map(_TYPE_OF, other_keys), apart)) <= _NO_GROUP_TYPES:
+        # No other group is replayed record by record, so the bulk groups take their places
+        # at once; the rest (rebalance histories) is replayed in order around the offsets.
+        bulk.add_all(
+            list(itertools.compress(other_keys, in_bulk)),
+            list(itertools.compress(other_blobs, in_bulk)),  # type: ignore[arg-type]
+        )
+        other_keys, other_blobs, before = (
+            list(itertools.compress(other_keys, apart)),
+            list(itertools.compress(other_blobs, apart)),
+            apart[:before].count(True),
+        )
+        in_bulk = [False] * len(other_keys)
+    _replay_each(shard, bulk, other_keys[:before], other_blobs[:before], in_bulk[:before])
     shard.replay_offsets(
         offset_commits(
             list(itertools.compress(keys, is_offset)), list(itertools.compress(blobs, is_offset))
         )
     )
-    _replay_each(shard, others[first_offset:])
+    _replay_each(shard, bulk, other_keys[before:], other_blobs[before:], in_bulk[before:])
+    bulk.finish()
 
 
 def load_shard_by_record(
@@ -138,9 +168,18 @@ def load_shard_by_record(
     }
 
 
-def _replay_each(shard: GroupCoordinatorShard, entries: list[tuple[tuple, bytes | None]]) -> None:
-    for key, blob in entries:
-        shard.replay(Record(decode_key(key), decode_value(key[0], blob)))
+def _replay_each(
+    shard: GroupCoordinatorShard,
+    bulk: BulkGroups,
+    keys: list[tuple],
+    blobs: list[bytes | None],
+    in_bulk: list[bool],
+) -> None:
+    for key, blob, later in zip(keys, blobs, in_bulk, strict=True):
+        if later:
+            bulk.add(key, blob)  # type: ignore[arg-type]
+        else:
+            shard.replay(Record(decode_key(key), decode_value(key[0], blob)))
 
 
 def _chunks(records: list[bytes]) -> Iterator[list[bytes]]:

@@ -1,12 +1,17 @@
 """Export the coordinator's state to Spark (RayDP) and Parquet, without collecting on the driver.
 
 Each ``OffsetsPartition`` turns its shard into seven Arrow tables
-(``actors.tools.state_tables``). The tables stay in Ray's object store: a zero-CPU task per
-partition adds the ``offsets_partition`` column and splits the seven tables into seven
-objects; ``ray.data.from_arrow_refs`` makes one Dataset per table from those references,
-``repartition`` merges them into a few blocks (one Spark task each), and RayDP's Arrow path
-hands the blocks, as Arrow IPC bytes, to Spark's executors, which read them from the object
-store in the JVM (``dataset_to_spark``). The driver only ever holds references and row counts.
+(``actors.tools.state_tables``), which stay in Ray's object store. To Spark
+(``export_to_spark``): only the tables' row counts come to the driver, which cuts the
+partitions into runs of about ``ROWS_PER_BLOCK`` rows; a zero-CPU task per run adds the
+``offsets_partition`` column and writes each table's rows of the run as one Arrow IPC block
+into the object store (``spark_blocks``); RayDP's Arrow path then makes one Spark task per
+block, which a Spark executor (a Ray actor) reads from the object store in the JVM
+(``blocks_to_spark``). Spark's tasks carry object ids and owner addresses, never rows, and
+the driver only ever holds references and row counts. (The previous path went through
+``ray.data``, a Dataset per table repartitioned into a few blocks: several ``ray.data``
+executions per export, each with its own start-up; ``export_datasets`` still makes those
+Datasets for the Parquet export without Spark, where ``ray.data``'s writers do the work.)
 
 A Spark session on Ray comes from ``start_spark`` (RayDP's ``init_spark`` with the options Java
 17 needs). Its driver JVM runs in the calling process, so a Ray client (``ray://``) cannot host
@@ -21,7 +26,8 @@ must not need ``actors.cluster`` back.
 
 Sizing: a RayDP executor is a Ray actor holding ``executor_cores`` CPUs for the session's
 lifetime (``executor_actor_cpus`` overrides the Ray-side reservation); the RayDP app master is
-placed with no CPU. ``ray.data``'s repartition tasks need one free CPU while they run.
+placed with no CPU. The Spark path's tasks take no CPU; ``ray.data``'s repartition tasks (the
+Parquet export without Spark) need one free CPU while they run.
 """
 
 from __future__ import annotations
@@ -115,7 +121,7 @@ def start_spark(app_name: str = "cohort-export", num_executors: int = 1,
     )
 
 
-# ---------------------------------------------------------------------- datasets
+# ---------------------------------------------------------------------- ray.data datasets
 
 
 @ray.remote(num_cpus=0)
@@ -124,8 +130,7 @@ def _tag_partition(tables: dict[str, pa.Table], partition: int) -> tuple[pa.Tabl
     out = []
     for name in TABLES:
         table = tables[name]
-        column = pa.repeat(pa.scalar(partition, pa.int32()), table.num_rows)
-        out.append(table.append_column(export_schema(name).field(PARTITION_COLUMN), column))
+        out.append(_tagged(table, partition, name))
     return tuple(out)
 
 
@@ -163,10 +168,7 @@ def export_datasets(partitions: Partitions,
 @ray.remote(num_cpus=0)
 def _arrow_ipc(block: pa.Table, schema: pa.Schema) -> bytes:
     """One block as an Arrow IPC stream: the bytes RayDP's executors read from the store."""
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, schema) as writer:
-        writer.write_table(block.select(schema.names).cast(schema))
-    return sink.getvalue().to_pybytes()
+    return _ipc_bytes(block.select(schema.names).cast(schema), schema)
 
 
 def _block_refs(ds: ray.data.Dataset) -> list[ray.ObjectRef]:
@@ -174,25 +176,13 @@ def _block_refs(ds: ray.data.Dataset) -> list[ray.ObjectRef]:
 
 
 def dataset_to_spark(spark: Any, ds: ray.data.Dataset, schema: pa.Schema):
-    """A materialized Dataset as a Spark DataFrame of ``schema``, through RayDP's Arrow path.
-
-    Each block becomes Arrow IPC bytes in the object store (a zero-CPU task), and the Spark
-    executors (Ray actors themselves) read those objects directly in the JVM: no Python worker
-    and no pandas in between. (``Dataset.to_spark`` would go through pandas in Spark's Python
-    workers, which pyspark 3.5 cannot do with pandas 3's Arrow-backed string columns.) The
-    references are handed to RayDP's app master, which keeps them alive as long as the Spark
-    session, as RayDP does for its own conversions.
-    """
-    from raydp.spark import dataset as raydp_dataset
-    from raydp.spark.ray_cluster_master import RAYDP_SPARK_MASTER_SUFFIX
-
+    """A materialized Dataset as a Spark DataFrame of ``schema``, through RayDP's Arrow path:
+    each block becomes Arrow IPC bytes in the object store (a zero-CPU task) that Spark's
+    executors read in the JVM (``blocks_to_spark``). (``Dataset.to_spark`` would go through
+    pandas in Spark's Python workers, which pyspark 3.5 cannot do with pandas 3's
+    Arrow-backed string columns.)"""
     refs = [_arrow_ipc.remote(block, schema) for block in _block_refs(ds)]
-    holder = ray.get_actor(spark.sparkContext.appName + RAYDP_SPARK_MASTER_SUFFIX)
-    ray.get(holder.add_objects.remote(uuid.uuid4().hex, refs))
-    # RayDP 1.6.5's public ray_dataset_to_spark_dataframe does the same after fetching the
-    # first block to the driver to see its type; ours are known to be IPC bytes.
-    locations = raydp_dataset.get_locations(refs)
-    return raydp_dataset._convert_by_rdd(spark, refs, locations, _spark_schema(schema))
+    return blocks_to_spark(spark, refs, schema)
 
 
 def export_to_spark(partitions: Partitions, spark: Any,
@@ -202,16 +192,111 @@ def export_to_spark(partitions: Partitions, spark: Any,
     return {name: df for name, (df, _) in _frames(partitions, spark, num_blocks).items()}
 
 
+@ray.remote(num_cpus=0)
+def _row_counts(tables: dict[str, pa.Table]) -> dict[str, int]:
+    return {name: tables[name].num_rows for name in TABLES}
+
+
+@ray.remote(num_cpus=0)
+def _ipc_blocks(partition_ids: list[int], *tables: dict[str, pa.Table]) -> tuple[bytes, ...]:
+    """A few partitions' tables, per table concatenated (with the ``offsets_partition``
+    column) and written as one Arrow IPC stream: one Spark task's block of each table."""
+    blocks = []
+    for name in TABLES:
+        schema = export_schema(name)
+        parts = [
+            _tagged(t[name], p, name).select(schema.names).cast(schema)
+            for p, t in zip(partition_ids, tables, strict=True)
+        ]
+        blocks.append(_ipc_bytes(pa.concat_tables(parts), schema))
+    return tuple(blocks)
+
+
+def _tagged(table: pa.Table, partition: int, name: str) -> pa.Table:
+    column = pa.repeat(pa.scalar(partition, pa.int32()), table.num_rows)
+    return table.append_column(export_schema(name).field(PARTITION_COLUMN), column)
+
+
+def _ipc_bytes(table: pa.Table, schema: pa.Schema) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def spark_blocks(partitions: Partitions, num_blocks: int | None = None
+                 ) -> dict[str, tuple[list[ray.ObjectRef], int]]:
+    """Per table, the Arrow IPC blocks Spark reads (object references) and its row count.
+
+    Each partition's tables stay in the object store; only their row counts come to the
+    driver, to cut the partitions into runs of about ``ROWS_PER_BLOCK`` rows (at most
+    ``MAX_BLOCKS``; ``num_blocks`` runs if given), and a zero-CPU task per run writes each
+    table's rows of the run as one block. A table with no rows in a run gets no block.
+    """
+    tables = [handle.export_tables.remote() for handle in partitions]
+    counts = ray.get([_row_counts.remote(t) for t in tables])
+    out: dict[str, tuple[list[ray.ObjectRef], int]] = {name: ([], 0) for name in TABLES}
+    for run in _runs([sum(c.values()) for c in counts], num_blocks):
+        refs = _ipc_blocks.options(num_returns=len(TABLES)).remote(
+            run, *(tables[p] for p in run)
+        )
+        for name, ref in zip(TABLES, refs, strict=True):
+            rows = sum(counts[p][name] for p in run)
+            if rows:
+                blocks, total = out[name]
+                out[name] = ([*blocks, ref], total + rows)
+    return out
+
+
+def _runs(rows: list[int], num_blocks: int | None) -> list[list[int]]:
+    """Consecutive partitions cut into runs: ``num_blocks`` of them, or of about
+    ``ROWS_PER_BLOCK`` rows each (at most ``MAX_BLOCKS``)."""
+    if not rows:
+        return []
+    if num_blocks:
+        size = math.ceil(len(rows) / max(1, min(num_blocks, len(rows))))
+        return [list(range(i, min(i + size, len(rows)))) for i in range(0, len(rows), size)]
+    target = max(ROWS_PER_BLOCK, math.ceil(sum(rows) / MAX_BLOCKS))
+    runs: list[list[int]] = [[]]
+    held = 0
+    for p, n in enumerate(rows):
+        if runs[-1] and held + n > target:
+            runs.append([])
+            held = 0
+        runs[-1].append(p)
+        held += n
+    return runs
+
+
+def blocks_to_spark(spark: Any, blocks: list[ray.ObjectRef], schema: pa.Schema):
+    """Arrow IPC blocks in the object store as a Spark DataFrame of ``schema``.
+
+    Spark's executors (Ray actors themselves) read each block from the object store in the
+    JVM, one task per block: the tasks carry object ids and owner addresses, never rows. The
+    references are handed to RayDP's app master, which keeps them alive as long as the Spark
+    session, as RayDP does for its own conversions.
+    """
+    from raydp.spark import dataset as raydp_dataset
+    from raydp.spark.ray_cluster_master import RAYDP_SPARK_MASTER_SUFFIX
+
+    holder = ray.get_actor(spark.sparkContext.appName + RAYDP_SPARK_MASTER_SUFFIX)
+    ray.get(holder.add_objects.remote(uuid.uuid4().hex, blocks))
+    # RayDP 1.6.5's public ray_dataset_to_spark_dataframe does the same after fetching the
+    # first block to the driver to see its type; ours are known to be IPC bytes.
+    locations = raydp_dataset.get_locations(blocks)
+    return raydp_dataset._convert_by_rdd(spark, blocks, locations, _spark_schema(schema))
+
+
 def _frames(partitions: Partitions, spark: Any,
             num_blocks: int | None) -> dict[str, tuple[Any, int]]:
-    """Each table's DataFrame and row count (known from the blocks, without a Spark job)."""
+    """Each table's DataFrame and row count (known from the tables, without a Spark job)."""
     out = {}
-    for name, ds in export_datasets(partitions, num_blocks).items():
-        schema, rows = export_schema(name), ds.count()
+    for name, (blocks, rows) in spark_blocks(partitions, num_blocks).items():
+        schema = export_schema(name)
         if rows == 0:
             out[name] = (spark.createDataFrame([], _spark_schema(schema)), 0)
         else:
-            out[name] = (dataset_to_spark(spark, ds, schema), rows)
+            out[name] = (blocks_to_spark(spark, blocks, schema), rows)
     return out
 
 

@@ -71,6 +71,23 @@ class ConsumerGroupMember:
     assigned_partitions = _read("current", "assigned_partitions")
     partitions_pending_revocation = _read("current", "partitions_pending_revocation")
 
+    @classmethod
+    def of(
+        cls,
+        member_id: str,
+        metadata: ConsumerGroupMemberMetadataValue | None = None,
+        current: ConsumerGroupCurrentMemberAssignmentValue | None = None,
+    ) -> ConsumerGroupMember:
+        """The member made of these records (a missing one: the default), the same as
+        ``ConsumerGroupMember(member_id, ...)`` but filled directly rather than through the
+        frozen dataclass's ``__init__``: a load builds one per member."""
+        member = object.__new__(cls)
+        fields = member.__dict__
+        fields["member_id"] = member_id
+        fields["metadata"] = ConsumerGroupMemberMetadataValue() if metadata is None else metadata
+        fields["current"] = _fresh_assignment() if current is None else current
+        return member
+
     @property
     def state(self) -> MemberState:
         s = self.current.state
