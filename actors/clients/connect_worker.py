@@ -62,7 +62,8 @@ class ConnectWorker:
     cheaply (``num_cpus=0``), and to be killed in chaos runs (``max_restarts=0``: a killed
     worker stays dead, like a crashed process; its work moves once the coordinator fences
     it). Guarantees: one request in flight to the coordinator; a unit's work stops before the
-    heartbeat that acknowledges its revocation is sent; with ``timeline_path`` every event
+    heartbeat that acknowledges its revocation is sent; work stops at the client's ownership
+    deadline even while a call to the coordinator is out; with ``timeline_path`` every event
     reaches the file before the requests it led to are sent.
     """
 
