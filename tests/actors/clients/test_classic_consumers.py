@@ -133,14 +133,17 @@ def test_a_killed_classic_consumers_partitions_move_after_its_session(cluster):
 def test_a_static_member_bounced_with_reason_restart_gets_its_partitions_back_at_once(cluster):
     group, topic = "classic-static-g", "classic-static-t"
     cluster.create_topic(topic, 4)
-    a = spawn(cluster, group, [topic], instance_id="static-a")
-    b = spawn(cluster, group, [topic], instance_id="static-b")
+    # Sessions outlast a replacement actor's start on a loaded machine (seconds): the test
+    # is about the restart reason, not about a static member expiring while it is away.
+    static = {"session_timeout_ms": 30_000}
+    a = spawn(cluster, group, [topic], instance_id="static-a", **static)
+    b = spawn(cluster, group, [topic], instance_id="static-b", **static)
     eventually(lambda: converged([a, b], topic, 4))
     generation = describe_classic(cluster, group).generation_id
     before = owned([b])[0]
     ray.get(b.stop.remote(leave=True))  # static: no LeaveGroup; the group keeps b's place
     assert len(describe_classic(cluster, group).members) == 2
-    b2 = spawn(cluster, group, [topic], instance_id="static-b", join_reason="restart")
+    b2 = spawn(cluster, group, [topic], instance_id="static-b", join_reason="restart", **static)
     eventually(lambda: converged([a, b2], topic, 4))
     assert owned([b2])[0] == before
     assert describe_classic(cluster, group).generation_id == generation, "no rebalance"
