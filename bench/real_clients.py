@@ -17,6 +17,10 @@ import statistics
 import sys
 import tempfile
 import time
+from pathlib import Path
+
+# The repository first: bench/ holds a module named like the assignors package.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import ray
 
