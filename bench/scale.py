@@ -24,6 +24,7 @@ its sample count).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -48,6 +49,12 @@ def memory_mib(pid: int) -> dict[str, float]:
         if key in ("VmRSS", "VmHWM"):
             found[key] = int(value.split()[0]) / 1024
     return found
+
+
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a local process so far (``/proc/<pid>/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def start_profile(pid: int, seconds: float, members: int):
@@ -109,6 +116,8 @@ def main() -> None:
             time.sleep(POLL_S)
         load = ray.get(partition.info.remote())
         memory = memory_mib(pid)
+        partition_cpu = cpu_s(pid)
+        client_cpu = [cpu_s(st["pid"]) for st in ray.get([h.stats.remote() for h in hosts])]
         if profiler is not None:
             profiler.wait()
         owned = sum(len(a) for a in ray.get([h.assignment.remote() for h in hosts]))
@@ -123,6 +132,8 @@ def main() -> None:
     print(f"  first spawn -> stable group      {stable - started:6.1f} s")
     print(f"  group epoch {summary['group_epoch']}, partitions owned by clients {owned:,}, "
           f"coordinator pid {load['pid']}")
+    print(f"  CPU seconds from start: partition actor {partition_cpu:.1f}, client actors "
+          f"{' + '.join(f'{c:.1f}' for c in client_cpu)}")
     print(f"  partition actor RSS {memory['VmRSS']:,.0f} MiB when stable "
           f"(peak {memory['VmHWM']:,.0f} MiB; {idle['VmRSS']:,.0f} MiB before the group), "
           f"{(memory['VmRSS'] - idle['VmRSS']) * 1024 / args.members:.1f} KiB per member")

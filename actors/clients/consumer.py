@@ -184,6 +184,7 @@ class ConsumerClient:
         if leave:
             for mem in self._members:
                 mem.leave()
+            self._woken.set()  # the leave goes out now, not when the loop next wakes
             deadline = time.monotonic() + LEAVE_TIMEOUT_S
             while time.monotonic() < deadline and any(
                 mem.state not in ("stopped", "failed") for mem in self._members
