@@ -8,7 +8,11 @@ interval ``--interval-ms``) goes through ``--trials`` leave + join steps in each
 * ``short``: ``group_consumer_reconciliation_heartbeat_interval_ms = --short-ms``: a member
   with a step waiting (a revocation to acknowledge, partitions another member still holds)
   is told to come back after the short interval;
-* ``off``: the same setting equal to the heartbeat interval, which is Kafka's behaviour.
+* ``wake``: as ``short``, and the coordinator also wakes a client actor whose members'
+  targets a turn changed (``actors/runtime/wakers.py``), so that a stable member hears of a
+  step elsewhere at once instead of at its next heartbeat;
+* ``off``: the same setting equal to the heartbeat interval and no wake-ups, which is
+  Kafka's behaviour.
 
 The modes alternate ``--rounds`` times (a fresh Cohort each time) so that the shared
 machine's drift hits both alike. For each step it reads the consumers' own timelines:
@@ -57,8 +61,8 @@ def config(interval_ms: int, short_ms: int) -> CoordinatorConfig:
     )
 
 
-def _spawn(cluster: Cluster):
-    return cluster.spawn_consumer(GROUP, topics=[TOPIC], stream=False)
+def _spawn(cluster: Cluster, wake: bool):
+    return cluster.spawn_consumer(GROUP, topics=[TOPIC], stream=False, wake_ups=wake)
 
 
 def _wait_whole(cluster: Cluster, handles: list, partitions: int, timeout_s: float = 60.0):
@@ -111,11 +115,11 @@ def _heartbeats(handles: list) -> int:
     return sum(s["heartbeats"] for s in ray.get([h.stats.remote() for h in handles]))
 
 
-def run_mode(args, short_ms: int, data: str) -> dict:
+def run_mode(args, short_ms: int, wake: bool, data: str) -> dict:
     cluster = Cluster.start(num_partitions=1, storage_path=data,
                             config=config(args.interval_ms, short_ms))
     cluster.create_topic(TOPIC, args.partitions)
-    handles = [_spawn(cluster) for _ in range(args.consumers)]
+    handles = [_spawn(cluster, wake) for _ in range(args.consumers)]
     _wait_whole(cluster, handles, args.partitions)
     time.sleep(1.0)
     before = _heartbeats(handles)
@@ -133,7 +137,7 @@ def run_mode(args, short_ms: int, data: str) -> dict:
         out["leave"].append(_last_assigned(tls, left_at) - left_at)
         out["handoff"] += _handoffs(tls, left_at)
         time.sleep(random.uniform(0, args.interval_ms / 1000))
-        handles.append(_spawn(cluster))
+        handles.append(_spawn(cluster, wake))
         _wait_whole(cluster, handles, args.partitions)
         joined_at = _join_bump_s(cluster)
         tls = _timelines(handles)
@@ -158,12 +162,13 @@ def main() -> None:
     ap.add_argument("--quiet-s", type=float, default=5.0)
     args = ap.parse_args()
     ray.init(namespace="cohort", include_dashboard=False, log_to_driver=False)
-    modes = {"short": args.short_ms, "off": args.interval_ms}
+    modes = {"short": (args.short_ms, False), "wake": (args.short_ms, True),
+             "off": (args.interval_ms, False)}
     results = {name: {"leave": [], "join": [], "handoff": [], "quiet_rate": []} for name in modes}
     with tempfile.TemporaryDirectory(prefix="cohort-steps-") as tmp:
         for r in range(args.rounds):
-            for name, short_ms in modes.items():
-                got = run_mode(args, short_ms, str(Path(tmp) / f"{name}-{r}"))
+            for name, (short_ms, wake) in modes.items():
+                got = run_mode(args, short_ms, wake, str(Path(tmp) / f"{name}-{r}"))
                 for key in ("leave", "join", "handoff"):
                     results[name][key] += got[key]
                 results[name]["quiet_rate"].append(got["quiet_rate"])
@@ -173,15 +178,17 @@ def main() -> None:
     print(f"{args.consumers} consumer actors, {args.partitions} partitions, heartbeat interval "
           f"{args.interval_ms} ms; short interval {args.short_ms} ms; "
           f"{args.rounds} x {args.trials} leave + join steps per mode")
-    print(f"{'median (x interval)':<26}{'short':>10}{'off':>10}{'short/off':>11}{'n':>6}")
+    print(f"{'median (x interval)':<26}{'short':>8}{'wake':>8}{'off':>8}{'short/off':>11}"
+          f"{'wake/off':>10}{'n':>6}")
     for key, label in (("leave", "leave -> whole"), ("join", "join -> whole"),
                        ("handoff", "hand-off (revoked->owned)")):
-        s, o = _median(results["short"][key]), _median(results["off"][key])
-        print(f"{label:<26}{s / h:>10.2f}{o / h:>10.2f}{s / o:>11.2f}"
+        s, w, o = (_median(results[n][key]) for n in ("short", "wake", "off"))
+        print(f"{label:<26}{s / h:>8.2f}{w / h:>8.2f}{o / h:>8.2f}{s / o:>11.2f}{w / o:>10.2f}"
               f"{len(results['short'][key]):>6}")
-    qs, qo = (statistics.mean(results[n]["quiet_rate"]) for n in ("short", "off"))
+    qs, qw, qo = (statistics.mean(results[n]["quiet_rate"]) for n in ("short", "wake", "off"))
     print(f"quiet period ({args.quiet_s:.0f} s, stable group): heartbeats per member per second "
-          f"short {qs:.2f}, off {qo:.2f} (1000/interval = {1 / h:.2f}); short/off {qs / qo:.2f}")
+          f"short {qs:.2f}, wake {qw:.2f}, off {qo:.2f} (1000/interval = {1 / h:.2f}); "
+          f"short/off {qs / qo:.2f}, wake/off {qw / qo:.2f}")
 
 
 if __name__ == "__main__":

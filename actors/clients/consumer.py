@@ -104,7 +104,10 @@ class ConsumerClient:
         and commit, default on), ``records_per_s``, ``commit_interval_s``, and
         ``revocation_cost_ms``: what revoking one partition costs (a real consumer commits and
         flushes it), paid before the member's next requests (the acknowledgement, or the
-        leave) go out, without holding up the other members of the actor."""
+        leave) go out, without holding up the other members of the actor; ``wake_ups``
+        (default on): hand the coordinator this actor's handle, so that it can wake a member
+        whose target changed instead of waiting for its next heartbeat
+        (``actors/runtime/wakers.py``)."""
         if not 0 < n <= MAX_MEMBERS_PER_ACTOR:
             raise ValueError(f"n must be in 1..{MAX_MEMBERS_PER_ACTOR}")
         self.group_id = group_id
@@ -114,6 +117,7 @@ class ConsumerClient:
         commit_interval_s = member_options.pop("commit_interval_s", 0.5)
         assignor_specs = member_options.pop("client_assignors", None) or ()
         revocation_cost_ms = member_options.pop("revocation_cost_ms", 0)
+        wake_ups = member_options.pop("wake_ups", True)
         if revocation_cost_ms < 0:
             raise ValueError("revocation_cost_ms must not be negative")
         self._revocation_cost_s = revocation_cost_ms / 1000
@@ -147,6 +151,10 @@ class ConsumerClient:
             partition_actor_name(partition_for(group_id, num_partitions)), namespace=NAMESPACE
         )
         self._controller = ray.get_actor(CONTROLLER_NAME, namespace=NAMESPACE)
+        self._self = ray.get_runtime_context().current_actor if wake_ups else None
+        self._by_id: dict[str, ConsumerMemberClient] = {}
+        self._woken = asyncio.Event()
+        self._wake_ups = 0
         self._timeline = TimelineSink(timeline_path)
         self._progress_by_member = {
             id(mem): p for mem, p in zip(self._members, self._progress, strict=True)
@@ -176,6 +184,7 @@ class ConsumerClient:
         if leave:
             for mem in self._members:
                 mem.leave()
+            self._woken.set()  # the leave goes out now, not when the loop next wakes
             deadline = time.monotonic() + LEAVE_TIMEOUT_S
             while time.monotonic() < deadline and any(
                 mem.state not in ("stopped", "failed") for mem in self._members
@@ -199,8 +208,19 @@ class ConsumerClient:
             for mem in self._members
         ]
 
+    async def wake(self, member_ids: list[str]) -> None:
+        """The coordinator's hint that these members' targets changed: heartbeat at once."""
+        if any(mid not in self._by_id for mid in member_ids):
+            self._by_id = {mem.member_id: mem for mem in self._members}
+        for mid in member_ids:
+            mem = self._by_id.get(mid)
+            if mem is not None and mem.heartbeat_now():
+                self._wake_ups += 1
+        self._woken.set()
+
     async def stats(self) -> dict[str, int]:
         return {
+            "wake_ups": self._wake_ups,
             "calls": self._calls,
             "requests": self._requests,
             "heartbeats": self._heartbeats,
@@ -231,7 +251,9 @@ class ConsumerClient:
                 if (d := self._held[i][0] if i in self._held else mem.next_due()) is not None
             ]
             wait = min([MAX_SLEEP_S, *[d - time.monotonic() for d in dues]])
-            await asyncio.sleep(max(wait, 0.001))
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._woken.wait(), max(wait, 0.001))
+            self._woken.clear()
 
     def _poll(self, now_s: float) -> list[tuple[ConsumerMemberClient, object]]:
         """Each member's due requests: its offset fetches and commits first, then its
@@ -275,7 +297,11 @@ class ConsumerClient:
             isinstance(req, m.ConsumerGroupHeartbeatRequest) for _, req in batch
         )
         try:
-            ref = self._coordinator.handle_batch.remote([req for _, req in batch])
+            requests = [req for _, req in batch]
+            if self._self is None:
+                ref = self._coordinator.handle_batch.remote(requests)
+            else:
+                ref = self._coordinator.handle_batch.remote(requests, waker=self._self)
             replies = await asyncio.wait_for(ref, CALL_TIMEOUT_S)
         except (RayActorError, asyncio.TimeoutError, ray.exceptions.RayError) as e:
             self._failed_calls += 1

@@ -53,6 +53,7 @@ from actors.runtime.mailbox import (
     refusal,
 )
 from actors.runtime.metrics import PartitionMetrics
+from actors.runtime.wakers import Wakers
 from protocol.api import error_response, group_ids_of, routing_error
 from protocol.codec import encode_record
 from protocol.config import CoordinatorConfig
@@ -113,6 +114,7 @@ class OffsetsPartition:
         # mailbox, at most MAX_WAITING_REPLIES (``refusal`` admits no more).
         self._waiting: dict[int, tuple[Event, int, object]] = {}
         self._wakeup = asyncio.Event()
+        self._wakers = Wakers()  # client actors to tell of their members' new targets
         self._metrics = PartitionMetrics(partition)
         self._metrics.set_state("loading")
         self._metrics_at = 0.0
@@ -123,8 +125,9 @@ class OffsetsPartition:
     async def handle(self, request: object) -> object:
         return (await self.handle_batch([request]))[0]
 
-    async def handle_batch(self, requests: list[object]) -> list[object]:
-        """Many requests in one Ray call (one client actor's members); each answered alone."""
+    async def handle_batch(self, requests: list[object], waker=None) -> list[object]:
+        """Many requests in one Ray call (one client actor's members); each answered alone.
+        ``waker``: that client actor, to be woken when its members' targets change."""
         if type(requests) is not list:
             return [error_response(requests, Errors.INVALID_REQUEST, "expected a list")]
         error = refusal(self.state, self._queued, len(self._waiting), len(requests))
@@ -142,6 +145,8 @@ class OffsetsPartition:
                 mine.append(i)
             else:
                 replies[i] = self._refuse(req, Errors.NOT_COORDINATOR)
+        if mine and waker is not None:
+            self._wakers.note(waker, [requests[i] for i in mine])
         if mine:
             done = asyncio.get_running_loop().create_future()
             # Replies are matched to requests by identity: the same object twice is two.
@@ -275,6 +280,7 @@ class OffsetsPartition:
             self._abandon(Errors.COORDINATOR_NOT_AVAILABLE, events)
             raise
         self._release(events, completed, answers)
+        self._wakers.wake(records, requests)
         self._observe(busy, records)
         await self._maybe_snapshot()
 

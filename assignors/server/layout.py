@@ -29,6 +29,8 @@ UNASSIGNED = -1
 _subscription = attrgetter("subscribed_topic_ids")
 _assigned = attrgetter("assigned_partitions")
 _rack = attrgetter("rack_id")
+_size = attrgetter("num_partitions")
+_partition_racks = attrgetter("partition_racks")
 _values = methodcaller("values")
 
 
@@ -52,7 +54,7 @@ class GroupLayout:
     def __init__(self, spec: AssignmentSpec) -> None:
         self.spec = spec
         self.member_ids: list[str] = sorted(spec.members)
-        self.members: list[MemberSpec] = [spec.members[m] for m in self.member_ids]
+        self.members: list[MemberSpec] = list(map(spec.members.__getitem__, self.member_ids))
         num_members = len(self.members)
         # Subscriptions are usually shared objects (one per distinct subscription), so the
         # identity test settles almost every member without comparing sets.
@@ -80,9 +82,11 @@ class GroupLayout:
         else:
             self.subscribers = self._subscribers_per_topic()
         # Homogeneous once vanished topics are ignored: everyone subscribes to every topic.
-        self.homogeneous = all(len(s) == num_members for s in self.subscribers)
-        sizes = [self._checked_size(tid) for tid in self.topic_ids]
-        self.num_partitions = np.array(sizes, dtype=np.int64)
+        # Topics with the same subscribers share one array: each distinct one is looked at once.
+        self.homogeneous = same or all(
+            len(s) == num_members for s in {id(s): s for s in self.subscribers}.values()
+        )
+        self.num_partitions = self._checked_sizes()
         self.offsets = np.concatenate(([0], np.cumsum(self.num_partitions))).astype(np.int64)
         self.num_slots = int(self.offsets[-1])
         # Members whose input mapping is exactly what ``build`` would make of their current
@@ -114,19 +118,26 @@ class GroupLayout:
             out.append(array)
         return out
 
-    def _checked_size(self, topic_id: str) -> int:
-        topic = self.spec.topics[topic_id]
-        if topic.num_partitions < 0:
+    def _checked_sizes(self) -> np.ndarray:
+        """The subscribed topics' partition counts, checked in one pass (a group may have
+        thousands of topics: a per-topic Python call would be most of a small group's cost)."""
+        topics = list(map(self.spec.topics.__getitem__, self.topic_ids))
+        sizes = np.fromiter(map(_size, topics), dtype=np.int64, count=len(topics))
+        if len(sizes) and sizes.min() < 0:
+            t = int(np.flatnonzero(sizes < 0)[0])
             raise PartitionAssignorError(
-                f"topic {topic_id} has a negative partition count {topic.num_partitions}"
+                f"topic {self.topic_ids[t]} has a negative partition count {sizes[t]}"
             )
-        racks = topic.partition_racks
-        if racks is not None and len(racks) != topic.num_partitions:
-            raise PartitionAssignorError(
-                f"topic {topic_id}: {len(racks)} partition rack sets "
-                f"for {topic.num_partitions} partitions"
-            )
-        return topic.num_partitions
+        all_racks = list(map(_partition_racks, topics))
+        if all_racks.count(None) == len(all_racks):
+            return sizes
+        for topic_id, topic, racks in zip(self.topic_ids, topics, all_racks, strict=True):
+            if racks is not None and len(racks) != topic.num_partitions:
+                raise PartitionAssignorError(
+                    f"topic {topic_id}: {len(racks)} partition rack sets "
+                    f"for {topic.num_partitions} partitions"
+                )
+        return sizes
 
     def current_owners(self) -> np.ndarray:
         """Owner of each slot per the members' current assignments, or ``UNASSIGNED``.

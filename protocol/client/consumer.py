@@ -215,6 +215,14 @@ class ConsumerMemberClient:
             self._unconfirmed_since = now_s
         return self._request()
 
+    def heartbeat_now(self) -> bool:
+        """Make the next heartbeat due at once (the coordinator said our target changed);
+        False when there is nothing to hurry (stopped, leaving, or already due)."""
+        if self.state in ("stopped", "failed") or self._leaving or self._due == -math.inf:
+            return False
+        self._due = -math.inf
+        return True
+
     def leave(self) -> None:
         """Leave the group: the next poll revokes everything and sends the leave heartbeat."""
         if self.state in ("stopped", "failed"):

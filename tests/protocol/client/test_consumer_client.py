@@ -818,3 +818,19 @@ def test_random_interleavings_keep_ownership_exclusive_and_converge():
             suppress_health_check=[HealthCheck.too_slow],
         ),
     )
+
+
+def test_a_wake_up_makes_the_next_heartbeat_due_at_once_and_nothing_else():
+    a = ConsumerMemberClient(GROUP, "a", topics=["foo"], topic_names=NAMES)
+    a.poll(0.0)
+    a.on_response(0.0, reply(1, assigned=[0, 1, 2]))
+    assert a.poll(0.0) is not None  # the acknowledgement
+    a.on_response(0.0, reply(1, assigned=[0, 1, 2]))
+    assert a.poll(0.01) is None  # stable: the next heartbeat is an interval away
+    assert a.heartbeat_now() is True
+    assert a.heartbeat_now() is False  # already due
+    req = a.poll(0.01)
+    assert isinstance(req, m.ConsumerGroupHeartbeatRequest)
+    assert a.assignment == [("foo", 0), ("foo", 1), ("foo", 2)]  # a hint changes no state
+    a.leave()
+    assert a.heartbeat_now() is False  # leaving: nothing to hurry
