@@ -19,8 +19,9 @@ from collections.abc import Iterable
 from typing import Any
 
 import ray
-from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
+from ray.exceptions import GetTimeoutError, RayActorError
 
+from actors.clients.spawner import ClientSpawner
 from actors.runtime.controller import (
     CONTROLLER_NAME,
     NAMESPACE,
@@ -29,6 +30,7 @@ from actors.runtime.controller import (
     partition_handles,
 )
 from actors.runtime.partition import OffsetsPartition
+from actors.runtime.ray_driver import get_unwrapped as _get
 from actors.runtime.ray_driver import init_ray, named_actor_exists, wait_released
 from protocol import messages as m
 from protocol.api import group_ids_of, reply_error_codes, routing_error
@@ -50,7 +52,7 @@ NOT_RUNNING = (
 )
 
 
-class Cluster:
+class Cluster(ClientSpawner):
     """A driver's handle on a running Cohort: start or find its actors, route requests to them.
 
     It exists so that a user (a driver, a Ray client, a test, the ``cohort`` CLI) never has
@@ -332,101 +334,6 @@ class Cluster:
         """Kill the controller; Ray restarts it, it replays its log and pushes its image."""
         ray.kill(self._controller, no_restart=False)
 
-    # ------------------------------------------------------------------ clients
-
-    def spawn_consumer(self, group_id: str, topics: list[str] | None = None,
-                       protocol: str = "consumer", instance_id: str | None = None,
-                       rack_id: str | None = None, **options: Any):
-        """One consumer actor hosting one member (see ``spawn_consumers`` for many)."""
-        return self.spawn_consumers(group_id, 1, topics, protocol, instance_id, rack_id, **options)
-
-    def spawn_consumers(self, group_id: str, n: int, topics: list[str] | None = None,
-                        protocol: str = "consumer", instance_id: str | None = None,
-                        rack_id: str | None = None, **options: Any):
-        """One ``num_cpus=0`` actor hosting ``n`` members whose heartbeats share one call.
-
-        ``protocol="classic"`` spawns a JoinGroup/SyncGroup consumer instead (one member per
-        actor; ``assignors=("range",)`` eager by default, ``("cooperative-sticky",)`` for
-        the cooperative protocol, ``join_reason="restart"`` for a bounced static member).
-        """
-        if protocol == "classic":
-            if n != 1:
-                raise ValueError("a classic consumer actor hosts exactly one member")
-            from actors.clients.classic_consumer import ClassicConsumer
-
-            options.setdefault("session_timeout_ms", self._classic_session_timeout_ms(group_id))
-            handle = ClassicConsumer.options(namespace=NAMESPACE).remote(
-                group_id, self.num_partitions, topics=topics, instance_id=instance_id,
-                rack_id=rack_id, **options,
-            )
-            self._clients.append(handle)
-            return handle
-        if protocol != "consumer":
-            raise ValueError(f"unknown protocol {protocol!r}: 'consumer' or 'classic'")
-        from actors.clients.consumer import ConsumerClient
-
-        handle = ConsumerClient.options(namespace=NAMESPACE).remote(
-            group_id, self.num_partitions, n=n, topics=topics, instance_id=instance_id,
-            rack_id=rack_id, session_timeout_ms=self._session_timeout_ms(group_id), **options,
-        )
-        self._clients.append(handle)
-        return handle
-
-    def spawn_worker(self, group_id: str, protocol: str = "connect",
-                     instance_id: str | None = None, assignor_versions: tuple[int, int] = (1, 2),
-                     **options: Any):
-        """One ``num_cpus=0`` ``ConnectWorker`` actor: a Kafka Connect worker of Connect group
-        ``group_id`` running the synthetic work it is given.
-
-        ``protocol="connect"`` joins with ConnectGroupHeartbeat (seed 004), its client-side
-        incremental cooperative assignor speaking metadata versions ``assignor_versions``;
-        ``protocol="classic"`` joins with JoinGroup/SyncGroup (protocol type "connect",
-        ``connect_protocol="sessioned"`` by default, or ``compatible`` / ``eager``). The
-        assignor holds a departed worker's work for the group's
-        ``connect.scheduled.rebalance.max.delay.ms`` unless ``scheduled_rebalance_max_delay_ms``
-        is given. Other options: ``worker_id``, ``session_timeout_ms``,
-        ``rebalance_timeout_ms``, ``heartbeat_interval_ms`` (classic), ``timeline_path``,
-        ``records_per_s``. A static worker (``instance_id``) is a new-protocol feature:
-        classic Connect refuses static membership, so a classic worker does not send it.
-        """
-        from actors.clients.connect_worker import ConnectWorker
-
-        cfg = _get(self._controller.group_config.remote(group_id))
-        options.setdefault(
-            "scheduled_rebalance_max_delay_ms",
-            cfg.effective_scheduled_rebalance_max_delay_ms(self.config),
-        )
-        if protocol == "connect":
-            options.setdefault("session_timeout_ms", self.config.group_connect_session_timeout_ms)
-        elif protocol == "classic":
-            options.setdefault("session_timeout_ms", self._bounded_classic_session_ms(
-                self.config.group_connect_session_timeout_ms))
-            options.setdefault("heartbeat_interval_ms",
-                               self.config.group_connect_heartbeat_interval_ms)
-        else:
-            raise ValueError(f"unknown protocol {protocol!r}: 'connect' or 'classic'")
-        handle = ConnectWorker.options(namespace=NAMESPACE).remote(
-            group_id, self.num_partitions, protocol=protocol, instance_id=instance_id,
-            assignor_versions=tuple(assignor_versions), **options,
-        )
-        self._clients.append(handle)
-        return handle
-
-    def _bounded_classic_session_ms(self, wanted: int) -> int:
-        cfg = self.config
-        return min(max(wanted, cfg.group_min_session_timeout_ms), cfg.group_max_session_timeout_ms)
-
-    def _classic_session_timeout_ms(self, group_id: str) -> int:
-        """The consumer groups' session timeout, within the broker's classic bounds."""
-        wanted = self._session_timeout_ms(group_id)
-        cfg = self.config
-        return min(max(wanted, cfg.group_min_session_timeout_ms), cfg.group_max_session_timeout_ms)
-
-    def _session_timeout_ms(self, group_id: str) -> int:
-        """The session timeout the coordinator applies to the group (its override, if set)."""
-        cfg = _get(self._controller.group_config.remote(group_id))
-        return cfg.effective_session_timeout_ms(self.config)
-
     # ------------------------------------------------------------------ internals
 
     def _call_partition(self, p: int, request: object, deadline_s: float) -> object:
@@ -453,13 +360,3 @@ def _error_of(resp: object) -> int:
     """A retriable error the reply carries (for any of its groups, in a per-group reply such
     as DescribeGroups while the partition loads), else NONE."""
     return next((c for c in reply_error_codes(resp) if c in RETRIABLE), Errors.NONE)
-
-
-def _get(ref) -> Any:
-    """``ray.get`` that raises a refusal as the plain ``CoordinatorError`` it is."""
-    try:
-        return ray.get(ref)
-    except RayTaskError as e:
-        if isinstance(e.cause, CoordinatorError):
-            raise e.cause from None
-        raise

@@ -27,7 +27,6 @@ import contextlib
 import logging
 import os
 import re
-import struct
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -39,13 +38,12 @@ import msgpack
 
 from actors.runtime.fencing import Fence, LogFencedError
 from actors.runtime.fileops import FileOps
+from actors.runtime.log_frames import FRAME_HEADER, FRAME_HEADER_BYTES, MAX_BATCH_BYTES, scan_frames
 
 __all__ = ["FileOps", "LoadedLog", "LogCorruptError", "LogFencedError", "PartitionLog"]
 
 logger = logging.getLogger(__name__)
 
-FRAME_HEADER_BYTES = 8  # payload length (u32 BE) + CRC32C of the payload (u32 BE)
-MAX_BATCH_BYTES = 256 * 1024 * 1024  # largest payload written; a longer length on disk is damage
 DEFAULT_SEGMENT_MAX_BYTES = 64 * 1024 * 1024
 SNAPSHOT_FRAME_MAX_RECORDS = 10_000  # keeps a 1M-record snapshot out of one giant frame
 SNAPSHOT_FRAME_MAX_RECORD_BYTES = 4 * 1024 * 1024  # same, for a snapshot of few large records
@@ -54,8 +52,7 @@ FILE_NUMBER_DIGITS = 20  # zero padding, so names sort as numbers do
 PROBE_BYTES = 64 * 1024
 PROBE_FILE = "probe.tmp"
 
-_HEADER = struct.Struct(">II")
-assert _HEADER.size == FRAME_HEADER_BYTES
+assert FRAME_HEADER.size == FRAME_HEADER_BYTES
 _SEGMENT_NAME = re.compile(r"^(\d+)\.log$")
 _SNAPSHOT_NAME = re.compile(r"^snapshot-(\d+)\.snap$")
 _SNAPSHOT_TEMP_NAME = re.compile(r"^snapshot-\d+\.snap\.tmp$")
@@ -96,44 +93,7 @@ def encode_frame(records: list[bytes]) -> bytes:
     payload = msgpack.packb(records, use_bin_type=True)
     if len(payload) > MAX_BATCH_BYTES:
         raise ValueError(f"batch of {len(payload)} bytes exceeds MAX_BATCH_BYTES={MAX_BATCH_BYTES}")
-    return _HEADER.pack(len(payload), crc32c.crc32c(payload)) + payload
-
-
-def _decode_payload(payload: bytes) -> list[bytes] | None:
-    try:
-        records = msgpack.unpackb(payload, raw=False)
-    except (ValueError, TypeError, msgpack.UnpackException):
-        return None
-    if not isinstance(records, list) or not set(map(type, records)) <= {bytes}:
-        return None
-    return records
-
-
-def _scan(path: Path) -> tuple[list[list[bytes]], int, str | None]:
-    """Read whole frames from the start; returns them, where they end, and why reading stopped
-    early (None when the file ends exactly after a whole frame)."""
-    batches: list[list[bytes]] = []
-    offset = 0
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        while offset < size:
-            header = f.read(FRAME_HEADER_BYTES)
-            if len(header) < FRAME_HEADER_BYTES:
-                return batches, offset, "short frame header"
-            length, crc = _HEADER.unpack(header)
-            if length == 0 or length > MAX_BATCH_BYTES:
-                return batches, offset, f"bad frame length {length}"
-            if offset + FRAME_HEADER_BYTES + length > size:
-                return batches, offset, "short frame"
-            payload = f.read(length)
-            if crc32c.crc32c(payload) != crc:
-                return batches, offset, "CRC mismatch"
-            records = _decode_payload(payload)
-            if records is None:
-                return batches, offset, "payload is not a msgpack list of bytes"
-            batches.append(records)
-            offset += FRAME_HEADER_BYTES + length
-    return batches, offset, None
+    return FRAME_HEADER.pack(len(payload), crc32c.crc32c(payload)) + payload
 
 
 def _snapshot_frames(records: Iterable[bytes]) -> Iterator[bytes]:
@@ -378,7 +338,7 @@ class PartitionLog:
         if not snapshots:
             return 0, []
         number, path = snapshots[-1]
-        chunks, end, problem = _scan(path)
+        chunks, end, problem = scan_frames(path)
         if problem is not None:
             raise LogCorruptError(f"snapshot {path} is corrupt: {problem} at offset {end}")
         return number, [record for chunk in chunks for record in chunk]
@@ -390,7 +350,7 @@ class PartitionLog:
         batches: list[list[bytes]] = []
         valid_bytes = 0
         for index, (number, path) in enumerate(segments):
-            found, end, problem = _scan(path)
+            found, end, problem = scan_frames(path)
             batches.extend(found)
             valid_bytes += end
             self._active_number = number

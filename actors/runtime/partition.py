@@ -46,12 +46,7 @@ from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE, ControllerImag
 from actors.runtime.fileops import FileOps
 from actors.runtime.loading import load_shard
 from actors.runtime.log import LogFencedError, PartitionLog
-from actors.runtime.mailbox import (
-    MAX_REQUESTS_PER_TURN,
-    MAX_WAITING_REPLIES,
-    Event,
-    refusal,
-)
+from actors.runtime.mailbox import MAX_REQUESTS_PER_TURN, MAX_WAITING_REPLIES, Event, refusal
 from actors.runtime.metrics import PartitionMetrics
 from actors.runtime.wakers import Wakers
 from protocol.api import error_response, group_ids_of, routing_error

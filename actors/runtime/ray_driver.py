@@ -12,10 +12,13 @@ import os
 import socket
 import time
 from collections.abc import Iterable
+from typing import Any
 
 import ray
+from ray.exceptions import RayTaskError
 
 from actors.runtime.controller import NAMESPACE
+from protocol.errors import CoordinatorError
 
 # How long ``wait_released`` waits for Ray to release killed actors' names (a ``start`` right
 # after a ``stop`` must create new actors, not find the dying ones).
@@ -88,3 +91,13 @@ def _probe(target: str, timeout_s: float = PROBE_TIMEOUT_S) -> None:
         socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
     except OSError as e:
         raise ConnectionError(f"nothing answers at {target}: {e.strerror or e}") from None
+
+
+def get_unwrapped(ref) -> Any:
+    """``ray.get`` that raises an actor's refusal as the plain ``CoordinatorError`` it is."""
+    try:
+        return ray.get(ref)
+    except RayTaskError as e:
+        if isinstance(e.cause, CoordinatorError):
+            raise e.cause from None
+        raise

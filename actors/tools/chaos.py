@@ -54,13 +54,15 @@ from actors.tools.chaos_schedule import (
 )
 from actors.tools.invariants import (
     Violation,
-    check_acknowledged_commits,
     check_all,
     check_converged,
     check_not_behind,
+    summarize,
+)
+from actors.tools.invariants_offsets import (
+    check_acknowledged_commits,
     check_offsets_monotonic,
     check_stream,
-    summarize,
 )
 from protocol import messages as m
 

@@ -9,7 +9,7 @@ import pytest
 import ray
 
 from actors.tools.chaos import _read_timeline
-from actors.tools.invariants import check_offsets_monotonic, check_stream
+from actors.tools.invariants_offsets import check_offsets_monotonic, check_stream
 from protocol import messages as m
 from tests.actors.ray_helpers import eventually, owned, wait_whole
 from tests.actors.runtime.test_partition import wait_restarted

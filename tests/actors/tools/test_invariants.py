@@ -339,7 +339,7 @@ def test_unowned_seconds_counts_the_gaps_in_each_partitions_ownership_once():
 
 
 def test_check_stream_finds_a_gap_between_owners_and_a_commit_beyond_processing():
-    from actors.tools.invariants import check_stream
+    from actors.tools.invariants_offsets import check_stream
 
     def processed(lo, hi):
         return {"group_id": "g", "member_id": "a", "t": 0.0, "event": "processed",
@@ -353,7 +353,7 @@ def test_check_stream_finds_a_gap_between_owners_and_a_commit_beyond_processing(
 
 
 def test_check_offsets_monotonic_reports_offsets_going_back_or_vanishing():
-    from actors.tools.invariants import check_offsets_monotonic
+    from actors.tools.invariants_offsets import check_offsets_monotonic
 
     k = ("g", "t", 0)
     assert check_offsets_monotonic([{k: 1}, {k: 1}, {k: 5}]) == []
@@ -370,7 +370,7 @@ def committed(t: float, member: str, offset: int, tp=FOO0, group: str = "g1") ->
 
 
 def test_an_acknowledged_commit_the_coordinator_no_longer_holds_is_reported_as_lost():
-    from actors.tools.invariants import check_acknowledged_commits
+    from actors.tools.invariants_offsets import check_acknowledged_commits
 
     events = [committed(1.0, "a", 10), committed(2.0, "a", 25), committed(3.0, "b", 30, ("foo", 1))]
     assert check_acknowledged_commits(events, {("g1", "foo", 0): 25, ("g1", "foo", 1): 31}) == []
