@@ -138,7 +138,12 @@ def test_a_coordinator_killed_mid_rebalance_leaves_the_real_clients_converging(
     wait_for(lambda: cluster.describe(group).group_state in ("assigning", "reconciling"),
              every_s=0.01)
     cluster.kill_partition(cluster.partition_for(group))
-    wait_for(lambda: whole(group_members, _parts(topic, 6)), timeout_s=90)
+    try:
+        wait_for(lambda: whole(group_members, _parts(topic, 6)), timeout_s=120)
+    except AssertionError:  # say where each side stands
+        described = cluster.describe(group)
+        state = [(x.member_id(), sorted(x.assignment()), x.errors[-3:]) for x in group_members]
+        raise AssertionError(f"not converged: clients {state}; coordinator {described}") from None
     cluster.wait_stable(group, members=4)
     assert _no_overlap(group, group_members) == []
 
