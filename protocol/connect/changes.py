@@ -9,6 +9,8 @@ to 0 withdraws a request rather than making one.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from protocol import messages as m
 from protocol.connect.member import ConnectWorkerMember
 from protocol.records import ClientAssignorEntry, ConnectGroupTargetAssignmentMemberValue
@@ -84,3 +86,18 @@ def assignment_changed(before: ConnectWorkerMember | None, after: ConnectWorkerM
         or before.assigned != after.assigned
         or before.pending_revocation != after.pending_revocation
     )
+
+
+def only_asks(before: ConnectWorkerMember, after: ConnectWorkerMember) -> bool:
+    """The change is a client assignor's new reason and nothing else (Connect's scheduled
+    rebalance: every worker's delay runs out at the same moment, and each asks)."""
+    if before.server_assignor != after.server_assignor:
+        return False
+    if len(before.client_assignors) != len(after.client_assignors):
+        return False
+    asked = False
+    for b, a in zip(before.client_assignors, after.client_assignors, strict=True):
+        if replace(a, reason=b.reason) != b:
+            return False
+        asked = asked or (a.reason != b.reason and a.reason != 0)
+    return asked

@@ -30,6 +30,9 @@ class ConnectClientAssignment:
     def __init__(self, ctx: ShardContext) -> None:
         self.ctx = ctx
         self._passed_over: dict[str, set[str]] = {}  # group id -> workers that missed a deadline
+        # group id -> the group epoch the last PrepareAssignment handed out: a computation
+        # pending beyond it will still read every worker's metadata as it is now
+        self._prepared: dict[str, int] = {}
 
     # ------------------------------------------------------------------ who computes
 
@@ -73,6 +76,14 @@ class ConnectClientAssignment:
 
     def forget_group(self, group_id: str) -> None:
         self._passed_over.pop(group_id, None)
+        self._prepared.pop(group_id, None)
+
+    def pending_unprepared(self, group: ConnectGroup) -> bool:
+        """A new target is due and no worker has been handed its inputs yet, so whatever a
+        worker says now reaches that computation without another epoch."""
+        if group.group_epoch <= group.assignment_epoch:
+            return False
+        return self._prepared.get(group.group_id, -1) < group.group_epoch
 
     # ------------------------------------------------------------------ the requests
 
@@ -107,6 +118,7 @@ class ConnectClientAssignment:
                 )
             )
         lo, hi = choice.version_range or (-1, -1)
+        self._prepared[group.group_id] = group.group_epoch
         return m.ConnectGroupPrepareAssignmentResponse(
             group_id=group.group_id,
             group_epoch=group.group_epoch,

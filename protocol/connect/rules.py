@@ -15,7 +15,7 @@ from dataclasses import replace
 from protocol import messages as m
 from protocol.assignor_choice import choose_assignor
 from protocol.connect import units as u
-from protocol.connect.changes import apply_request, assignment_changed, bump_reason
+from protocol.connect.changes import apply_request, assignment_changed, bump_reason, only_asks
 from protocol.connect.client_assignment import ConnectClientAssignment
 from protocol.connect.describe import describe_as_classic, describe_groups
 from protocol.connect.epochs import ConnectEpochs
@@ -220,7 +220,9 @@ class ConnectGroupRules:
                 Record(ConnectGroupMemberMetadataKey(gid, member.member_id), updated.metadata)
             )
             reason = bump_reason(member, updated, group.target.get(member.member_id, NO_TARGET))
-            if reason is not None:
+            if reason is not None and not (
+                only_asks(member, updated) and self.compute.pending_unprepared(group)
+            ):  # an ask a computation not yet prepared will read anyway needs no new epoch
                 self.epochs.mark(gid, reason, updated)
         # Touched even when unchanged: a target that could not be computed earlier is retried.
         self.epochs.mark(gid, None)

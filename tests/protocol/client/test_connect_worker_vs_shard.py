@@ -140,3 +140,24 @@ def test_the_chosen_worker_installs_for_the_epoch_it_prepared():
     install = sent[2]
     assert isinstance(prepare, m.ConnectGroupPrepareAssignmentRequest)
     assert install.group_epoch == sim.describe().assignment_epoch
+
+
+def test_workers_whose_delay_runs_out_together_do_not_each_bump_the_epoch():
+    """Every worker's assignor holds a departed worker's work until the same deadline, so all
+    ask for a rebalance at once; an ask that a computation not yet prepared will read anyway
+    needs no epoch of its own (before: one bump per worker)."""
+    sim = ConnectSim({f"c{i}": 8 for i in range(5)}, max_delay_ms=5_000)
+    for w in "abcd":
+        sim.add(w)
+    settle(sim, limit_ms=10_000)
+    sim.clients["d"].leave()
+    sim.run(HEARTBEAT_MS)
+    del sim.clients["d"]
+    sim.run(4_000)  # the departed worker's work is held
+    before = sim.shard.groups[GROUP].group_epoch
+    sim.run(2_000)  # the delay runs out for every worker at the same moment
+    settle(sim, limit_ms=10_000)
+    bumps = sim.shard.groups[GROUP].group_epoch - before
+    assert 1 <= bumps < len(sim.clients)
+    assert sorted(len(c.owned.tasks) for c in sim.clients.values()) == [13, 13, 14]
+    exclusive(sim)
