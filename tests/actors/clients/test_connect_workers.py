@@ -63,7 +63,8 @@ def test_a_killed_workers_work_returns_after_the_scheduled_delay(cluster):
         cluster.spawn_worker(group, scheduled_rebalance_max_delay_ms=int(delay_s * 1000))
         for _ in range(3)
     ]
-    eventually(lambda: converged(cluster, group, workers))
+    eventually(lambda: converged(cluster, group, workers) and sorted(
+        len(a["tasks"]) for a in ray.get([w.assignment.remote() for w in workers])) == [2, 2, 2])
     victim, survivors = workers[2], workers[:2]
     held = ray.get(victim.assignment.remote())
     assert held["tasks"]
