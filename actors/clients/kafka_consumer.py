@@ -111,7 +111,11 @@ class KafkaMember:
                     self._take(msg)
                 if time.monotonic() - last_commit >= self.commit_interval_s:
                     last_commit = time.monotonic()
-                    self._commit(self.assignment(), wait=False)
+                    # Synchronous, as Kafka's Java client advises: librdkafka retries a failed
+                    # async commit (say, COORDINATOR_LOAD_IN_PROGRESS while a partition
+                    # reloads), and the retry can land after a newer commit, taking the
+                    # committed offset back below one already acknowledged.
+                    self._commit(self.assignment())
                 self._pace()
             if self._leave:
                 self._commit(self.assignment())
