@@ -38,6 +38,7 @@ from actors.cluster import Cluster
 from protocol.config import CoordinatorConfig
 
 POLL_S = 0.5
+PROGRESS_S = 15.0
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
@@ -55,6 +56,18 @@ def cpu_s(pid: int) -> float:
     """User + system CPU seconds of a local process so far (``/proc/<pid>/stat``)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def report_progress(elapsed_s: float, summary: dict, hosts: list, pid: int) -> None:
+    """One line while waiting: members in, the epoch, the hosts' calls and failed calls
+    (a failed call is a batch the host gave up on: a timeout re-sends work the partition
+    may still be doing), and the partition actor's CPU so far."""
+    stats = ray.get([h.stats.remote() for h in hosts])
+    calls = sum(st["calls"] for st in stats)
+    failed = sum(st["failed_calls"] for st in stats)
+    print(f"  {elapsed_s:6.0f} s: {summary.get('members', 0):,} members, epoch "
+          f"{summary.get('group_epoch')}, {summary.get('state')}; host calls {calls:,} "
+          f"({failed:,} failed); partition CPU {cpu_s(pid):.0f} s", flush=True)
 
 
 def start_profile(pid: int, seconds: float, members: int):
@@ -104,9 +117,13 @@ def main() -> None:
         ]
         last_join = stable = None
         summary: dict = {}
+        reported = started
         while time.monotonic() - started < args.timeout:
             summary = ray.get(partition.group_summary.remote(group)) or {}
             now = time.monotonic()
+            if now - reported >= PROGRESS_S:
+                reported = now
+                report_progress(now - started, summary, hosts, pid)
             if last_join is None and summary.get("members") == args.members:
                 last_join = now
                 print(f"last join after {now - started:6.1f} s (epoch {summary['group_epoch']})")
