@@ -23,9 +23,9 @@ from operator import attrgetter
 
 from assignors.spec import AssignmentSpec, GroupAssignment, MemberSpec
 
-# Above these the vectorised path is faster (bench/assignors.py --kafka-grid at 1,000
-# members: the per-member Python here overtakes numpy's fixed cost).
-MAX_MEMBERS = 300
+# Above these the vectorised path is faster (measured at 100-500 members x 10-100 topics:
+# past ~200 members the per-member and per-number Python here overtakes numpy's fixed cost).
+MAX_MEMBERS = 200
 MAX_TOPICS = 1_000
 
 _subscription = attrgetter("subscribed_topic_ids")
