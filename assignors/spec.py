@@ -55,15 +55,22 @@ class FlatAssignment(NamedTuple):
     lengths: bytes  # int64 per topic id
     partitions: bytes  # int64, as many as the lengths add up to
     all_frozensets: bool  # every value a frozenset (else no member gets its mapping back)
+    # The one value every topic holds (the same object), as range hands a class's topics
+    # out, with the set of those topics; None when the values differ or there are none.
+    shared: tuple[frozenset[int], frozenset[str]] | None
 
     @staticmethod
     def of(assignment: Assignment) -> FlatAssignment:
         values = list(assignment.values())
+        shared = None
+        if values and len(set(map(id, values))) == 1:
+            shared = (values[0], frozenset(assignment))
         return FlatAssignment(
             tuple(assignment),
             array("q", map(len, values)).tobytes(),
             array("q", chain.from_iterable(values)).tobytes(),
             all(type(v) is frozenset for v in values),
+            shared,
         )
 
 

@@ -18,8 +18,8 @@ get their own mapping back).
 
 from __future__ import annotations
 
-from itertools import islice
-from operator import attrgetter
+from itertools import compress, islice
+from operator import attrgetter, not_
 
 from assignors.spec import AssignmentSpec, GroupAssignment, MemberSpec
 
@@ -81,7 +81,7 @@ def assign_small(spec: AssignmentSpec) -> GroupAssignment | None:
     if reusable is None:
         return None
     result: dict = dict(zip(member_ids, map(_assigned, members), strict=True))
-    changed: set[int] = {i for i, ok in enumerate(reusable) if not ok}
+    changed = set(compress(range(len(members)), map(not_, reusable)))
     decided = []
     for c in classes:
         new = _sticky_quota_fill(c)
@@ -90,11 +90,12 @@ def assign_small(spec: AssignmentSpec) -> GroupAssignment | None:
     for i in changed:
         result[member_ids[i]] = {}
     for c, new in zip(classes, decided, strict=True):
+        topic_ids = dict.fromkeys(c.topic_ids)  # fromkeys copies a dict's keys fastest
         for position, numbers in sorted(_by_holder(new).items()):
             i = c.subscribers[position]
             if i in changed:
                 mid = member_ids[i]
-                given = dict.fromkeys(c.topic_ids, frozenset(numbers))
+                given = dict.fromkeys(topic_ids, frozenset(numbers))
                 if result[mid]:
                     result[mid].update(given)
                 else:
@@ -176,14 +177,15 @@ def _read_claims(
     ``GroupLayout.current_owners``); returns per member whether it may get its mapping back,
     or ``None`` when some holding is not class-aligned."""
     reusable = [True] * len(members)
-    for i, mapping in enumerate(map(_assigned, members)):
+    for i, member in enumerate(members):
+        mapping = member.assigned_partitions
         if not mapping:
             continue
-        ids = set(map(id, mapping.values()))
-        if len(ids) == 1:
-            held = next(iter(mapping.values()))
-            c = class_of.get(next(iter(mapping)))
-            if c is None or mapping.keys() != c.topic_set:
+        shared = member.flat_assignment.shared  # cached with the spec
+        if shared is not None:
+            held, topic_set = shared
+            c = class_of.get(next(iter(topic_set)))
+            if c is None or topic_set != c.topic_set:
                 return None
             holdings = [(c, held)]
         else:
