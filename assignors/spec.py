@@ -44,6 +44,16 @@ class MemberSpec:
         """
         return FlatAssignment.of(self.assigned_partitions)
 
+    @cached_property
+    def shared_assignment(self) -> tuple[frozenset[int], frozenset[str]] | None:
+        """The one value every topic of the assignment holds (the same object), as range
+        hands a class's topics out, with the set of those topics; ``None`` when the values
+        differ or there are none. Kept with the spec, as ``flat_assignment``."""
+        values = list(self.assigned_partitions.values())
+        if values and len(set(map(id, values))) == 1:
+            return values[0], frozenset(self.assigned_partitions)
+        return None
+
 
 class FlatAssignment(NamedTuple):
     """One member's assignment in bulk form: its topic ids in the mapping's order, how many
@@ -55,22 +65,15 @@ class FlatAssignment(NamedTuple):
     lengths: bytes  # int64 per topic id
     partitions: bytes  # int64, as many as the lengths add up to
     all_frozensets: bool  # every value a frozenset (else no member gets its mapping back)
-    # The one value every topic holds (the same object), as range hands a class's topics
-    # out, with the set of those topics; None when the values differ or there are none.
-    shared: tuple[frozenset[int], frozenset[str]] | None
 
     @staticmethod
     def of(assignment: Assignment) -> FlatAssignment:
         values = list(assignment.values())
-        shared = None
-        if values and len(set(map(id, values))) == 1:
-            shared = (values[0], frozenset(assignment))
         return FlatAssignment(
             tuple(assignment),
             array("q", map(len, values)).tobytes(),
             array("q", chain.from_iterable(values)).tobytes(),
             all(type(v) is frozenset for v in values),
-            shared,
         )
 
 

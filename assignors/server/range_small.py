@@ -181,7 +181,7 @@ def _read_claims(
         mapping = member.assigned_partitions
         if not mapping:
             continue
-        shared = member.flat_assignment.shared  # cached with the spec
+        shared = member.shared_assignment  # cached with the spec
         if shared is not None:
             held, topic_set = shared
             c = class_of.get(next(iter(topic_set)))
