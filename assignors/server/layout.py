@@ -15,7 +15,7 @@ coordinator's target builder) can tell an unchanged member by identity alone.
 from __future__ import annotations
 
 from itertools import chain, pairwise, repeat
-from operator import attrgetter, methodcaller
+from operator import attrgetter, is_
 
 import numpy as np
 
@@ -31,7 +31,11 @@ _assigned = attrgetter("assigned_partitions")
 _rack = attrgetter("rack_id")
 _size = attrgetter("num_partitions")
 _partition_racks = attrgetter("partition_racks")
-_values = methodcaller("values")
+_flat = attrgetter("flat_assignment")
+_flat_topics = attrgetter("topic_ids")
+_flat_lengths = attrgetter("lengths")
+_flat_partitions = attrgetter("partitions")
+_all_frozensets = attrgetter("all_frozensets")
 
 
 def _contains(sorted_values: np.ndarray, queries: np.ndarray) -> np.ndarray:
@@ -59,19 +63,26 @@ class GroupLayout:
         # Subscriptions are usually shared objects (one per distinct subscription), so the
         # identity test settles almost every member without comparing sets.
         subscriptions = list(map(_subscription, self.members))
-        distinct = dict(zip(map(id, subscriptions), subscriptions, strict=True))
         first = self.members[0].subscribed_topic_ids if self.members else frozenset()
-        same = all(s == first for s in distinct.values())
+        if all(map(is_, subscriptions, repeat(first))):  # one object: no grouping to do
+            distinct = {id(first): first}
+            same = True
+            unique_ids = [id(first)]
+            self.subscription_of = np.zeros(num_members, dtype=np.int64)
+        else:
+            distinct = dict(zip(map(id, subscriptions), subscriptions, strict=True))
+            same = all(s == first for s in distinct.values())
+            keys = np.fromiter(map(id, subscriptions), dtype=np.uint64, count=num_members)
+            unique, self.subscription_of = np.unique(keys, return_inverse=True)
+            self.subscription_of = self.subscription_of.reshape(-1)
+            unique_ids = unique.tolist()
         subscribed = first if same else set().union(*distinct.values())
         self.topic_ids = sorted(t for t in subscribed if t in spec.topics)
         self.topic_index = {tid: t for t, tid in enumerate(self.topic_ids)}
         # Members grouped by subscription object (group g), and the (group, topic) pairs of
         # the subscriptions as sorted codes g * topics + t: no larger than the input itself.
-        keys = np.fromiter(map(id, subscriptions), dtype=np.uint64, count=num_members)
-        unique_ids, self.subscription_of = np.unique(keys, return_inverse=True)
-        self.subscription_of = self.subscription_of.reshape(-1)
         codes = []
-        for g, key in enumerate(unique_ids.tolist()):
+        for g, key in enumerate(unique_ids):
             found = np.fromiter(map(self.topic_index.get, distinct[key], repeat(-1)),
                                 dtype=np.int64, count=len(distinct[key]))
             codes.append(g * len(self.topic_ids) + found[found >= 0])
@@ -147,25 +158,27 @@ class GroupLayout:
         first in member-id order keeps it. Sets ``reusable``.
         """
         owner = np.full(self.num_slots, UNASSIGNED, dtype=np.int64)
-        maps = list(map(_assigned, self.members))
-        per_member = np.fromiter(map(len, maps), dtype=np.int64, count=len(maps))
-        keys = list(chain.from_iterable(maps))
-        values = list(chain.from_iterable(map(_values, maps)))
+        # Each member's assignment as arrays, cached on its spec (``MemberSpec.flat_assignment``):
+        # a member whose spec the coordinator kept costs a few C-level steps here.
+        flats = list(map(_flat, self.members))
+        member_keys = list(map(_flat_topics, flats))
+        per_member = np.fromiter(map(len, member_keys), dtype=np.int64, count=len(flats))
+        keys = list(chain.from_iterable(member_keys))
         self.reusable[:] = True
         if not keys:
             return owner
         index = self.topic_index
         topic = np.fromiter(map(index.get, keys, [-1] * len(keys)), dtype=np.int64,
                             count=len(keys))
-        member = np.repeat(np.arange(len(maps), dtype=np.int64), per_member)
+        member = np.repeat(np.arange(len(flats), dtype=np.int64), per_member)
         known = topic >= 0
         if not self.homogeneous:  # homogeneous: every known topic is everyone's
             codes = self.subscription_of[member] * len(self.topic_ids) + np.maximum(topic, 0)
             known &= _contains(self.subscription_codes, codes)
-        lengths = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
-        flat = np.fromiter(chain.from_iterable(values), dtype=np.int64, count=int(lengths.sum()))
+        lengths = np.frombuffer(b"".join(map(_flat_lengths, flats)), dtype=np.int64)
+        flat = np.frombuffer(b"".join(map(_flat_partitions, flats)), dtype=np.int64)
         # A member gets its mapping back only if it holds frozensets with nothing to drop.
-        if set(map(type, values)) != {frozenset}:
+        if not all(map(_all_frozensets, flats)):
             self.reusable[:] = False
         self.reusable[member[lengths == 0]] = False
         each_topic = np.repeat(np.where(known, topic, 0), lengths)

@@ -13,6 +13,10 @@ rest is handed out, ascending, to members under quota. A member's current holdin
 class is read per partition number by majority over the class's topics (ties to the
 smaller member id), so a class that drifted apart is pulled back together.
 
+Small groups whose current assignment is the kind range hands out (and no racks) are
+assigned in plain Python (``range_small``), where numpy's cost per call would dominate; the
+answer is the same.
+
 Rack awareness: when members and partitions carry racks, a member keeps rack-matched
 partitions first and receives rack-matched partitions first; a class's partition number
 matches the racks holding it on every topic of the class (or on any, if no rack holds
@@ -25,6 +29,7 @@ import numpy as np
 
 from assignors.server.layout import UNASSIGNED, GroupLayout
 from assignors.server.racks import RackMatcher, build_rack_matcher
+from assignors.server.range_small import assign_small, eligible
 from assignors.server.uniform import sticky_quota_fill
 from assignors.spec import AssignmentSpec, GroupAssignment
 
@@ -84,6 +89,16 @@ class RangeAssignor:
     name = "range"
 
     def assign(self, spec: AssignmentSpec) -> GroupAssignment:
+        """Small groups in plain Python (``range_small``) when their input allows, the
+        rest on arrays; both give the same assignment."""
+        if eligible(spec):
+            result = assign_small(spec)
+            if result is not None:
+                return result
+        return self.assign_arrays(spec)
+
+    def assign_arrays(self, spec: AssignmentSpec) -> GroupAssignment:
+        """The vectorised path: any size, any input (racks, stale assignments)."""
         layout = GroupLayout(spec)
         if not layout.member_ids:
             return GroupAssignment(members={})
