@@ -151,8 +151,8 @@ class KafkaMember:
             time.sleep(min(ahead / rate, POLL_S))
 
     def _commit(self, parts: list[TopicPartition], wait: bool = True) -> None:
-        """Commit what was processed of ``parts``: in the background (``on_commit`` records
-        it), or, before a revocation completes, synchronously."""
+        """Commit what was processed of ``parts``, synchronously unless ``wait`` is False
+        (then ``on_commit`` records the outcome); a refusal goes in the timeline too."""
         from confluent_kafka import KafkaException
         from confluent_kafka import TopicPartition as KTP
 
@@ -166,11 +166,27 @@ class KafkaMember:
         offsets = [KTP(t, p, o) for (t, p), o in todo.items()]
         try:
             if wait:
-                self._on_commit(None, self.consumer.commit(offsets=offsets, asynchronous=False))
+                result = self.consumer.commit(offsets=offsets, asynchronous=False) or []
+                refused = [k for k in result if k.error is not None]
+                if refused:
+                    self._commit_failed({(k.topic, k.partition): todo[(k.topic, k.partition)]
+                                         for k in refused}, str(refused[0].error))
+                self._on_commit(None, result)
             else:
                 self.consumer.commit(offsets=offsets, asynchronous=True)
         except KafkaException as e:
             self.errors.append(str(e))
+            self._commit_failed(todo, str(e))
+
+    def _commit_failed(self, offsets: dict[TopicPartition, int], error: str) -> None:
+        """Put a failed commit in the timeline: a commit the client gave up on may still be
+        applied later (in flight on a connection the client dropped), and a run that finds an
+        acknowledged commit lost needs to see that it happened, where and when."""
+        now = time.monotonic()
+        with self._lock:
+            for tp, offset in sorted(offsets.items()):
+                self._record({"t": now, "event": "commit_failed", "partitions": [tp],
+                              "offset": offset, "error": error})
 
     def _on_commit(self, error: Any, partitions: list | None) -> None:
         if error is not None:

@@ -9,6 +9,13 @@ only that connection: a frame size outside [0, max_request_bytes], a truncated h
 unknown API key, an unsupported version (except ApiVersions, answered in v0 with
 UNSUPPORTED_VERSION as KIP-511 asks), a body that does not decode, a request before
 authentication, a failed authentication, or a handler's unexpected error (logged).
+
+A request the client sent behind one still being served is not served once the client has
+closed the connection. A client closes when a request times out (librdkafka does, after a
+heartbeat or commit waited longer than its timeout behind a request the gateway held while a
+partition restarted), gives up on what it sent and sends anew on a new connection. Served
+late, such a request would land after the newer ones: an OffsetCommit the client gave up on
+would take the committed offset back below one it has since seen acknowledged.
 """
 
 from __future__ import annotations
@@ -81,6 +88,8 @@ class Connection:
                 if not data:
                     return
                 for frame in self.frames.feed(data):
+                    if self.reader.at_eof():
+                        return  # the client has gone: what it left queued is not served
                     await self._serve(frame)
         except (_Close, FrameError) as e:
             log.info("closing %s: %s", self.client_host, e)

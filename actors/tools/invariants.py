@@ -22,9 +22,10 @@ TopicPartition = tuple[str, int]
 Event = Mapping[str, Any]
 
 SUMMARY_MESSAGES_PER_INVARIANT = 5
-# What the synthetic workloads add to timelines: a consumer's stream (``check_stream``) and a
-# Connect task's work (``check_connect_work``).
-STREAM_EVENTS = ("processed", "committed", "ran")
+# What the synthetic workloads add to timelines: a consumer's stream (``check_stream``), its
+# commits (a real client's failed ones too, for diagnosis) and a Connect task's work
+# (``check_connect_work``).
+STREAM_EVENTS = ("processed", "committed", "commit_failed", "ran")
 CONNECTOR_TASK = -1  # a Connect unit with this task id is the connector itself
 
 

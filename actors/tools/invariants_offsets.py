@@ -65,19 +65,23 @@ def check_acknowledged_commits(
     """Invariant 5 from the consumers' side: every commit a consumer saw acknowledged (its
     timeline's ``committed`` events) is still covered by what the coordinator holds now. A
     commit lost across a partition restart shows up here even if no read happened to see it."""
-    acknowledged: dict[tuple[str, str, int], int] = {}
+    # Per partition, the highest acknowledged commit and the event that acknowledged it (whom
+    # and when: what a hunt for the cause starts from).
+    acknowledged: dict[tuple[str, str, int], Event] = {}
     for ev in events:
         if ev["event"] == "committed":
             (tp,) = ev["partitions"]
             topic, partition = _tp(tp)
             key = (ev["group_id"], topic, partition)
-            acknowledged[key] = max(acknowledged.get(key, -1), ev["offset"])
+            if key not in acknowledged or ev["offset"] > acknowledged[key]["offset"]:
+                acknowledged[key] = ev
     violations = []
-    for key, offset in sorted(acknowledged.items()):
-        now = committed_now.get(key)
+    for key, ev in sorted(acknowledged.items()):
+        offset, now = ev["offset"], committed_now.get(key)
         if now is None or now < offset:
             where = _name(key[0], (key[1], key[2]))
             held = "nothing" if now is None else f"{now}"
-            msg = f"{where}: commit of {offset} was acknowledged, the coordinator holds {held}"
+            msg = (f"{where}: commit of {offset} was acknowledged, the coordinator holds {held}"
+                   f" (acknowledged to {ev['member_id']} at {ev['t']:.3f})")
             violations.append(Violation(5, f"acknowledged commit lost: {msg}"))
     return violations

@@ -377,7 +377,20 @@ def test_an_acknowledged_commit_the_coordinator_no_longer_holds_is_reported_as_l
     lost = check_acknowledged_commits(events, {("g1", "foo", 0): 24})
     assert [v.invariant for v in lost] == [5, 5]
     assert "commit of 25 was acknowledged, the coordinator holds 24" in lost[0].message
+    assert "acknowledged to a at 2.000" in lost[0].message  # whom and when: where a hunt starts
     assert "holds nothing" in lost[1].message
+
+
+def test_a_real_clients_failed_commit_in_its_timeline_is_neither_ownership_nor_acknowledged():
+    from actors.tools.invariants_offsets import check_acknowledged_commits
+
+    failed = {"t": 1.5, "event": "commit_failed", "partitions": [list(FOO0)], "offset": 40,
+              "error": "Broker: Coordinator load in progress", "member_id": "a",
+              "group_id": "g1"}
+    events = [ev(1.0, "assigned", "a", FOO0), failed, committed(2.0, "a", 25),
+              ev(3.0, "revoked", "a", FOO0)]
+    assert check_all(events, {}, 10.0, {"g1": 1}) == []
+    assert check_acknowledged_commits(events, {("g1", "foo", 0): 25}) == []  # 40 never acked
 
 
 def test_a_controller_restart_that_loses_a_topic_or_an_acknowledged_config_is_reported():
