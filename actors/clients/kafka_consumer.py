@@ -274,7 +274,9 @@ class KafkaMember:
 
     def _record(self, event: dict, member_id: str | None = None) -> None:
         member_id = self.member_id() if member_id is None else member_id
-        event = {**event, "group_id": self.group_id, "member_id": member_id}
+        # "fencing": this member is judged as a Kafka client (invariants: commits fenced).
+        event = {**event, "group_id": self.group_id, "member_id": member_id,
+                 "fencing": "commit"}
         if len(self._events) < MAX_TIMELINE_EVENTS:
             self._events.append(event)
         if self._path is not None:

@@ -69,6 +69,52 @@ def test_overlapping_owners_are_reported_with_the_partition_named() -> None:
     assert "a" in violation.message and "b" in violation.message
 
 
+def kafka(event: dict[str, Any]) -> dict[str, Any]:
+    """The event as a real Kafka client's timeline writes it."""
+    return {**event, "fencing": "commit"}
+
+
+def test_a_real_clients_late_revocation_that_committed_nothing_is_a_fenced_zombie() -> None:
+    # librdkafka heard late that it was fenced: it still held the partition while b took it,
+    # but its coordinator acknowledged none of its commits meanwhile.
+    events = [
+        kafka(ev(0.0, "assigned", "a", FOO0)),
+        kafka({**ev(0.8, "committed", "a", FOO0), "offset": 10}),
+        ev(1.0, "assigned", "b", FOO0),
+        kafka(ev(1.4, "revoked", "a", FOO0)),
+    ]
+    assert exclusive(events) == []
+
+
+def test_a_real_clients_commit_acknowledged_while_another_owned_the_partition_is_reported() -> None:
+    events = [
+        kafka(ev(0.0, "assigned", "a", FOO0)),
+        ev(1.0, "assigned", "b", FOO0),
+        kafka({**ev(1.2, "committed", "a", FOO0), "offset": 10}),
+        kafka(ev(1.4, "revoked", "a", FOO0)),
+    ]
+    [violation] = exclusive(events)
+    assert "overlapping 0.400 s" in violation.message
+
+
+def test_a_real_clients_stale_assignment_after_another_took_the_partition_is_tolerated() -> None:
+    events = [
+        ev(0.0, "assigned", "b", FOO0),
+        kafka(ev(1.0, "assigned", "a", FOO0)),
+        kafka(ev(1.3, "lost", "a", FOO0)),
+    ]
+    assert exclusive(events) == []
+
+
+def test_the_same_overlap_between_two_cohort_clients_is_a_violation() -> None:
+    events = [
+        ev(0.0, "assigned", "a", FOO0),
+        ev(1.0, "assigned", "b", FOO0),
+        ev(1.4, "revoked", "a", FOO0),
+    ]
+    assert len(exclusive(events)) == 1
+
+
 def test_killed_member_partitions_handed_over_after_its_end_time_pass() -> None:
     events = [ev(0.0, "assigned", "a", FOO0), ev(5.0, "assigned", "b", FOO0)]
     assert exclusive(events, end_times={"a": 4.0}) == []
