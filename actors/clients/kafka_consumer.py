@@ -27,6 +27,7 @@ import ray
 
 TopicPartition = tuple[str, int]
 POLL_S = 0.05
+MAX_BATCH = 100
 MAX_TIMELINE_EVENTS = 100_000
 STOP_TIMEOUT_S = 30.0
 
@@ -107,7 +108,7 @@ class KafkaMember:
         last_commit = time.monotonic()
         try:
             while not self._stop.is_set():
-                for msg in self.consumer.consume(num_messages=100, timeout=POLL_S):
+                for msg in self.consumer.consume(num_messages=self._batch(), timeout=POLL_S):
                     self._take(msg)
                 if time.monotonic() - last_commit >= self.commit_interval_s:
                     last_commit = time.monotonic()
@@ -138,6 +139,13 @@ class KafkaMember:
                 self._start[tp] = offset
             self._next[tp] = offset + 1
             self._taken += 1
+
+    def _batch(self) -> int:
+        """Records to take in one turn of the loop: one poll interval's worth at the pace.
+        (A fixed 100 per turn, with naps capped at one interval, ran at ~2,000 records/s.)"""
+        with self._lock:
+            rate = self.records_per_s * max(len(self._owned), 1)
+        return max(1, min(MAX_BATCH, int(rate * POLL_S)))
 
     def _pace(self) -> None:
         """At most ``records_per_s`` per owned partition: the Ray consumers' pace."""
