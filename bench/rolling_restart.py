@@ -5,7 +5,8 @@ Run: ``python bench/rolling_restart.py [--consumers 10] [--partitions 120]
 partitions. Every consumer pays ``--revocation-cost-ms`` per partition it revokes (what a real
 consumer spends committing and flushing it) before it tells the coordinator, including when
 it closes. In one run, on one local Ray, the same rolling restart (stop consumer i, start its
-replacement, wait until the group is whole again, next) is done for:
+replacement, wait until the group is whole again with the replacement owning its share,
+next) is done for:
 
 1. classic eager (``range``): dynamic members leave, the replacement joins; every rebalance
    revokes everything from everyone;
@@ -85,15 +86,25 @@ def _rebalances(cluster: Cluster, mode: str, group: str) -> int:
 
 
 def _whole(handles, partitions: int) -> bool:
-    owned = [tp for h in handles for tp in ray.get(h.assignment.remote())]
-    return len(owned) == partitions and len(set(map(tuple, owned))) == partitions
+    """Every partition owned once, and every consumer, the replacement too, owning its share:
+    the restart is over only when the replacement is back in (every partition owned once is
+    already true when the survivors hold the leaver's partitions, before the replacement has
+    even started, and the next restart would then overlap this one's join)."""
+    shares = [ray.get(h.assignment.remote()) for h in handles]
+    owned = [tp for share in shares for tp in share]
+    fair = partitions // len(handles)
+    return (
+        len(owned) == partitions
+        and len(set(map(tuple, owned))) == partitions
+        and all(fair <= len(share) <= fair + 1 for share in shares)
+    )
 
 
 def _wait_whole(handles, partitions: int, timeout_s: float = 120.0) -> None:
     deadline = time.monotonic() + timeout_s
     while not _whole(handles, partitions):
         if time.monotonic() > deadline:
-            raise TimeoutError("the group did not own every partition again")
+            raise TimeoutError("the group did not own every partition again, balanced")
         time.sleep(0.1)
 
 
