@@ -1,11 +1,12 @@
 """What a rolling restart costs, for each way a consumer can rejoin its group.
 
 Run: ``python bench/rolling_restart.py [--consumers 10] [--partitions 120]
-[--revocation-cost-ms 20] [--small]``. ``--small`` is the old form: 4 consumers on 12
+[--revocation-cost-ms 20] [--small] [--explain]``. ``--small`` is the old form: 4 consumers on 12
 partitions. Every consumer pays ``--revocation-cost-ms`` per partition it revokes (what a real
 consumer spends committing and flushing it) before it tells the coordinator, including when
 it closes. In one run, on one local Ray, the same rolling restart (stop consumer i, start its
-replacement, wait until the group is whole again, next) is done for:
+replacement, wait until the group is whole again with the replacement owning its share,
+next) is done for:
 
 1. classic eager (``range``): dynamic members leave, the replacement joins; every rebalance
    revokes everything from everyone;
@@ -18,6 +19,10 @@ For each it prints the partition-seconds during which no consumer owned a partit
 consumers' own timelines) and the number of rebalances (generations or group epochs), then
 how many times fewer unowned partition-seconds the new protocol has than each classic mode.
 The machine is shared: compare the modes of one run with each other, not runs with runs.
+``--explain`` then splits the new protocol's unowned partition-seconds, restart by restart,
+into the scenario's costs (revocations paid) and Cohort's (a leave's way to the coordinator,
+the coordinator to the new owner), from the timelines and the coordinator's rebalance history
+(``bench/restart_phases.py``).
 
 A stopping consumer closes as Kafka's does: it revokes (and pays for) what it owns; a dynamic
 member then leaves, a static one sends no LeaveGroup and keeps its place for its session.
@@ -34,6 +39,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import ray
+import restart_phases
 
 from actors.cluster import Cluster
 from actors.tools.chaos import _read_timeline
@@ -80,15 +86,25 @@ def _rebalances(cluster: Cluster, mode: str, group: str) -> int:
 
 
 def _whole(handles, partitions: int) -> bool:
-    owned = [tp for h in handles for tp in ray.get(h.assignment.remote())]
-    return len(owned) == partitions and len(set(map(tuple, owned))) == partitions
+    """Every partition owned once, and every consumer, the replacement too, owning its share:
+    the restart is over only when the replacement is back in (every partition owned once is
+    already true when the survivors hold the leaver's partitions, before the replacement has
+    even started, and the next restart would then overlap this one's join)."""
+    shares = [ray.get(h.assignment.remote()) for h in handles]
+    owned = [tp for share in shares for tp in share]
+    fair = partitions // len(handles)
+    return (
+        len(owned) == partitions
+        and len(set(map(tuple, owned))) == partitions
+        and all(fair <= len(share) <= fair + 1 for share in shares)
+    )
 
 
 def _wait_whole(handles, partitions: int, timeout_s: float = 120.0) -> None:
     deadline = time.monotonic() + timeout_s
     while not _whole(handles, partitions):
         if time.monotonic() > deadline:
-            raise TimeoutError("the group did not own every partition again")
+            raise TimeoutError("the group did not own every partition again, balanced")
         time.sleep(0.1)
 
 
@@ -106,15 +122,20 @@ def run_mode(cluster: Cluster, mode: str, consumers: int, partitions: int, workd
     before = _rebalances(cluster, mode, group)
     start = time.monotonic()
     stopped: dict[str, float] = {}  # member id -> when its process stopped owning anything
+    restarts: list[dict] = []  # per restart: its window and the member that left
     for i in range(consumers):
+        began = time.monotonic()
         ray.get(handles[i].stop.remote(leave=True))  # a static member sends no LeaveGroup
         at = time.monotonic()
-        for e in ray.get(handles[i].timeline.remote()):
-            stopped.setdefault(e["member_id"], at)
+        members = {e["member_id"] for e in ray.get(handles[i].timeline.remote())}
+        for member_id in members:
+            stopped.setdefault(member_id, at)
         ray.kill(handles[i])
         paths.append(workdir / f"{mode}-{i}-1.jsonl")
         handles[i] = _spawn(cluster, mode, group, topic, i, paths[-1], False, cost_ms)
         _wait_whole(handles, partitions)
+        restarts.append({"start": began, "end": time.monotonic(),
+                         "leaver": next(iter(members), None)})
     end = time.monotonic()
     rebalances = _rebalances(cluster, mode, group) - before
     for h in handles:
@@ -122,8 +143,16 @@ def run_mode(cluster: Cluster, mode: str, consumers: int, partitions: int, workd
     events = [e for p in paths for e in _read_timeline(p)]
     intervals = ownership_intervals(events, stopped, end)
     tps = [(topic, p) for p in range(partitions)]
+    per_restart = [unowned_seconds(intervals, tps, r["start"], r["end"]) for r in restarts]
+    phases = None
+    if mode == "consumer":
+        table = ray.get(cluster.coordinator(group).export_tables.remote())["rebalances"]
+        history = [h for h in table.to_pylist() if h["group_id"] == group]
+        phases = restart_phases.explain(events, restarts, history, cost_ms / 1000)
     return {
         "mode": mode,
+        "per_restart": per_restart,
+        "phases": phases,
         "unowned_partition_s": unowned_seconds(intervals, tps, start, end),
         "rebalances": rebalances,
         "seconds": end - start,
@@ -139,6 +168,8 @@ def main() -> int:
                         help="what revoking one partition costs a consumer (commit and flush)")
     parser.add_argument("--small", action="store_true", help="the small form: 4 x 12")
     parser.add_argument("--modes", nargs="*", default=list(MODES))
+    parser.add_argument("--explain", action="store_true",
+                        help="split KIP-848's unowned partition-seconds into phases per restart")
     args = parser.parse_args()
     if args.small:
         args.consumers, args.partitions = 4, 12
@@ -167,6 +198,10 @@ def main() -> int:
                 print(f"KIP-848 vs {r['mode']}: {ratio:.1f}x fewer unowned partition-seconds")
             else:
                 print(f"KIP-848 vs {r['mode']}: KIP-848 left no partition unowned")
+    if new is not None and args.explain:
+        print(f"\nwhere KIP-848's unowned partition-seconds go ({args.consumers} restarts; "
+              f"bench/restart_phases.py):")
+        print("\n".join(restart_phases.report(new["phases"], new["per_restart"])))
     return 0 if all(r["overlaps"] == 0 for r in rows) else 1
 
 

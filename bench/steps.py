@@ -8,9 +8,11 @@ interval ``--interval-ms``) goes through ``--trials`` leave + join steps in each
 * ``short``: ``group_consumer_reconciliation_heartbeat_interval_ms = --short-ms``: a member
   with a step waiting (a revocation to acknowledge, partitions another member still holds)
   is told to come back after the short interval;
-* ``wake``: as ``short``, and the coordinator also wakes a client actor whose members'
-  targets a turn changed (``actors/runtime/wakers.py``), so that a stable member hears of a
-  step elsewhere at once instead of at its next heartbeat;
+* ``wake``: as ``short``, and the coordinator also wakes a client actor whose members a turn
+  gave a reason to heartbeat (a new target, or released partitions they wait for:
+  ``protocol/consumer/wake_ups.py``, sent by ``actors/runtime/wakers.py``), so that a stable
+  member hears of a step elsewhere at once instead of at its next heartbeat, and a joining
+  member takes a released partition at once instead of at its next short interval;
 * ``off``: the same setting equal to the heartbeat interval and no wake-ups, which is
   Kafka's behaviour.
 

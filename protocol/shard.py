@@ -200,6 +200,14 @@ class GroupCoordinatorShard:
         group.replay(record)
         self.consumer.after_replay(group, record, before)
 
+    def take_wake_ups(self, decide: bool = True) -> list[tuple[str, str]]:
+        """The (group, member) pairs the events since the last call gave a reason to heartbeat
+        now (``protocol/consumer/wake_ups.py``); a runtime that can reach clients wakes them
+        once the events' records are durable. ``decide=False`` only forgets the changes (no
+        client could be woken): nothing is computed."""
+        taken = self.consumer.wake_ups.take(self.groups if decide else {})
+        return taken if decide else []
+
     def replay_offsets(
         self, commits: Iterable[tuple[str, str, int, OffsetCommitValue | None]]
     ) -> None:

@@ -275,7 +275,8 @@ class OffsetsPartition:
             self._abandon(Errors.COORDINATOR_NOT_AVAILABLE, events)
             raise
         self._release(events, completed, answers)
-        self._wakers.wake(records, requests)
+        self._wakers.forget(records)
+        self._wakers.wake(shard.take_wake_ups(decide=len(self._wakers) > 0))
         self._observe(busy, records)
         await self._maybe_snapshot()
 
@@ -424,6 +425,7 @@ class OffsetsPartition:
             load_shard, self._log, self.config, image.metadata, os.getpid(),
             self._log.epoch is not None,  # loaded before: recover, keeping the epoch
         )
+        shard.take_wake_ups(decide=False)  # what the load replayed is no news to any client
         self._shard = shard
         self._image_version = -1
         records = self._apply_image(image).records  # changes made while down bump epochs now

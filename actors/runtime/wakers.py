@@ -1,19 +1,21 @@
-"""Wake-ups: telling a client actor at once that one of its members has a new target.
+"""Wake-ups: telling a client actor at once that one of its members has a reason to heartbeat.
 
 KIP-848 is pull only: a member learns of a rebalance at its next heartbeat, so a step that
 starts elsewhere (a member leaves, another joins) reaches a *stable* member after up to one
-heartbeat interval, uniform over it. The short reconciliation interval cannot help there: the
-stable member has nothing waiting until it hears of the step. Cohort's own client actors can
-do better without costing a stable group anything: a ``ConsumerClient`` hands its handle along
-with its batched heartbeats, and once a turn's records are durable the partition sends that
-actor one fire-and-forget ``wake(member_ids)`` naming the members whose *target* the turn
-changed, except those whose own request was in the turn (their reply carries it already). The
-client heartbeats for those members at once. A group with no target change wakes nobody, so
-stable members send exactly the heartbeats they would without this; clients that give no
-handle (the Kafka wire gateway's real clients) are unaffected.
+heartbeat interval, uniform over it, and a partition released by one member reaches the member
+waiting for it only at that member's next heartbeat (the short reconciliation interval). Cohort's
+own client actors can do better without costing a stable group anything: a ``ConsumerClient``
+hands its handle along with its batched heartbeats, and once a turn's records are durable the
+partition sends that actor one fire-and-forget ``wake(member_ids)`` naming the members the
+turn gave a reason to heartbeat now: a new target they were not told of, or released
+partitions they wait for. The client heartbeats for those members at once. Whom to wake is
+the pure shard's decision (``protocol/consumer/wake_ups.py``, ``shard.take_wake_ups()``); a
+group with nothing in progress wakes nobody, so stable members send exactly the heartbeats
+they would without this; clients that give no handle (the Kafka wire gateway's real clients)
+are unaffected.
 
-Only the runtime knows actors, so this lives in ``actors/``; the decision what to wake for is
-read from the records the pure shard already produced.
+Only the runtime knows actors, so the sending lives here, with the map from members to the
+client actors that host them.
 """
 
 from __future__ import annotations
@@ -21,11 +23,7 @@ from __future__ import annotations
 import logging
 
 from protocol.consumer.messages import ConsumerGroupHeartbeatRequest
-from protocol.records import (
-    ConsumerGroupMemberMetadataKey,
-    ConsumerGroupTargetAssignmentMemberKey,
-    Record,
-)
+from protocol.records import ConsumerGroupMemberMetadataKey, Record
 
 log = logging.getLogger(__name__)
 
@@ -44,27 +42,26 @@ class Wakers:
         for key in _heartbeating(requests):
             self._by_member[key] = waker
 
-    def wake(self, records: list[Record], requests: list[object]) -> int:
-        """After a turn's records are durable: wake the owners of the targets it changed,
-        except members with a request in it (``requests``); returns how many were woken.
-        Forgets members whose metadata the turn deleted."""
+    def forget(self, records: list[Record]) -> None:
+        """Forget the members whose metadata ``records`` (a durable turn's) deleted."""
         if not self._by_member:
-            return 0
-        asked: set[tuple[str, str]] | None = None  # made only if a target changed
-        due: dict[object, list[str]] = {}
+            return
         for record in records:
             key = record.key
-            if type(key) is ConsumerGroupTargetAssignmentMemberKey:
-                member = (key.group_id, key.member_id)
-                waker = self._by_member.get(member)
-                if waker is None or record.value is None:
-                    continue
-                if asked is None:
-                    asked = set(_heartbeating(requests))
-                if member not in asked:
-                    due.setdefault(waker, []).append(key.member_id)
-            elif type(key) is ConsumerGroupMemberMetadataKey and record.value is None:
+            if type(key) is ConsumerGroupMemberMetadataKey and record.value is None:
                 self._by_member.pop((key.group_id, key.member_id), None)
+
+    def wake(self, members: list[tuple[str, str]]) -> int:
+        """Wake the client actors hosting ``members`` (group id, member id), one call per
+        actor; members no client handed its handle for are skipped. Returns how many were
+        woken."""
+        if not self._by_member or not members:
+            return 0
+        due: dict[object, list[str]] = {}
+        for member in members:
+            waker = self._by_member.get(member)
+            if waker is not None:
+                due.setdefault(waker, []).append(member[1])
         for waker, member_ids in due.items():
             try:
                 waker.wake.remote(member_ids)  # fire and forget: a dead client costs nothing

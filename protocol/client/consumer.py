@@ -119,6 +119,7 @@ class ConsumerMemberClient:
         self._due = -math.inf  # when the next heartbeat is due; -inf: at once
         self._full = True  # restate every field: a join, or a retry after a lost reply
         self._ack_due = False
+        self._hurry = False  # woken while a heartbeat was in flight: send the next at once
         self._retries = 0
         self._alive_until: float | None = None  # no session fence before this
         self._unconfirmed_since: float | None = None  # a revocation may be timing since then
@@ -216,9 +217,16 @@ class ConsumerMemberClient:
         return self._request()
 
     def heartbeat_now(self) -> bool:
-        """Make the next heartbeat due at once (the coordinator said our target changed);
-        False when there is nothing to hurry (stopped, leaving, or already due)."""
-        if self.state in ("stopped", "failed") or self._leaving or self._due == -math.inf:
+        """Make the next heartbeat due at once (the coordinator said something changed for
+        us); False when there is nothing to hurry (stopped, leaving, or already due). With a
+        heartbeat in flight, the next one goes as soon as its reply is read: the coordinator
+        may have answered it before the change it woke us for."""
+        if self.state in ("stopped", "failed") or self._leaving:
+            return False
+        if self._in_flight is not None:
+            hurried, self._hurry = self._hurry, True
+            return not hurried
+        if self._due == -math.inf:
             return False
         self._due = -math.inf
         return True
@@ -327,7 +335,8 @@ class ConsumerMemberClient:
                 if self.on_assign is not None:
                     self.on_assign(self._render(pm.from_pairs(added)))
         self._ack_due = bool(revoked or added)
-        self._due = now_s if self._ack_due else now_s + self.heartbeat_interval_ms / 1000
+        hurry, self._hurry = self._hurry, False
+        self._due = now_s if self._ack_due or hurry else now_s + self.heartbeat_interval_ms / 1000
 
     def _fence_deadline(self) -> float | None:
         """Session: from the last answered send; rebalance: from the first unconfirmed one."""

@@ -39,6 +39,7 @@ from protocol.consumer.reconciler import reconcile
 from protocol.consumer.sessions import MemberTimers
 from protocol.consumer.timers import ConsumerTimer
 from protocol.consumer.validation import validate_heartbeat
+from protocol.consumer.wake_ups import WakeUps
 from protocol.context import ShardContext
 from protocol.errors import CoordinatorError, Errors
 from protocol.records import (
@@ -77,6 +78,7 @@ class ConsumerGroupRules:
         self.ctx = ctx
         self.turn = EpochTurn(ctx)
         self.sessions = MemberTimers(ctx, self.fence)
+        self.wake_ups = WakeUps()  # whom a turn gives a reason to heartbeat now
 
     # ------------------------------------------------------------------ step 1: admit
 
@@ -359,6 +361,7 @@ class ConsumerGroupRules:
         group = self.ctx.consumer_group(a.group_id)
         assert group is not None
         member = group.members[a.member_id]
+        self.wake_ups.answered(a.group_id, a.member_id)
         new = reconcile(
             member, group.assignment_epoch, group.target_of(a.member_id), a.owned, group.owner_of
         )
@@ -402,6 +405,7 @@ class ConsumerGroupRules:
         self, group: ConsumerGroup, record: Record, before: ConsumerGroupMember | None
     ) -> None:
         self.sessions.after_replay(group, record, before)
+        self.wake_ups.after_replay(group, record, before)
 
     def on_metadata(self, groups: list[ConsumerGroup]) -> None:
         """New topic metadata: bump every group whose subscribed slice changed."""

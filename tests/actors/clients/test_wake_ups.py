@@ -1,6 +1,6 @@
 """Wake-ups: the coordinator tells a consumer actor at once that a member's target changed,
-so a stable member hears of a step elsewhere without waiting for its next heartbeat; a
-stable group is never woken."""
+so a stable member hears of a step elsewhere without waiting for its next heartbeat, and
+that partitions a joining member waits for were released; a stable group is never woken."""
 
 import pytest
 import ray
@@ -29,6 +29,23 @@ def test_a_member_that_stays_is_woken_when_another_leaves_and_takes_its_partitio
     eventually(lambda: len(owned([stays])[0]) == 4)
     assert _stats(stays)["wake_ups"] > quiet  # it was told, not left to its own schedule
     ray.get(stays.stop.remote(leave=True))
+
+
+def test_a_joining_member_is_woken_when_the_partitions_it_waits_for_are_released(cluster):
+    cluster.create_topic("wake-join", 4)
+    group = "wake-join-g"
+    cluster.set_group_config(group, consumer_session_timeout_ms=20_000,
+                             consumer_heartbeat_interval_ms=INTERVAL_MS)
+    # The holder pays for its revocations, so the joiner waits (and polls) well before the
+    # release; only the release, not a target change, can wake it.
+    holder = cluster.spawn_consumer(group, topics=["wake-join"], revocation_cost_ms=300)
+    wait_whole([holder], 4)
+    cluster.wait_stable(group, members=1)
+    joiner = cluster.spawn_consumer(group, topics=["wake-join"])
+    eventually(lambda: len(owned([joiner])[0]) == 2)
+    assert _stats(joiner)["wake_ups"] >= 1  # told of the release, not left to its schedule
+    for handle in (joiner, holder):
+        ray.get(handle.stop.remote(leave=True))
 
 
 def test_a_consumer_without_wake_ups_is_never_woken_and_still_converges(cluster):

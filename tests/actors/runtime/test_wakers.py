@@ -1,4 +1,4 @@
-"""Wake-ups: which client actors a turn's records wake, and for which members."""
+"""Wake-ups, the sending half: which client actors the shard's decision reaches, once each."""
 
 from actors.runtime.wakers import Wakers
 from protocol.consumer.messages import ConsumerGroupHeartbeatRequest
@@ -6,8 +6,6 @@ from protocol.records import (
     ConsumerGroupMemberMetadataKey,
     ConsumerGroupMetadataKey,
     ConsumerGroupMetadataValue,
-    ConsumerGroupTargetAssignmentMemberKey,
-    ConsumerGroupTargetAssignmentMemberValue,
     Record,
 )
 
@@ -30,41 +28,35 @@ def heartbeat(member_id: str, group: str = "g") -> ConsumerGroupHeartbeatRequest
     return ConsumerGroupHeartbeatRequest(group_id=group, member_id=member_id, member_epoch=1)
 
 
-def target(member_id: str, group: str = "g") -> Record:
-    return Record(ConsumerGroupTargetAssignmentMemberKey(group, member_id),
-                  ConsumerGroupTargetAssignmentMemberValue({"t": (0,)}))
-
-
-def test_only_members_whose_target_changed_and_who_were_not_asking_are_woken():
+def test_each_client_is_woken_once_for_its_named_members_and_unknown_ones_are_skipped():
     one, two = FakeClient(), FakeClient()
     wakers = Wakers()
     wakers.note(one, [heartbeat("a"), heartbeat("b")])
     wakers.note(two, [heartbeat("c")])
-    epoch = Record(ConsumerGroupMetadataKey("g"), ConsumerGroupMetadataValue(3))
-    woken = wakers.wake([epoch, target("a"), target("b"), target("c")], [heartbeat("b")])
-    assert woken == 2
-    assert one.woken == [["a"]]  # b's own reply carries its new target
+    woken = wakers.wake([("g", "a"), ("g", "b"), ("g", "c"), ("g", "zz")])
+    assert woken == 3
+    assert one.woken == [["a", "b"]]
     assert two.woken == [["c"]]
 
 
-def test_a_turn_without_target_changes_wakes_nobody():
+def test_nothing_to_wake_sends_nothing():
     client = FakeClient()
     wakers = Wakers()
     wakers.note(client, [heartbeat("a")])
-    epoch = Record(ConsumerGroupMetadataKey("g"), ConsumerGroupMetadataValue(3))
-    assert wakers.wake([epoch], []) == 0
+    assert wakers.wake([]) == 0
     assert client.woken == []
 
 
-def test_a_member_of_another_group_or_unknown_is_not_woken_and_a_removed_one_is_forgotten():
+def test_a_member_of_another_group_is_not_woken_and_a_removed_one_is_forgotten():
     client = FakeClient()
     wakers = Wakers()
     wakers.note(client, [heartbeat("a"), heartbeat("x", group="other")])
-    assert wakers.wake([target("x"), target("zz")], []) == 0  # x is known only in "other"
-    removed = Record(ConsumerGroupMemberMetadataKey("g", "a"), None)
-    wakers.wake([removed], [])
+    assert wakers.wake([("g", "x")]) == 0  # x is known only in "other"
+    epoch = Record(ConsumerGroupMetadataKey("g"), ConsumerGroupMetadataValue(3))
+    wakers.forget([epoch, Record(ConsumerGroupMemberMetadataKey("g", "a"), None)])
     assert len(wakers) == 1
-    assert wakers.wake([target("a")], []) == 0
+    assert wakers.wake([("g", "a")]) == 0
+    assert client.woken == []
 
 
 def test_a_dead_client_does_not_fail_the_turn():
@@ -72,4 +64,4 @@ def test_a_dead_client_does_not_fail_the_turn():
     client.broken = True
     wakers = Wakers()
     wakers.note(client, [heartbeat("a")])
-    assert wakers.wake([target("a")], []) == 1  # counted as sent; the error is swallowed
+    assert wakers.wake([("g", "a")]) == 1  # counted as sent; the error is swallowed

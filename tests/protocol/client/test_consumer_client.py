@@ -834,3 +834,18 @@ def test_a_wake_up_makes_the_next_heartbeat_due_at_once_and_nothing_else():
     assert a.assignment == [("foo", 0), ("foo", 1), ("foo", 2)]  # a hint changes no state
     a.leave()
     assert a.heartbeat_now() is False  # leaving: nothing to hurry
+
+
+def test_a_wake_up_during_a_heartbeat_in_flight_sends_the_next_one_right_after_its_reply():
+    a = ConsumerMemberClient(GROUP, "a", topics=["foo"], topic_names=NAMES)
+    a.poll(0.0)
+    a.on_response(0.0, reply(1, assigned=[0, 1, 2]))
+    a.poll(0.0)
+    a.on_response(0.0, reply(1, assigned=[0, 1, 2]))  # stable
+    assert a.poll(10.0) is not None  # its own heartbeat, in flight
+    assert a.heartbeat_now() is True  # the reply on its way may predate the change
+    assert a.heartbeat_now() is False  # once is enough
+    a.on_response(10.0, reply(1, assigned=[0, 1, 2]))
+    assert a.poll(10.0) is not None  # at once, not an interval later
+    a.on_response(10.0, reply(1, assigned=[0, 1, 2]))
+    assert a.poll(10.01) is None  # and then back to its interval
