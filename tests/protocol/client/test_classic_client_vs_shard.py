@@ -166,6 +166,10 @@ class Sim:
         )
         for record in self.records:
             self.shard.replay(record)
+        # As the partition actor does once loaded (actors/runtime/partition.py): apply the
+        # controller's image, so a change made before the failover that no generation has
+        # seen yet (partitions added) starts its rebalance now.
+        self._apply(self.shard.update_metadata(self._image()))
 
     def grow(self, partitions: int) -> None:
         self.counts["foo"] = partitions  # the clients' view, as the actor refreshes it
