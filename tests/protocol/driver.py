@@ -94,6 +94,13 @@ class Member:
         return resp
 
 
+def heartbeat_rounds(*members: Member, rounds: int = 4) -> None:
+    """Each member heartbeats in turn, ``rounds`` times: enough for a small group's steps."""
+    for _ in range(rounds):
+        for mem in members:
+            mem.heartbeat()
+
+
 def together(
     shard: GroupCoordinatorShard, calls: list[tuple[Member, m.ConsumerGroupHeartbeatRequest]]
 ) -> None:

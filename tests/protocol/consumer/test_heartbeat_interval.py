@@ -9,7 +9,7 @@ from protocol.config import CoordinatorConfig, GroupConfig
 from protocol.errors import Errors
 from protocol.shard import GroupCoordinatorShard
 from tests.protocol.consumer.test_client_side_assignment import assignor
-from tests.protocol.driver import Member, image
+from tests.protocol.driver import Member, heartbeat_rounds, image
 
 NORMAL_MS = 1_000
 SHORT_MS = 50
@@ -24,18 +24,12 @@ def shard_with(config: CoordinatorConfig = CONFIG, **topics: int) -> GroupCoordi
     return GroupCoordinatorShard(config=config, metadata=image(**topics))
 
 
-def settle(*members: Member, rounds: int = 4) -> None:
-    for _ in range(rounds):
-        for mem in members:
-            mem.heartbeat()
-
-
 def test_a_stable_group_is_told_the_normal_interval():
     shard = shard_with(foo=4)
     a, b = Member(shard, "A"), Member(shard, "B")
     a.join()
     b.join()
-    settle(a, b)
+    heartbeat_rounds(a, b)
     assert shard.groups["g"].state == "stable"
     assert a.heartbeat().heartbeat_interval_ms == NORMAL_MS
     assert b.heartbeat().heartbeat_interval_ms == NORMAL_MS
@@ -89,7 +83,7 @@ def test_members_untouched_by_a_step_keep_the_normal_interval():
     shard = shard_with(foo=4, bar=2)
     a = Member(shard, "A", topics=["foo"])
     a.join()
-    settle(a)
+    heartbeat_rounds(a)
     c = Member(shard, "C", topics=["bar"])  # joins; takes only bar, which nobody holds
     assert c.join().heartbeat_interval_ms == NORMAL_MS
     assert a.heartbeat().heartbeat_interval_ms == NORMAL_MS  # keeps all of foo

@@ -9,17 +9,11 @@ from hypothesis import strategies as st
 from protocol import partitions as pm
 from protocol.consumer.member import MemberState
 from protocol.shard import GroupCoordinatorShard
-from tests.protocol.driver import Member, image, together
+from tests.protocol.driver import Member, heartbeat_rounds, image, together
 
 
 def shard_with(**topics: int) -> GroupCoordinatorShard:
     return GroupCoordinatorShard(metadata=image(**topics))
-
-
-def settle(*members: Member, rounds: int = 4) -> None:
-    for _ in range(rounds):
-        for mem in members:
-            mem.heartbeat()
 
 
 def test_a_joining_member_is_woken_when_the_holder_acknowledges_the_revocation():
@@ -67,7 +61,7 @@ def test_a_member_that_leaves_wakes_the_members_it_hands_its_partitions_to():
     a, b, c = Member(shard, "A"), Member(shard, "B"), Member(shard, "C")
     for mem in (a, b, c):
         mem.join()
-    settle(a, b, c)
+    heartbeat_rounds(a, b, c)
     shard.take_wake_ups()
     a.leave()
     assert shard.take_wake_ups() == [("g", "B"), ("g", "C")]
@@ -91,7 +85,7 @@ def test_a_stable_group_wakes_nobody():
     members = [Member(shard, f"M{i}") for i in range(4)]
     for mem in members:
         mem.join()
-    settle(*members)
+    heartbeat_rounds(*members)
     assert shard.groups["g"].state == "stable"
     shard.take_wake_ups()
     for _ in range(3):
