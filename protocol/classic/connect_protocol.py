@@ -270,6 +270,18 @@ def decode_assignment(data: bytes) -> ConnectAssignment:
     )
 
 
+def revoking_work(metadata: bytes, assignment: bytes | None) -> Work:
+    """What a classic worker's latest assignment takes from what it reported running at its
+    JoinGroup (V1/V2): it may run it still, until its SyncGroup reply reaches it. Raises
+    ``ConnectProtocolError`` on bytes that are neither."""
+    version, state = decode_metadata(metadata)
+    delta = decode_assignment(assignment) if assignment else None
+    if version == 0 or delta is None or delta.version == 0 or state.allocation is None:
+        return Work()
+    before = state.allocation.assigned
+    return before & delta.revoked
+
+
 def owned_work(metadata: bytes, assignment: bytes | None) -> Work:
     """What a classic worker runs, from its JoinGroup metadata and (once synced) its SyncGroup
     assignment: eager V0, its assignment; V1/V2, allocation - revoked + assigned (see the

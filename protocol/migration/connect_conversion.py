@@ -31,6 +31,7 @@ from protocol.classic.connect_protocol import (
     Work,
     encode_assignment,
     owned_work,
+    revoking_work,
 )
 from protocol.classic.group import ClassicGroup, ClassicMember
 from protocol.connect import units as u
@@ -119,11 +120,12 @@ class ConnectMigration:
         taken: set[u.Unit] = set()
         converted = []
         for member in group.members.values():
-            runs = self._runs(group, member) - taken  # a bad leader's duplicate stays out
-            taken |= runs
-            converted.append((member, u.split(runs)))
+            runs, revoking = self._runs(group, member)
+            runs, revoking = runs - taken, revoking - taken  # a bad leader's duplicate stays out
+            taken |= runs | revoking
+            converted.append((member, u.split(runs), revoking))
         self.ctx.emit(Record(GroupMetadataKey(gid), None))
-        for member, (connectors, tasks) in converted:
+        for member, (connectors, tasks), revoking in converted:
             mid = member.member_id
             metadata = ConnectGroupMemberMetadataValue(
                 client_id=member.client_id,
@@ -135,12 +137,17 @@ class ConnectMigration:
                 ),
             )
             target = ConnectGroupTargetAssignmentMemberValue(connectors=connectors, tasks=tasks)
+            # What its generation revokes, it may run until its SyncGroup reply reaches it:
+            # pending revocation, so nobody else is given it before it has stopped.
+            pending_connectors, pending_tasks = u.split(revoking)
             current = ConnectGroupCurrentMemberAssignmentValue(
                 member_epoch=epoch,
                 previous_member_epoch=epoch - 1,
-                state=int(WorkerState.STABLE),
+                state=int(WorkerState.UNREVOKED if revoking else WorkerState.STABLE),
                 connectors=connectors,
                 tasks=tasks,
+                connectors_pending_revocation=pending_connectors,
+                tasks_pending_revocation=pending_tasks,
             )
             self.ctx.emit(Record(ConnectGroupMemberMetadataKey(gid, mid), metadata))
             self.ctx.emit(Record(ConnectGroupTargetAssignmentMemberKey(gid, mid), target))
@@ -163,14 +170,17 @@ class ConnectMigration:
         )
 
     @staticmethod
-    def _runs(group: ClassicGroup, member: ClassicMember) -> u.Units:
-        """What a classic worker runs: its allocation and assignment (undecodable: nothing —
-        it will be told to revoke whatever it reports when it rejoins)."""
+    def _runs(group: ClassicGroup, member: ClassicMember) -> tuple[u.Units, u.Units]:
+        """What a classic worker runs once its generation's assignment reached it, and what
+        that assignment revokes (undecodable: nothing — it will be told to revoke whatever it
+        reports when it rejoins)."""
+        metadata = member.metadata_for(group.protocol_name)
         try:
-            work = owned_work(member.metadata_for(group.protocol_name), member.assignment)
+            work = owned_work(metadata, member.assignment)
+            revoking = revoking_work(metadata, member.assignment)
         except ConnectProtocolError:
-            return u.EMPTY
-        return units_of(work)
+            return u.EMPTY, u.EMPTY
+        return units_of(work), units_of(revoking) - units_of(work)
 
     # ------------------------------------------------------------------ downgrade
 
