@@ -45,12 +45,16 @@ class Raw:
             [m.JoinGroupRequestProtocol("range", sub)],
         )
 
-    def start_join(self):
-        """Send a JoinGroup; returns the ref of its (maybe delayed) reply."""
+    def take_member_id(self) -> None:
+        """KIP-394's first round trip: the coordinator hands out an id (pending until used)."""
         if not self.member_id and self.instance_id is None:
             resp = send(self.actor, self.join_request())
             assert resp.error_code == Errors.MEMBER_ID_REQUIRED
             self.member_id = resp.member_id
+
+    def start_join(self):
+        """Send a JoinGroup; returns the ref of its (maybe delayed) reply."""
+        self.take_member_id()
         return self.actor.handle.remote(self.join_request())
 
     def joined(self, ref) -> m.JoinGroupResponse:
@@ -88,20 +92,55 @@ def describe(cluster, group: str) -> m.DescribeGroupsResponseGroup:
 
 
 def stable_pair(cluster, name: str, partitions: int = 4) -> tuple[Raw, Raw]:
-    """A stable classic group of two at generation 1."""
+    """A stable classic group of two at generation 2: one member forms generation 1 alone,
+    then the second joins and the first rejoins.
+
+    Built one step at a time, each step seen before the next is sent: two JoinGroups sent
+    together to an empty group may land more than its initial delay apart on a loaded machine
+    (one member would form generation 1 alone), and Ray does not promise that an async actor
+    runs two calls in the order they were sent.
+    """
     cluster.create_topic(name, partitions)
     a, b = Raw(cluster, f"{name}-g", name), Raw(cluster, f"{name}-g", name)
-    ra, rb = a.start_join(), b.start_join()
-    ja, jb = a.joined(ra), b.joined(rb)
-    leader = a if ja.leader == a.member_id else b
-    follower = b if leader is a else a
-    sync_f = follower.sync_ref()
-    assignments = [m.SyncGroupRequestAssignment(x.member_id, x.member_id.encode()) for x in (a, b)]
-    ray.get(leader.sync_ref(assignments), timeout=60)
-    assert ray.get(sync_f, timeout=60).assignment == follower.member_id.encode()
-    assert describe(cluster, a.group).group_state == "stable"
-    assert ja.generation_id == jb.generation_id == 1
-    return leader, follower
+    a.joined(a.start_join())
+    sync(cluster, a, [a])
+    rb = b.start_join()  # a new member: generation 2's join phase
+    eventually(lambda: describe(cluster, a.group).group_state == "preparing_rebalance")
+    ja, jb = a.joined(a.start_join()), b.joined(rb)
+    assert ja.generation_id == jb.generation_id == 2
+    assert ja.leader == a.member_id  # the leader stays while it is a member
+    sync(cluster, a, [a, b])
+    return a, b
+
+
+def sync(cluster, leader: Raw, members: list[Raw]) -> None:
+    """The SyncGroup round of a generation: each member gets its own id as assignment."""
+    followers = [(x, x.sync_ref()) for x in members if x is not leader]
+    assignments = [m.SyncGroupRequestAssignment(x.member_id, x.member_id.encode()) for x in members]
+    done = ray.get(leader.sync_ref(assignments), timeout=60)
+    assert (done.error_code, done.assignment) == (Errors.NONE, leader.member_id.encode()), done
+    for x, ref in followers:
+        synced = ray.get(ref, timeout=60)
+        assert (synced.error_code, synced.assignment) == (Errors.NONE, x.member_id.encode()), (
+            synced
+        )
+    assert describe(cluster, leader.group).group_state == "stable"
+
+
+def both_rejoin(cluster, leader: Raw, follower: Raw) -> None:
+    """The leader's rejoin starts the next generation's join phase, then the follower joins.
+
+    The follower's JoinGroup is sent only once the phase has begun: a follower rejoining a
+    Stable group with unchanged metadata is answered at once with the current generation
+    (KIP-800), and Ray does not order two calls to an async actor.
+    """
+    before = leader.generation
+    ra = leader.start_join()
+    eventually(lambda: describe(cluster, leader.group).group_state == "preparing_rebalance")
+    rb = follower.start_join()
+    leader.joined(ra)
+    follower.joined(rb)
+    assert leader.generation == follower.generation == before + 1
 
 
 def kill_and_wait(cluster, group: str) -> None:
@@ -135,13 +174,13 @@ def test_point_2_an_unpersisted_rebalance_is_forgotten_and_a_known_member_rejoin
     eventually(lambda: follower.heartbeat() == Errors.REBALANCE_IN_PROGRESS)
     kill_and_wait(cluster, leader.group)
     after = describe(cluster, leader.group)
-    assert (after.group_state, after.generation_id) == ("stable", 1)
+    assert (after.group_state, after.generation_id) == ("stable", leader.generation)
     assert sorted(mm.member_id for mm in after.members) == sorted(
         [leader.member_id, follower.member_id]
     )
     # The follower that was told to rebalance rejoins with its id and unchanged metadata.
     resp = follower.joined(follower.start_join())
-    assert resp.generation_id == 1
+    assert resp.generation_id == leader.generation
     assert describe(cluster, leader.group).group_state == "stable"
     # A member the new coordinator does not know triggers a rebalance.
     stranger = Raw(cluster, leader.group, "fo-2")
@@ -153,7 +192,8 @@ def test_point_3_some_joins_arrived_then_the_rebalance_restarts_on_membership_ch
     leader, follower = stable_pair(cluster, "fo-3")
     newcomer = Raw(cluster, leader.group, "fo-3")
     newcomer.start_join()
-    leader.start_join()  # arrived; the follower's never did
+    leader.start_join()  # arrived (or lost with the actor); the follower's never did
+    eventually(lambda: follower.heartbeat() == Errors.REBALANCE_IN_PROGRESS)
     kill_and_wait(cluster, leader.group)
     assert describe(cluster, leader.group).group_state == "stable"
     assert follower.heartbeat() == Errors.NONE  # the old generation is still current
@@ -161,13 +201,14 @@ def test_point_3_some_joins_arrived_then_the_rebalance_restarts_on_membership_ch
     assert ray.get(newcomer.start_join(), timeout=60).error_code == Errors.UNKNOWN_MEMBER_ID
     # ...so it joins afresh, as a new member: a rebalance for everyone.
     newcomer.member_id = ""
+    before = leader.generation
     ref = newcomer.start_join()
     eventually(lambda: leader.heartbeat() == Errors.REBALANCE_IN_PROGRESS)
     refs = [leader.start_join(), follower.start_join()]
     newcomer.joined(ref)
     leader.joined(refs[0])
     follower.joined(refs[1])
-    assert leader.generation == follower.generation == newcomer.generation == 2
+    assert leader.generation == follower.generation == newcomer.generation == before + 1
 
 
 def test_point_4_a_persisted_generation_answers_stale_heartbeats_with_illegal_generation(
@@ -175,22 +216,18 @@ def test_point_4_a_persisted_generation_answers_stale_heartbeats_with_illegal_ge
 ):
     leader, follower = stable_pair(cluster, "fo-4")
     stale = follower.generation
-    ra, rb = leader.start_join(), follower.start_join()  # the leader's rejoin: generation 2
-    leader.joined(ra)
-    follower.joined(rb)
+    both_rejoin(cluster, leader, follower)
     kill_and_wait(cluster, leader.group)
     follower.generation = stale  # as if its JoinGroup reply had been lost
     assert follower.heartbeat() == Errors.ILLEGAL_GENERATION
-    assert describe(cluster, leader.group).generation_id == 2
+    assert describe(cluster, leader.group).generation_id == stale + 1
 
 
 def test_point_5_members_with_the_reply_carry_on_and_one_without_it_forces_a_rebalance(
     cluster,
 ):
     leader, follower = stable_pair(cluster, "fo-5")
-    ra, rb = leader.start_join(), follower.start_join()
-    leader.joined(ra)
-    follower.joined(rb)  # both got generation 2, then the coordinator died before SyncGroup
+    both_rejoin(cluster, leader, follower)  # then the coordinator dies before SyncGroup
     kill_and_wait(cluster, leader.group)
     assert describe(cluster, leader.group).group_state == "completing_rebalance"
     assert leader.heartbeat() == Errors.NONE  # it has the new generation: fine
