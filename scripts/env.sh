@@ -3,3 +3,7 @@
 export PYSPARK_PYTHON="$PWD/.venv/bin/python"
 export PYSPARK_DRIVER_PYTHON="$PWD/.venv/bin/python"
 export PATH="$PWD/.venv/bin:$PATH"
+# Ray runs its workers at nice 15 by default; Cohort's coordinators are a latency-bound
+# service (members' sessions expire when a partition is starved), so a Ray this shell starts
+# gives them the same share of a busy machine as anything else (docs/operations.md).
+export RAY_worker_niceness="${RAY_worker_niceness:-0}"

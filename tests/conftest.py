@@ -42,6 +42,9 @@ def cluster(tmp_path_factory):
     from actors.cluster import Cluster
 
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+    # Coordinators are a service: at Ray's default nice 15 a busy machine starves them
+    # (docs/decisions.md, "Cohort's processes run at nice 0"); scripts/env.sh says the same.
+    os.environ.setdefault("RAY_worker_niceness", "0")
     ray.init(namespace="cohort", include_dashboard=False, log_to_driver=False,
              num_cpus=2, object_store_memory=256 << 20)
     c = Cluster.start(
