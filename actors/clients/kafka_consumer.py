@@ -69,6 +69,8 @@ class KafkaMember:
         self.errors: list[str] = []
         self._stop = threading.Event()
         self._leave = True
+        self._closing = False
+        self._member_id = ""
         self.consumer = Consumer(conf)
         self._thread = threading.Thread(target=self._run, name=f"kafka-{group_id}", daemon=True)
 
@@ -90,7 +92,15 @@ class KafkaMember:
             return list(self._events)
 
     def member_id(self) -> str:
-        return self.consumer.memberid() or ""
+        """librdkafka's member id; while the consumer closes, the last one seen.
+
+        ``rd_kafka_memberid()`` waits on the group's thread, which during ``close()`` may never
+        answer (seen once: a revoke callback's failed commit asked for the id), and
+        confluent-kafka holds the GIL meanwhile, so the whole process froze, timeouts included.
+        """
+        if not self._closing:
+            self._member_id = self.consumer.memberid() or ""
+        return self._member_id
 
     def processed(self) -> dict[TopicPartition, int]:
         with self._lock:
@@ -120,6 +130,8 @@ class KafkaMember:
                 self._pace()
             if self._leave:
                 self._commit(self.assignment())
+                self.member_id()  # the id the close's callbacks will record under
+                self._closing = True
                 self.consumer.close()  # revokes (callback) and leaves the group
         except Exception as e:  # a dead client: its timeline says what it did until then
             self.errors.append(repr(e))
