@@ -23,10 +23,13 @@ from protocol.records import (
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataKey,
     ConsumerGroupMemberMetadataValue,
+    ConsumerGroupMetadataKey,
     ConsumerGroupMetadataValue,
+    ConsumerGroupPartitionMetadataKey,
     ConsumerGroupPartitionMetadataValue,
     ConsumerGroupTargetAssignmentMemberKey,
     ConsumerGroupTargetAssignmentMemberValue,
+    ConsumerGroupTargetAssignmentMetadataKey,
     ConsumerGroupTargetAssignmentMetadataValue,
     PartitionMap,
     Record,
@@ -212,3 +215,19 @@ def subscription_topic_names(topics, regex: str | None, image: MetadataImage) ->
 
 
 __all__ = ["STATES", "AssignorChoice", "ConsumerGroup", "choose_assignor", "member_topic_names"]
+
+
+def group_tombstones(group: ConsumerGroup) -> list[Record]:
+    """Every record of a consumer group, deleted (DeleteGroups, offsets expiry, a downgrade to
+    classic): members' and targets' records first, the group's own record last (its replay
+    drops the group). The one place these tombstones are written."""
+    gid = group.group_id
+    out = []
+    for mid in sorted(set(group.members) | set(group.target)):
+        out.append(Record(ConsumerGroupCurrentMemberAssignmentKey(gid, mid), None))
+        out.append(Record(ConsumerGroupTargetAssignmentMemberKey(gid, mid), None))
+        out.append(Record(ConsumerGroupMemberMetadataKey(gid, mid), None))
+    out.append(Record(ConsumerGroupTargetAssignmentMetadataKey(gid), None))
+    out.append(Record(ConsumerGroupPartitionMetadataKey(gid), None))
+    out.append(Record(ConsumerGroupMetadataKey(gid), None))
+    return out

@@ -26,7 +26,7 @@ from protocol.classic.consumer_protocol import (
     encode_assignment,
 )
 from protocol.classic.group import ClassicGroup, ClassicMember
-from protocol.consumer.group import ConsumerGroup
+from protocol.consumer.group import ConsumerGroup, group_tombstones
 from protocol.consumer.member import MemberState
 from protocol.context import ShardContext
 from protocol.errors import CoordinatorError, Errors
@@ -221,16 +221,8 @@ class Migration:
             )
         classic.protocol_name = classic.select_protocol()
         # The consumer group's records go; its metadata tombstone takes the rest with it.
-        for member_id in list(consumer.members):
-            for key in (
-                ConsumerGroupCurrentMemberAssignmentKey(gid, member_id),
-                ConsumerGroupTargetAssignmentMemberKey(gid, member_id),
-                ConsumerGroupMemberMetadataKey(gid, member_id),
-            ):
-                self.ctx.emit(Record(key, None))
-        self.ctx.emit(Record(ConsumerGroupTargetAssignmentMetadataKey(gid), None))
-        self.ctx.emit(Record(ConsumerGroupPartitionMetadataKey(gid), None))
-        self.ctx.emit(Record(ConsumerGroupMetadataKey(gid), None))
+        for record in group_tombstones(consumer):
+            self.ctx.emit(record)
         self.ctx.groups[gid] = classic
         self.ctx.emit(Record(GroupMetadataKey(gid), classic.to_record()))
         self.ctx.classic.start_after_downgrade(classic)

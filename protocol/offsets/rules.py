@@ -63,6 +63,7 @@ from protocol.classic.consumer_protocol import (
 from protocol.classic.group import ClassicGroup
 from protocol.connect.group import ConnectGroup, group_tombstones
 from protocol.consumer.group import ConsumerGroup
+from protocol.consumer.group import group_tombstones as consumer_group_tombstones
 from protocol.consumer.member import ConsumerGroupMember
 from protocol.context import ShardContext
 from protocol.errors import CoordinatorError, Errors
@@ -75,12 +76,6 @@ from protocol.offsets.commit_checks import (
 )
 from protocol.offsets.timers import OffsetsTimer, RetentionCheck
 from protocol.records import (
-    ConsumerGroupCurrentMemberAssignmentKey,
-    ConsumerGroupMemberMetadataKey,
-    ConsumerGroupMetadataKey,
-    ConsumerGroupPartitionMetadataKey,
-    ConsumerGroupTargetAssignmentMemberKey,
-    ConsumerGroupTargetAssignmentMetadataKey,
     GroupMetadataKey,
     OffsetCommitKey,
     OffsetCommitValue,
@@ -264,7 +259,7 @@ class OffsetRules:
         if self._has_rebalance_history(gid):
             self.ctx.history.forget(gid)
         if isinstance(group, ConsumerGroup):
-            for record in _consumer_group_tombstones(group):
+            for record in consumer_group_tombstones(group):
                 self.ctx.emit(record)
         elif isinstance(group, ConnectGroup):
             for record in group_tombstones(group):
@@ -407,19 +402,3 @@ def _fetched(partition: int, value: OffsetCommitValue | None) -> m.OffsetFetchRe
     return m.OffsetFetchResponsePartition(
         partition, value.offset, value.leader_epoch, value.metadata
     )
-
-
-def _consumer_group_tombstones(group: ConsumerGroup) -> list[Record]:
-    """Every record of an empty consumer group, deleted; the group's own record last (its
-    replay drops the group)."""
-    gid = group.group_id
-    member_ids = sorted(set(group.members) | set(group.target))
-    out = []
-    for mid in member_ids:
-        out.append(Record(ConsumerGroupCurrentMemberAssignmentKey(gid, mid), None))
-        out.append(Record(ConsumerGroupTargetAssignmentMemberKey(gid, mid), None))
-        out.append(Record(ConsumerGroupMemberMetadataKey(gid, mid), None))
-    out.append(Record(ConsumerGroupTargetAssignmentMetadataKey(gid), None))
-    out.append(Record(ConsumerGroupPartitionMetadataKey(gid), None))
-    out.append(Record(ConsumerGroupMetadataKey(gid), None))
-    return out
