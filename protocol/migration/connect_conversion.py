@@ -11,18 +11,19 @@ then bumps the epoch as any join does. Classic workers stay in the converted gro
 workers all speak the classic protocol, the group converts back and rebalances as a classic
 group: the generation is the group epoch, each worker's current work its classic assignment.
 
-Why here and not in ``protocol/connect/``: a conversion reads and writes both representations
-(classic ``GroupMetadata`` and its Connect protocol bytes, and the Connect records), as the
-consumer conversion beside it does; ``connect/`` stays the new protocol only and never reads
-classic bytes. Both conversions are a tombstone of the old form followed by the records of the
-new one in one event, so the log never holds the group twice and a replay rebuilds the same
-state; the rebalance history is another key and is untouched. ``group_connect_migration_policy``
-says which directions are allowed (``group_consumer_migration_policy``'s values).
+The path is ``conversion_driver``'s, shared with consumers; this module says what is
+Connect's own: a worker's classic bytes are Connect protocol metadata and assignments (what it
+runs, and what its generation revokes, kept as pending revocation), static classic members
+refuse the conversion (Kafka Connect has none), the records are the Connect group's (with its
+connectors), and ``group_connect_migration_policy`` governs it. Why here and not in
+``protocol/connect/``: a conversion reads and writes both representations; ``connect/`` stays
+the new protocol only and never reads classic bytes.
 """
 
 from __future__ import annotations
 
-from protocol.classic import group as cg
+from collections.abc import Iterator
+
 from protocol.classic.connect_protocol import (
     PROTOCOL_TYPE,
     VERSION_OF,
@@ -36,12 +37,14 @@ from protocol.classic.connect_protocol import (
 from protocol.classic.group import ClassicGroup, ClassicMember
 from protocol.connect import units as u
 from protocol.connect.group import ConnectGroup, group_tombstones
-from protocol.connect.member import WorkerState
-from protocol.context import ShardContext
+from protocol.connect.member import ConnectWorkerMember, WorkerState
 from protocol.errors import CoordinatorError, Errors
+from protocol.migration.conversion_driver import (
+    ConversionDriver,
+    ConvertedMember,
+    classic_member_metadata,
+)
 from protocol.records import (
-    ClassicMemberMetadata,
-    ClassicProtocol,
     ConnectGroupCurrentMemberAssignmentKey,
     ConnectGroupCurrentMemberAssignmentValue,
     ConnectGroupMemberMetadataKey,
@@ -53,7 +56,6 @@ from protocol.records import (
     ConnectGroupTargetAssignmentMetadataKey,
     ConnectGroupTargetAssignmentMetadataValue,
     ConnectorEntry,
-    GroupMetadataKey,
     Record,
 )
 
@@ -69,72 +71,47 @@ def units_of(work: Work) -> u.Units:
     return frozenset({(c, u.CONNECTOR) for c in work.connectors} | set(work.tasks))
 
 
-class ConnectMigration:
-    def __init__(self, ctx: ShardContext) -> None:
-        self.ctx = ctx
+class ConnectMigration(ConversionDriver[ConnectGroup]):
+    """Classic Connect group <-> connect group."""
 
-    def _allows(self, direction: str) -> bool:
-        policy = self.ctx.config.group_connect_migration_policy
-        return policy == "bidirectional" or policy == direction
-
-    # ------------------------------------------------------------------ upgrade
+    protocol_type = PROTOCOL_TYPE
+    label = "connect"
+    policy_key = "group_connect_migration_policy"
+    max_size_key = "group_connect_max_size"
+    member_keys = (
+        ConnectGroupMemberMetadataKey,
+        ConnectGroupTargetAssignmentMemberKey,
+        ConnectGroupCurrentMemberAssignmentKey,
+    )
 
     def before_connect_join(self, group: ClassicGroup) -> None:
         """A worker joins with the new protocol a non-empty classic group: convert it, or
         say why not (nothing changes on a refusal)."""
-        gid = group.group_id
-        if group.protocol_type != PROTOCOL_TYPE:
-            raise CoordinatorError(
-                Errors.GROUP_ID_NOT_FOUND,
-                f"Group {gid} is a classic group of protocol type {group.protocol_type!r}, "
-                "not a connect group.",
-            )
-        if not self._allows("upgrade"):
-            raise CoordinatorError(
-                Errors.GROUP_ID_NOT_FOUND,
-                f"Group {gid} is a classic connect group and online upgrade is disabled.",
-            )
+        self.check_upgrade(group)
+        self.upgrade(group)
+
+    def refuse(self, group: ClassicGroup) -> None:
         if any(mem.group_instance_id is not None for mem in group.members.values()):
             raise CoordinatorError(
                 Errors.GROUP_ID_NOT_FOUND,
-                f"Group {gid} has static classic members; Kafka Connect has none, so it is "
-                "not converted.",
+                f"Group {group.group_id} has static classic members; Kafka Connect has none, "
+                "so it is not converted.",
             )
-        if len(group.members) >= self.ctx.config.group_connect_max_size:
-            raise CoordinatorError(
-                Errors.GROUP_MAX_SIZE_REACHED,
-                f"Group {gid} is larger than group_connect_max_size.",
-            )
-        if group.state != cg.STABLE:
-            # As for consumers (Kafka answers GROUP_ID_NOT_FOUND, fatal to its client): the
-            # work of a rebalancing group is not settled, so the worker retries shortly.
-            raise CoordinatorError(
-                Errors.REBALANCE_IN_PROGRESS,
-                f"Classic group {gid} is {group.state}; it converts to the new protocol once "
-                "stable: retry.",
-            )
-        self.upgrade(group)
 
-    def upgrade(self, group: ClassicGroup) -> None:
-        gid, epoch = group.group_id, group.generation_id
+    def convert_members(self, group: ClassicGroup) -> list[ConvertedMember]:
+        epoch = group.generation_id
         taken: set[u.Unit] = set()
-        converted = []
+        out = []
         for member in group.members.values():
             runs, revoking = self._runs(group, member)
             runs, revoking = runs - taken, revoking - taken  # a bad leader's duplicate stays out
             taken |= runs | revoking
-            converted.append((member, u.split(runs), revoking))
-        self.ctx.emit(Record(GroupMetadataKey(gid), None))
-        for member, (connectors, tasks), revoking in converted:
-            mid = member.member_id
+            connectors, tasks = u.split(runs)
             metadata = ConnectGroupMemberMetadataValue(
                 client_id=member.client_id,
                 client_host=member.client_host,
                 rebalance_timeout_ms=member.rebalance_timeout_ms,
-                classic_member_metadata=ClassicMemberMetadata(
-                    session_timeout_ms=member.session_timeout_ms,
-                    supported_protocols=tuple(ClassicProtocol(n, md) for n, md in member.protocols),
-                ),
+                classic_member_metadata=classic_member_metadata(member),
             )
             target = ConnectGroupTargetAssignmentMemberValue(connectors=connectors, tasks=tasks)
             # What its generation revokes, it may run until its SyncGroup reply reaches it:
@@ -149,25 +126,8 @@ class ConnectMigration:
                 connectors_pending_revocation=pending_connectors,
                 tasks_pending_revocation=pending_tasks,
             )
-            self.ctx.emit(Record(ConnectGroupMemberMetadataKey(gid, mid), metadata))
-            self.ctx.emit(Record(ConnectGroupTargetAssignmentMemberKey(gid, mid), target))
-            self.ctx.emit(Record(ConnectGroupCurrentMemberAssignmentKey(gid, mid), current))
-        self.ctx.emit(
-            Record(
-                ConnectGroupTargetAssignmentMetadataKey(gid),
-                ConnectGroupTargetAssignmentMetadataValue(epoch),
-            )
-        )
-        connectors_now = self.ctx.image.connectors_of(gid)
-        self.ctx.emit(
-            Record(
-                ConnectGroupMetadataKey(gid),
-                ConnectGroupMetadataValue(
-                    epoch,
-                    tuple(ConnectorEntry(n, c) for n, c in sorted(connectors_now.items())),
-                ),
-            )
-        )
+            out.append(ConvertedMember(member.member_id, metadata, target, current))
+        return out
 
     @staticmethod
     def _runs(group: ClassicGroup, member: ClassicMember) -> tuple[u.Units, u.Units]:
@@ -182,55 +142,20 @@ class ConnectMigration:
             return u.EMPTY, u.EMPTY
         return units_of(work), units_of(revoking) - units_of(work)
 
-    # ------------------------------------------------------------------ downgrade
-
-    def maybe_downgrade(self, group: ConnectGroup) -> bool:
-        """The last new-protocol worker left (or was replaced by a classic process): a group
-        of classic workers only converts back. Returns whether it did."""
-        members = list(group.members.values())
-        if (
-            not members
-            or any(mem.metadata.classic_member_metadata is None for mem in members)
-            or not self._allows("downgrade")
-        ):
-            return False
-        self.downgrade(group)
-        return True
-
-    def downgrade(self, connect: ConnectGroup) -> None:
-        gid = connect.group_id
-        classic = ClassicGroup(
-            gid,
-            state=cg.STABLE,
-            generation_id=connect.group_epoch,
-            protocol_type=PROTOCOL_TYPE,
-            state_timestamp_ms=self.ctx.now_ms,
+    def group_records(self, group_id: str, epoch: int) -> Iterator[Record]:
+        yield Record(
+            ConnectGroupTargetAssignmentMetadataKey(group_id),
+            ConnectGroupTargetAssignmentMetadataValue(epoch),
         )
-        for member in connect.members.values():
-            meta = member.metadata.classic_member_metadata
-            assert meta is not None
-            classic.add(
-                ClassicMember(
-                    member_id=member.member_id,
-                    group_instance_id=None,
-                    client_id=member.client_id,
-                    client_host=member.client_host,
-                    rebalance_timeout_ms=max(member.rebalance_timeout_ms, 0),
-                    session_timeout_ms=meta.session_timeout_ms,
-                    protocol_type=PROTOCOL_TYPE,
-                    protocols=[(p.name, p.metadata) for p in meta.supported_protocols],
-                )
-            )
-        classic.protocol_name = classic.select_protocol()
-        version = VERSION_OF.get(classic.protocol_name, 1)
-        for member in connect.members.values():
-            # The whole set each worker may run (pending revocations too: it may not have
-            # stopped them yet), as its assignment; the classic leader moves work from here.
-            classic.members[member.member_id].assignment = encode_assignment(
-                ConnectAssignment(version=version, assigned=work_of(member.held))
-            )
-        for record in group_tombstones(connect):
-            self.ctx.emit(record)
-        self.ctx.groups[gid] = classic
-        self.ctx.emit(Record(GroupMetadataKey(gid), classic.to_record()))
-        self.ctx.classic.start_after_downgrade(classic)
+        connectors_now = self.ctx.image.connectors_of(group_id)
+        entries = tuple(ConnectorEntry(n, c) for n, c in sorted(connectors_now.items()))
+        yield Record(ConnectGroupMetadataKey(group_id), ConnectGroupMetadataValue(epoch, entries))
+
+    def classic_assignment(self, member: ConnectWorkerMember, protocol_name: str) -> bytes:
+        # The whole set the worker may run (pending revocations too: it may not have stopped
+        # them yet), as its assignment; the classic leader moves work from here.
+        version = VERSION_OF.get(protocol_name, 1)
+        return encode_assignment(ConnectAssignment(version=version, assigned=work_of(member.held)))
+
+    def tombstones(self, group: ConnectGroup) -> list[Record]:
+        return group_tombstones(group)
