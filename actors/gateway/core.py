@@ -21,6 +21,7 @@ import ray
 from actors.gateway.routing import Router
 from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE
 from actors.runtime.controller_security import SecurityImage
+from protocol.api import Api
 from protocol.config import CoordinatorConfig
 from protocol.security.acls import authorize
 from protocol.security.scram import ScramCredential
@@ -63,12 +64,14 @@ class GatewayOptions:
 
 @dataclass
 class WireRequest:
-    """One decoded request and who sent it."""
+    """One decoded request, who sent it, and its row of the API table (``protocol.api``):
+    what a handler translates it with."""
 
     header: RequestHeader
     body: dict
     principal: str
     client_host: str
+    api: Api
 
     @property
     def version(self) -> int:
@@ -94,7 +97,7 @@ class GatewayCore:
         self.security = SecurityImage(-1)
         self._refresher: asyncio.Task | None = None
         # Requests served, by (API key, version): what clients actually spoke (bounded by the
-        # number of versions in ``SUPPORTED``).
+        # number of versions the API table serves).
         self.served: dict[tuple[int, int], int] = {}
         # The epoch (or classic generation) last sent to each member, newest last: what a
         # real client's callbacks ran under, for timelines. At most MAX_TRACKED_MEMBERS.
