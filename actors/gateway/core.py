@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import ray
 
+from actors.gateway.admission import MAX_CONNECTIONS
 from actors.gateway.routing import Router
 from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE
 from actors.runtime.controller_security import SecurityImage
@@ -45,6 +46,8 @@ class GatewayOptions:
     and ``SCRAM-SHA-256`` (SASL_PLAINTEXT / SASL_SSL). ``tls_certfile`` / ``tls_keyfile``: PEM
     files that turn TLS on. ``authorizer``: check ACLs (Kafka's ``authorizer.class.name``);
     off, everything is allowed. ``super_users``: principals the authorizer always allows.
+    ``max_connections``: open client connections at most (Kafka's ``max.connections``); one
+    more is closed at once (``actors.gateway.admission``).
     """
 
     sasl_mechanisms: tuple[str, ...] = ()
@@ -55,6 +58,7 @@ class GatewayOptions:
     node_id: int = 0
     advertised_host: str | None = None
     max_request_bytes: int = MAX_REQUEST_BYTES
+    max_connections: int = MAX_CONNECTIONS
     records_per_s: float = 50.0
     batch_interval_ms: int = 200
     # The stream began at the Unix epoch: its end is past any Ray consumer's position (they
