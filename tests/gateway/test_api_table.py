@@ -12,6 +12,8 @@ from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader
 
 from actors.gateway import dispatch
+from actors.gateway.routing import _retriable
+from protocol import messages as m
 from protocol.api import BY_API_KEY, ROWS, error_response
 from protocol.errors import Errors
 from protocol.wire.codec import (
@@ -107,3 +109,13 @@ def test_a_group_rows_translation_decodes_to_its_request_and_encodes_its_reply(n
     if "error_code" in reply and api.per_group is None and name != "OffsetFetch":
         assert plain(decoded)["error_code"] == Errors.NOT_COORDINATOR
 
+
+def test_the_router_finds_a_retriable_error_where_the_table_says_a_reply_keeps_it():
+    loading = Errors.COORDINATOR_LOAD_IN_PROGRESS
+    per_group = error_response(m.DescribeGroupsRequest(groups=["a", "b"]), loading, "")
+    assert _retriable(per_group)
+    per_group.groups[0].error_code = Errors.NONE  # one group still loading is enough
+    assert _retriable(per_group)
+    assert not _retriable(m.DeleteGroupsResponse(results=[m.DeletableGroupResult("a")]))
+    assert _retriable(m.ListGroupsResponse(error_code=loading))
+    assert not _retriable(m.HeartbeatResponse(error_code=Errors.UNKNOWN_MEMBER_ID))
