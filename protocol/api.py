@@ -1,15 +1,33 @@
-"""What each request is, in one table: its reply, its groups, its handler, its Kafka API key.
+"""Every API Cohort answers, one row each: the one table its dispatch, routing, refusals and
+Kafka's wire all read.
 
-The shard dispatches through it, the runtime routes by it (``group_ids_of``), every refusal is
-shaped by it (``error_response``), and the Kafka wire gateway maps API keys through it. A new
-request type is one row here, not a change in four places.
+A row says what an API is: its name and Kafka API key, the versions the Kafka wire gateway
+serves, the pure request and reply types, the field naming its groups, the shard's handler,
+and the wire translation (``decode``: a Kafka request body to the pure request; ``encode``:
+the pure reply to a Kafka response body). From this one table:
+
+* the shard dispatches (``api_of(request).handler``), the runtime routes (``group_ids_of``)
+  and refuses (``routing_error``), and every refusal is shaped (``error_response``);
+* ``protocol.wire.versions`` derives what ApiVersions advertises and which keys and versions
+  the codec decodes (exactly the rows with ``versions``: nothing else reaches a handler);
+* the gateway (``actors/gateway/dispatch.py``) derives its dispatch: one I/O coroutine per
+  wire row, found by the row's name, checked when it is imported, and each group API's
+  coroutine translates through its row's ``decode`` / ``encode``.
+
+Invariants, asserted when this module is imported and tested in ``tests/protocol/test_api.py``:
+one row per name, per request type and per API key; a row has an API key exactly when the
+gateway serves it (Cohort's own requests, which Kafka never shipped, have neither); a row the
+gateway serves with a pure request names both halves of its translation. Rows with no pure
+request (Metadata, ApiVersions, SASL, the topic admin APIs, the synthetic stream) are served by
+the gateway alone. A new API is one row here (and, if Kafka clients speak it, one coroutine in
+the gateway), not a change in four places.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from protocol import messages as m
 from protocol import validation
@@ -17,9 +35,19 @@ from protocol.consumer.client_assignment import install_assignment, prepare_assi
 from protocol.consumer.describe import describe_groups
 from protocol.errors import Errors
 from protocol.listing import list_groups
+from protocol.wire import classic, consumer, offsets
 
 # (shard, request) -> reply, or None while the reply is delayed (JoinGroup, SyncGroup).
 Handler = Callable[[Any, Any], Any]
+
+
+class Versions(NamedTuple):
+    """The versions of an API the gateway serves, both ends included (within what kio, the
+    codec, knows; ranges start where Kafka 4.x's brokers do, except where an older client this
+    project tests, aiokafka or kafka-python, still speaks an older one)."""
+
+    min: int
+    max: int
 
 
 @dataclass(frozen=True)
@@ -33,50 +61,135 @@ class PerGroupReply:
 
 @dataclass(frozen=True)
 class Api:
-    request: type
-    response: type
+    """One API (see the module docstring for what the table guarantees)."""
+
+    # Kafka's name for the API (Cohort's own: the request type's name without "Request").
+    name: str
     # Kafka's ApiKeys id; None for Cohort's requests that Kafka never shipped (seed 000's
     # PrepareAssignment / InstallAssignment, seed 004's Connect requests).
     api_key: int | None
+    # What the gateway serves; None exactly when ``api_key`` is None.
+    versions: Versions | None
+    # The pure request and reply; None for an API the gateway answers alone (Metadata, ...).
+    request: type | None = None
+    response: type | None = None
     # The request field naming its groups; None when it names none (ListGroups).
-    group_ids_field: str | None
-    # None: answered by the shard's batch path (ConsumerGroupHeartbeat), not one by one.
-    handler: Handler | None
+    group_ids_field: str | None = None
+    # The shard's handler. None: answered by the shard's batch path (ConsumerGroupHeartbeat),
+    # or not by the shard at all (a gateway-only row).
+    handler: Handler | None = None
     per_group: PerGroupReply | None = None
+    # The wire translation (``protocol/wire``): ``decode(body, ...)`` -> the pure request;
+    # ``encode(reply, ...)`` -> the response body. The extra arguments are what the wire needs
+    # beyond them (the version, the client, the request's body). OffsetFetch, whose wire
+    # request names many groups and Cohort's one, decodes to a list and encodes the groups'
+    # entries (``protocol.wire.offsets.fetch_group_entry``).
+    decode: Callable[..., Any] | None = None
+    encode: Callable[..., dict] | None = None
 
+
+def _named(request: type) -> str:
+    return request.__name__.removesuffix("Request")
+
+
+def _cohort(request: type, response: type, groups: str, handler: Handler,
+            per_group: PerGroupReply | None = None) -> Api:
+    """A row Kafka's wire never carries: Cohort's own request (seeds 000 and 004)."""
+    return Api(_named(request), None, None, request, response, groups, handler, per_group)
+
+
+def _kafka(key: int, versions: Versions, request: type, response: type, groups: str | None,
+           handler: Handler | None, decode: Callable[..., Any], encode: Callable[..., dict],
+           per_group: PerGroupReply | None = None) -> Api:
+    """A group API Kafka's clients speak: answered by the shard, translated by the wire."""
+    return Api(_named(request), key, versions, request, response, groups, handler, per_group,
+               decode, encode)
+
+
+def _gateway(key: int, versions: Versions, name: str) -> Api:
+    """An API the gateway answers alone (no pure request, no shard handler)."""
+    return Api(name, key, versions)
+
+
+_V = Versions
+_DESCRIBED = PerGroupReply("groups", m.DescribedGroup)
+_CONNECT_DESCRIBED = PerGroupReply("groups", m.ConnectDescribedGroup)
+_CLASSIC_DESCRIBED = PerGroupReply("groups", m.DescribeGroupsResponseGroup)
+_DELETED = PerGroupReply("results", m.DeletableGroupResult)
 
 # fmt: off
-_ROWS = (
-    #   request                                   response                                  key   groups field    handler
-    Api(m.ConsumerGroupHeartbeatRequest,          m.ConsumerGroupHeartbeatResponse,          68,  "group_id",     None),
-    Api(m.ConsumerGroupDescribeRequest,           m.ConsumerGroupDescribeResponse,           69,  "group_ids",    describe_groups,
-        PerGroupReply("groups", m.DescribedGroup)),
-    Api(m.ConsumerGroupPrepareAssignmentRequest,  m.ConsumerGroupPrepareAssignmentResponse,  None, "group_id",     prepare_assignment),
-    Api(m.ConsumerGroupInstallAssignmentRequest,  m.ConsumerGroupInstallAssignmentResponse,  None, "group_id",     install_assignment),
-    Api(m.ConnectGroupHeartbeatRequest,           m.ConnectGroupHeartbeatResponse,           None, "group_id",     lambda s, r: s.connect.heartbeat(r)),
-    Api(m.ConnectGroupPrepareAssignmentRequest,   m.ConnectGroupPrepareAssignmentResponse,   None, "group_id",     lambda s, r: s.connect.prepare_assignment(r)),
-    Api(m.ConnectGroupInstallAssignmentRequest,   m.ConnectGroupInstallAssignmentResponse,   None, "group_id",     lambda s, r: s.connect.install_assignment(r)),
-    Api(m.ConnectGroupDescribeRequest,            m.ConnectGroupDescribeResponse,            None, "group_ids",    lambda s, r: s.connect.describe(r),
-        PerGroupReply("groups", m.ConnectDescribedGroup)),
-    Api(m.ListGroupsRequest,                      m.ListGroupsResponse,                      16,  None,           list_groups),
-    Api(m.JoinGroupRequest,                       m.JoinGroupResponse,                       11,  "group_id",     lambda s, r: s.classic.join(r)),
-    Api(m.SyncGroupRequest,                       m.SyncGroupResponse,                       14,  "group_id",     lambda s, r: s.classic.sync(r)),
-    Api(m.HeartbeatRequest,                       m.HeartbeatResponse,                       12,  "group_id",     lambda s, r: s.classic.heartbeat(r)),
-    Api(m.LeaveGroupRequest,                      m.LeaveGroupResponse,                      13,  "group_id",     lambda s, r: s.classic.leave(r)),
-    Api(m.DescribeGroupsRequest,                  m.DescribeGroupsResponse,                  15,  "groups",       lambda s, r: s.classic.describe(r),
-        PerGroupReply("groups", m.DescribeGroupsResponseGroup)),
-    Api(m.OffsetCommitRequest,                    m.OffsetCommitResponse,                    8,   "group_id",     lambda s, r: s.offsets.commit(r)),
-    Api(m.OffsetFetchRequest,                     m.OffsetFetchResponse,                     9,   "group_id",     lambda s, r: s.offsets.fetch(r)),
-    Api(m.OffsetDeleteRequest,                    m.OffsetDeleteResponse,                    47,  "group_id",     lambda s, r: s.offsets.delete(r)),
-    Api(m.DeleteGroupsRequest,                    m.DeleteGroupsResponse,                    42,  "groups_names", lambda s, r: s.offsets.delete_groups(r),
-        PerGroupReply("results", m.DeletableGroupResult)),
+ROWS: tuple[Api, ...] = (
+    #      key  versions   request                                  response                                  groups field    shard handler
+    #      and below: the wire translation, decode (Kafka body -> request) and encode (reply -> Kafka body)
+    _kafka(68,  _V(0, 1),  m.ConsumerGroupHeartbeatRequest,         m.ConsumerGroupHeartbeatResponse,         "group_id",     None,
+           consumer.heartbeat_request, consumer.heartbeat_response),
+    _kafka(69,  _V(0, 1),  m.ConsumerGroupDescribeRequest,          m.ConsumerGroupDescribeResponse,          "group_ids",    describe_groups,
+           consumer.describe_request, consumer.describe_response, _DESCRIBED),
+    _cohort(m.ConsumerGroupPrepareAssignmentRequest,               m.ConsumerGroupPrepareAssignmentResponse, "group_id",     prepare_assignment),
+    _cohort(m.ConsumerGroupInstallAssignmentRequest,               m.ConsumerGroupInstallAssignmentResponse, "group_id",     install_assignment),
+    _cohort(m.ConnectGroupHeartbeatRequest,                        m.ConnectGroupHeartbeatResponse,          "group_id",     lambda s, r: s.connect.heartbeat(r)),
+    _cohort(m.ConnectGroupPrepareAssignmentRequest,                m.ConnectGroupPrepareAssignmentResponse,  "group_id",     lambda s, r: s.connect.prepare_assignment(r)),
+    _cohort(m.ConnectGroupInstallAssignmentRequest,                m.ConnectGroupInstallAssignmentResponse,  "group_id",     lambda s, r: s.connect.install_assignment(r)),
+    _cohort(m.ConnectGroupDescribeRequest,                         m.ConnectGroupDescribeResponse,           "group_ids",    lambda s, r: s.connect.describe(r),
+            _CONNECT_DESCRIBED),
+    _kafka(16,  _V(0, 5),  m.ListGroupsRequest,                     m.ListGroupsResponse,                     None,           list_groups,
+           offsets.list_groups_request, offsets.list_groups_response),
+    _kafka(11,  _V(0, 9),  m.JoinGroupRequest,                      m.JoinGroupResponse,                      "group_id",     lambda s, r: s.classic.join(r),
+           classic.join_request, classic.join_response),
+    _kafka(14,  _V(0, 5),  m.SyncGroupRequest,                      m.SyncGroupResponse,                      "group_id",     lambda s, r: s.classic.sync(r),
+           classic.sync_request, classic.sync_response),
+    _kafka(12,  _V(0, 4),  m.HeartbeatRequest,                      m.HeartbeatResponse,                      "group_id",     lambda s, r: s.classic.heartbeat(r),
+           classic.heartbeat_request, classic.heartbeat_response),
+    _kafka(13,  _V(0, 5),  m.LeaveGroupRequest,                     m.LeaveGroupResponse,                     "group_id",     lambda s, r: s.classic.leave(r),
+           classic.leave_request, classic.leave_response),
+    _kafka(15,  _V(0, 5),  m.DescribeGroupsRequest,                 m.DescribeGroupsResponse,                 "groups",       lambda s, r: s.classic.describe(r),
+           classic.describe_groups_request, classic.describe_groups_response, _CLASSIC_DESCRIBED),
+    _kafka(8,   _V(2, 9),  m.OffsetCommitRequest,                   m.OffsetCommitResponse,                   "group_id",     lambda s, r: s.offsets.commit(r),
+           offsets.commit_request, offsets.commit_response),
+    _kafka(9,   _V(1, 9),  m.OffsetFetchRequest,                    m.OffsetFetchResponse,                    "group_id",     lambda s, r: s.offsets.fetch(r),
+           offsets.fetch_requests, offsets.fetch_response),
+    _kafka(47,  _V(0, 0),  m.OffsetDeleteRequest,                   m.OffsetDeleteResponse,                   "group_id",     lambda s, r: s.offsets.delete(r),
+           offsets.delete_request, offsets.delete_response),
+    _kafka(42,  _V(0, 2),  m.DeleteGroupsRequest,                   m.DeleteGroupsResponse,                   "groups_names", lambda s, r: s.offsets.delete_groups(r),
+           offsets.delete_groups_request, offsets.delete_groups_response, _DELETED),
+    # The gateway's own: the broker it plays. Produce is listed because clients refuse a broker
+    # that lacks it; it is answered with an error (``protocol.wire.stream``).
+    _gateway(0,  _V(3, 11), "Produce"),
+    _gateway(1,  _V(4, 12), "Fetch"),
+    _gateway(2,  _V(1, 9),  "ListOffsets"),
+    _gateway(3,  _V(0, 12), "Metadata"),
+    _gateway(10, _V(0, 6),  "FindCoordinator"),
+    _gateway(17, _V(1, 1),  "SaslHandshake"),
+    _gateway(18, _V(0, 4),  "ApiVersions"),
+    _gateway(19, _V(2, 7),  "CreateTopics"),
+    _gateway(20, _V(1, 6),  "DeleteTopics"),
+    _gateway(32, _V(1, 4),  "DescribeConfigs"),
+    _gateway(36, _V(0, 2),  "SaslAuthenticate"),
+    _gateway(37, _V(0, 3),  "CreatePartitions"),
+    _gateway(44, _V(0, 1),  "IncrementalAlterConfigs"),
 )
 # fmt: on
-APIS: dict[type, Api] = {api.request: api for api in _ROWS}
-BY_API_KEY: dict[int, Api] = {a.api_key: a for a in APIS.values() if a.api_key is not None}
+APIS: dict[type, Api] = {a.request: a for a in ROWS if a.request is not None}
+# The rows Kafka's wire carries, by key: what the gateway serves and ApiVersions advertises.
+BY_API_KEY: dict[int, Api] = {a.api_key: a for a in ROWS if a.api_key is not None}
 _PER_GROUP_FIELDS: dict[type, str] = {
     a.response: a.per_group.list_field for a in APIS.values() if a.per_group is not None
 }
+
+
+def _check(rows: tuple[Api, ...]) -> None:
+    """The table's invariants (module docstring): a broken row fails at import, not later."""
+    for column in ("name", "request", "api_key"):
+        values = [getattr(a, column) for a in rows if getattr(a, column) is not None]
+        assert len(set(values)) == len(values), f"two rows share an {column}"
+    for a in rows:
+        assert (a.api_key is None) == (a.versions is None), f"{a.name}: key without versions"
+        assert a.versions is None or 0 <= a.versions.min <= a.versions.max, a.name
+        if a.versions is not None and a.request is not None:
+            assert a.decode is not None and a.encode is not None, f"{a.name}: no translation"
+
+
+_check(ROWS)
 
 
 def api_of(request: object) -> Api | None:

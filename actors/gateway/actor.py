@@ -16,6 +16,7 @@ import ssl
 
 import ray
 
+from actors.gateway.admission import Admission
 from actors.gateway.connection import Connection
 from actors.gateway.core import GatewayCore, GatewayOptions
 from actors.runtime.controller_security import GATEWAY_NAME, SecurityImage
@@ -46,6 +47,7 @@ class Gateway:
         self.core: GatewayCore | None = None
         self._server: asyncio.base_events.Server | None = None
         self._connections: set[asyncio.Task] = set()
+        self.admission = Admission(options.max_connections)
         self._started = asyncio.get_running_loop().create_task(self._start())
 
     async def _start(self) -> None:
@@ -61,13 +63,16 @@ class Gateway:
         log.info("gateway listening on %s:%d", self.host, self.port)
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await self._started
         task = asyncio.current_task()
         self._connections.add(task)
         try:
-            await Connection(self.core, reader, writer).run()
+            await self.admission.serve(reader, writer, self._serve)
         finally:
             self._connections.discard(task)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await self._started
+        await Connection(self.core, reader, writer).run()
 
     async def address(self) -> str:
         """``host:port`` for ``bootstrap.servers``, once the server listens."""
@@ -80,7 +85,9 @@ class Gateway:
 
     async def stats(self) -> dict:
         await self._started
-        return {"connections": len(self._connections), "port": self.port,
+        return {"connections": self.admission.open, "port": self.port,
+                "max_connections": self.admission.max_connections,
+                "refused_connections": self.admission.refused,
                 "security_version": self.core.security.version,
                 "served": dict(self.core.served)}
 

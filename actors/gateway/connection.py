@@ -23,11 +23,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from collections.abc import Awaitable, Callable
 
-from actors.gateway import group_handlers as groups
-from actors.gateway import topic_handlers as brokers
 from actors.gateway.core import GatewayCore, WireRequest
+from actors.gateway.dispatch import HANDLERS
+from protocol.api import BY_API_KEY
 from protocol.security.acls import ANONYMOUS
 from protocol.security.sasl import SaslSession
 from protocol.wire.codec import UnsupportedVersion, WireError, decode_request, encode_response
@@ -44,23 +43,6 @@ from protocol.wire.versions import (
 log = logging.getLogger(__name__)
 
 READ_CHUNK_BYTES = 64 << 10
-Handler = Callable[[GatewayCore, WireRequest], Awaitable[dict | None]]
-
-
-async def _api_versions(core: GatewayCore, req: WireRequest) -> dict:
-    return api_versions_body()
-
-
-HANDLERS: dict[int, Handler] = {
-    0: brokers.produce, 1: brokers.fetch, 2: brokers.list_offsets, 3: brokers.metadata,
-    8: groups.offset_commit, 9: groups.offset_fetch, 10: groups.find_coordinator,
-    11: groups.join_group, 12: groups.heartbeat, 13: groups.leave_group, 14: groups.sync_group,
-    15: groups.describe_groups, 16: groups.list_groups, 18: _api_versions,
-    19: brokers.create_topics, 20: brokers.delete_topics, 32: brokers.describe_configs,
-    37: brokers.create_partitions, 42: groups.delete_groups,
-    44: brokers.incremental_alter_configs, 47: groups.offset_delete,
-    68: groups.consumer_group_heartbeat, 69: groups.consumer_group_describe,
-}
 
 
 class _Close(Exception):
@@ -116,7 +98,7 @@ class Connection:
             return
         self.core.count(key, decoded.header.api_version)
         req = WireRequest(decoded.header, decoded.body, self.principal or ANONYMOUS,
-                          self.client_host)
+                          self.client_host, BY_API_KEY[key])
         try:
             body = await HANDLERS[key](self.core, req)
             if body is not None:

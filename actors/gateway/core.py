@@ -18,9 +18,11 @@ from dataclasses import dataclass
 
 import ray
 
+from actors.gateway.admission import MAX_CONNECTIONS
 from actors.gateway.routing import Router
 from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE
 from actors.runtime.controller_security import SecurityImage
+from protocol.api import Api
 from protocol.config import CoordinatorConfig
 from protocol.security.acls import authorize
 from protocol.security.scram import ScramCredential
@@ -44,6 +46,8 @@ class GatewayOptions:
     and ``SCRAM-SHA-256`` (SASL_PLAINTEXT / SASL_SSL). ``tls_certfile`` / ``tls_keyfile``: PEM
     files that turn TLS on. ``authorizer``: check ACLs (Kafka's ``authorizer.class.name``);
     off, everything is allowed. ``super_users``: principals the authorizer always allows.
+    ``max_connections``: open client connections at most (Kafka's ``max.connections``); one
+    more is closed at once (``actors.gateway.admission``).
     """
 
     sasl_mechanisms: tuple[str, ...] = ()
@@ -54,6 +58,7 @@ class GatewayOptions:
     node_id: int = 0
     advertised_host: str | None = None
     max_request_bytes: int = MAX_REQUEST_BYTES
+    max_connections: int = MAX_CONNECTIONS
     records_per_s: float = 50.0
     batch_interval_ms: int = 200
     # The stream began at the Unix epoch: its end is past any Ray consumer's position (they
@@ -63,12 +68,14 @@ class GatewayOptions:
 
 @dataclass
 class WireRequest:
-    """One decoded request and who sent it."""
+    """One decoded request, who sent it, and its row of the API table (``protocol.api``):
+    what a handler translates it with."""
 
     header: RequestHeader
     body: dict
     principal: str
     client_host: str
+    api: Api
 
     @property
     def version(self) -> int:
@@ -94,7 +101,7 @@ class GatewayCore:
         self.security = SecurityImage(-1)
         self._refresher: asyncio.Task | None = None
         # Requests served, by (API key, version): what clients actually spoke (bounded by the
-        # number of versions in ``SUPPORTED``).
+        # number of versions the API table serves).
         self.served: dict[tuple[int, int], int] = {}
         # The epoch (or classic generation) last sent to each member, newest last: what a
         # real client's callbacks ran under, for timelines. At most MAX_TRACKED_MEMBERS.

@@ -1,5 +1,5 @@
-"""The group APIs: authorize, translate (``protocol/wire``), route to the owning partition,
-translate back.
+"""The group APIs: authorize, translate (through the request's row of ``protocol.api``: its
+``decode`` and ``encode``), route to the owning partition, translate back.
 
 Every group API checks the principal's ACLs first, as Kafka's ``KafkaApis`` does: READ on the
 group to join, sync, heartbeat, leave and commit; DESCRIBE to find the coordinator, describe,
@@ -11,11 +11,12 @@ partition, so it changes nothing.
 
 from __future__ import annotations
 
+import dataclasses
+
 from actors.gateway.core import GatewayCore, WireRequest
-from protocol import messages as m
 from protocol.api import error_response
 from protocol.errors import Errors
-from protocol.wire import classic, consumer, offsets
+from protocol.wire import classic, offsets
 from protocol.wire.coordinator import find_coordinator_response
 
 GROUP, TOPIC, CLUSTER = "GROUP", "TOPIC", "CLUSTER"
@@ -28,61 +29,35 @@ def _denied(request: object, group: str) -> object:
                           DENIED_GROUP.format(group=group))
 
 
-async def find_coordinator(core: GatewayCore, req: WireRequest) -> dict:
-    return find_coordinator_response(req.body, req.version, core.node,
-                                     lambda g: core.may(req, "DESCRIBE", GROUP, g))
+async def _one_group(core: GatewayCore, req: WireRequest, operation: str) -> dict:
+    """A request for one group: authorized by ``operation`` on it, answered by its partition."""
+    api = req.api
+    request = api.decode(req.body)
+    if not core.may(req, operation, GROUP, request.group_id):
+        return api.encode(_denied(request, request.group_id))
+    return api.encode(await core.router.call(request))
 
 
-# ------------------------------------------------------------------------ classic groups
-
-
-async def join_group(core: GatewayCore, req: WireRequest) -> dict:
-    request = classic.join_request(req.body, req.client_id, req.client_host)
-    if not core.may(req, "READ", GROUP, request.group_id):
-        return classic.join_response(_denied(request, request.group_id))
-    resp = await core.router.call(request)
-    if (resp.error_code == Errors.MEMBER_ID_REQUIRED
-            and not classic.needs_member_id_round_trip(req.version)):
-        request.member_id = resp.member_id  # an old client: rejoin for it with its new id
-        resp = await core.router.call(request)
-    core.saw_epoch(request.group_id, resp.member_id, resp.generation_id)
-    return classic.join_response(resp)
-
-
-async def sync_group(core: GatewayCore, req: WireRequest) -> dict:
-    request = classic.sync_request(req.body)
-    if not core.may(req, "READ", GROUP, request.group_id):
-        return classic.sync_response(_denied(request, request.group_id))
-    return classic.sync_response(await core.router.call(request))
-
-
-async def heartbeat(core: GatewayCore, req: WireRequest) -> dict:
-    request = classic.heartbeat_request(req.body)
-    if not core.may(req, "READ", GROUP, request.group_id):
-        return classic.heartbeat_response(_denied(request, request.group_id))
-    return classic.heartbeat_response(await core.router.call(request))
-
-
-async def leave_group(core: GatewayCore, req: WireRequest) -> dict:
-    request = classic.leave_request(req.body)
-    if not core.may(req, "READ", GROUP, request.group_id):
-        return classic.leave_response(_denied(request, request.group_id), req.version)
-    return classic.leave_response(await core.router.call(request), req.version)
-
-
-async def describe_groups(core: GatewayCore, req: WireRequest) -> dict:
-    ids = list(req.body.get("groups", []))
-    allowed = [g for g in ids if core.may(req, "DESCRIBE", GROUP, g)]
+async def _per_group(core: GatewayCore, req: WireRequest, operation: str) -> dict:
+    """A request naming many groups (DescribeGroups, ConsumerGroupDescribe, DeleteGroups):
+    each group authorized by ``operation``, the allowed ones asked of their partitions (one
+    request per partition), the reply's entries in the order the client named the groups."""
+    api = req.api
+    request = api.decode(req.body)
+    field, entries_field = api.group_ids_field, api.per_group.list_field
+    ids = list(getattr(request, field))
+    allowed = [g for g in ids if core.may(req, operation, GROUP, g)]
     replies = await core.router.call_by_partition(
-        allowed, lambda gs: m.DescribeGroupsRequest(groups=gs))
+        allowed, lambda gs: dataclasses.replace(request, **{field: gs}))
     entries = []
     for g in ids:
         if g not in replies:
-            entries.append(m.DescribeGroupsResponseGroup(
-                error_code=Errors.GROUP_AUTHORIZATION_FAILED, group_id=g))
+            entries.append(api.per_group.entry(error_code=Errors.GROUP_AUTHORIZATION_FAILED,
+                                               error_message=DENIED_GROUP.format(group=g),
+                                               group_id=g))
         else:
-            entries.append(_entry_for(replies[g].groups, g, m.DescribeGroupsResponseGroup))
-    return classic.describe_groups_response(entries)
+            entries.append(_entry_for(getattr(replies[g], entries_field), g, api.per_group.entry))
+    return api.encode(api.response(**{entries_field: entries}))
 
 
 def _entry_for(entries: list, group_id: str, entry_type: type) -> object:
@@ -93,6 +68,46 @@ def _entry_for(entries: list, group_id: str, entry_type: type) -> object:
     return entry_type(error_code=code, group_id=group_id)
 
 
+async def find_coordinator(core: GatewayCore, req: WireRequest) -> dict:
+    return find_coordinator_response(req.body, req.version, core.node,
+                                     lambda g: core.may(req, "DESCRIBE", GROUP, g))
+
+
+# ------------------------------------------------------------------------ classic groups
+
+
+async def join_group(core: GatewayCore, req: WireRequest) -> dict:
+    request = req.api.decode(req.body, req.client_id, req.client_host)
+    if not core.may(req, "READ", GROUP, request.group_id):
+        return req.api.encode(_denied(request, request.group_id))
+    resp = await core.router.call(request)
+    if (resp.error_code == Errors.MEMBER_ID_REQUIRED
+            and not classic.needs_member_id_round_trip(req.version)):
+        request.member_id = resp.member_id  # an old client: rejoin for it with its new id
+        resp = await core.router.call(request)
+    core.saw_epoch(request.group_id, resp.member_id, resp.generation_id)
+    return req.api.encode(resp)
+
+
+async def sync_group(core: GatewayCore, req: WireRequest) -> dict:
+    return await _one_group(core, req, "READ")
+
+
+async def heartbeat(core: GatewayCore, req: WireRequest) -> dict:
+    return await _one_group(core, req, "READ")
+
+
+async def leave_group(core: GatewayCore, req: WireRequest) -> dict:
+    request = req.api.decode(req.body)
+    if not core.may(req, "READ", GROUP, request.group_id):
+        return req.api.encode(_denied(request, request.group_id), req.version)
+    return req.api.encode(await core.router.call(request), req.version)
+
+
+async def describe_groups(core: GatewayCore, req: WireRequest) -> dict:
+    return await _per_group(core, req, "DESCRIBE")
+
+
 # ---------------------------------------------------------------------- consumer groups
 
 
@@ -101,32 +116,20 @@ async def consumer_group_heartbeat(core: GatewayCore, req: WireRequest) -> dict:
     owned = [tp["topic_id"] for tp in body.get("topic_partitions") or []]
     subscribed = body.get("subscribed_topic_names") or []
     index = await core.topics_knowing(uuids=owned)
-    request = consumer.heartbeat_request(body, index, req.client_id, req.client_host)
+    request = req.api.decode(body, index, req.client_id, req.client_host)
     if not core.may(req, "READ", GROUP, request.group_id):
-        return consumer.heartbeat_response(_denied(request, request.group_id))
+        return req.api.encode(_denied(request, request.group_id))
     hidden = [t for t in subscribed if not core.may(req, "DESCRIBE", TOPIC, t)]
     if hidden:
-        return consumer.heartbeat_response(error_response(
+        return req.api.encode(error_response(
             request, Errors.TOPIC_AUTHORIZATION_FAILED, DENIED_TOPIC.format(topic=hidden[0])))
     resp = await core.router.call(request)
     core.saw_epoch(request.group_id, resp.member_id, resp.member_epoch)
-    return consumer.heartbeat_response(resp)
+    return req.api.encode(resp)
 
 
 async def consumer_group_describe(core: GatewayCore, req: WireRequest) -> dict:
-    ids = list(req.body.get("group_ids", []))
-    allowed = [g for g in ids if core.may(req, "DESCRIBE", GROUP, g)]
-    replies = await core.router.call_by_partition(
-        allowed, lambda gs: m.ConsumerGroupDescribeRequest(group_ids=gs))
-    entries = []
-    for g in ids:
-        if g not in replies:
-            entries.append(m.DescribedGroup(error_code=Errors.GROUP_AUTHORIZATION_FAILED,
-                                            error_message=DENIED_GROUP.format(group=g),
-                                            group_id=g))
-        else:
-            entries.append(_entry_for(replies[g].groups, g, m.DescribedGroup))
-    return consumer.describe_response(entries)
+    return await _per_group(core, req, "DESCRIBE")
 
 
 # ------------------------------------------------------------------------------ offsets
@@ -140,8 +143,8 @@ async def offset_commit(core: GatewayCore, req: WireRequest) -> dict:
     denied = {t["name"] for t in body.get("topics", []) if not core.may(req, "READ", TOPIC,
                                                                         t["name"])}
     allowed = {**body, "topics": [t for t in body.get("topics", []) if t["name"] not in denied]}
-    reply = offsets.commit_response(allowed, await core.router.call(
-        offsets.commit_request(allowed))) if allowed["topics"] else {"topics": []}
+    reply = req.api.encode(await core.router.call(req.api.decode(allowed)),
+                           allowed) if allowed["topics"] else {"topics": []}
     refused = offsets.commit_refused(
         {"topics": [t for t in body.get("topics", []) if t["name"] in denied]},
         Errors.TOPIC_AUTHORIZATION_FAILED)
@@ -151,7 +154,7 @@ async def offset_commit(core: GatewayCore, req: WireRequest) -> dict:
 
 async def offset_fetch(core: GatewayCore, req: WireRequest) -> dict:
     entries = []
-    for request in offsets.fetch_requests(req.body, req.version):
+    for request in req.api.decode(req.body, req.version):
         if not core.may(req, "DESCRIBE", GROUP, request.group_id):
             entries.append(offsets.fetch_refused(request, Errors.GROUP_AUTHORIZATION_FAILED))
             continue
@@ -159,36 +162,26 @@ async def offset_fetch(core: GatewayCore, req: WireRequest) -> dict:
             request.topics = [t for t in request.topics
                               if core.may(req, "DESCRIBE", TOPIC, t.name)]
         entries.append(offsets.fetch_group_entry(request, await core.router.call(request)))
-    return offsets.fetch_response(entries, req.version)
+    return req.api.encode(entries, req.version)
 
 
 async def offset_delete(core: GatewayCore, req: WireRequest) -> dict:
-    request = offsets.delete_request(req.body)
+    request = req.api.decode(req.body)
     if not core.may(req, "DELETE", GROUP, request.group_id):
-        return offsets.delete_response(_denied(request, request.group_id))
+        return req.api.encode(_denied(request, request.group_id))
     for t in request.topics:
         if not core.may(req, "READ", TOPIC, t.name):
-            return offsets.delete_response(error_response(
+            return req.api.encode(error_response(
                 request, Errors.TOPIC_AUTHORIZATION_FAILED, DENIED_TOPIC.format(topic=t.name)))
-    return offsets.delete_response(await core.router.call(request))
+    return req.api.encode(await core.router.call(request))
 
 
 async def delete_groups(core: GatewayCore, req: WireRequest) -> dict:
-    ids = list(req.body.get("groups_names", []))
-    allowed = [g for g in ids if core.may(req, "DELETE", GROUP, g)]
-    replies = await core.router.call_by_partition(
-        allowed, lambda gs: m.DeleteGroupsRequest(groups_names=gs))
-    results = []
-    for g in ids:
-        if g not in replies:
-            results.append(m.DeletableGroupResult(g, Errors.GROUP_AUTHORIZATION_FAILED))
-        else:
-            results.append(_entry_for(replies[g].results, g, m.DeletableGroupResult))
-    return offsets.delete_groups_response(results)
+    return await _per_group(core, req, "DELETE")
 
 
 async def list_groups(core: GatewayCore, req: WireRequest) -> dict:
-    request = offsets.list_groups_request(req.body)
+    request = req.api.decode(req.body)
     see_all = core.may(req, "DESCRIBE", CLUSTER, "kafka-cluster")
     groups, error = [], Errors.NONE
     for reply in await core.router.call_all(request):
@@ -197,4 +190,5 @@ async def list_groups(core: GatewayCore, req: WireRequest) -> dict:
             continue
         groups += [g for g in reply.groups
                    if see_all or core.may(req, "DESCRIBE", GROUP, g.group_id)]
-    return offsets.list_groups_response(error, sorted(groups, key=lambda g: g.group_id))
+    return req.api.encode(req.api.response(error_code=error,
+                                           groups=sorted(groups, key=lambda g: g.group_id)))

@@ -49,7 +49,8 @@ def start_gateway(num_partitions: int, config: CoordinatorConfig, port: int = 90
     """Start the gateway (or find the running one on the same port); ``host:port``.
 
     ``options`` are ``GatewayOptions`` fields: ``sasl_mechanisms``, ``tls_certfile``,
-    ``tls_keyfile``, ``authorizer``, ``super_users``, ``records_per_s``, ... ``port=0`` picks
+    ``tls_keyfile``, ``authorizer``, ``super_users``, ``max_connections`` (default
+    ``actors.gateway.admission.MAX_CONNECTIONS``), ``records_per_s``, ... ``port=0`` picks
     a free port. ``name``: ``gateway`` (the one ``Cluster`` manages) or ``gateway-<x>`` for
     another listener beside it (a SASL or TLS one, say); the controller pushes ACL and user
     changes to each.
@@ -65,6 +66,8 @@ def start_gateway(num_partitions: int, config: CoordinatorConfig, port: int = 90
             raise ValueError(f"unknown SASL mechanism {mech!r}; supported: {list(MECHANISMS)}")
     if bool(options.get("tls_certfile")) != bool(options.get("tls_keyfile")):
         raise ValueError("TLS needs both tls_certfile and tls_keyfile")
+    if options.get("max_connections", 1) < 1:
+        raise ValueError(f"max_connections must be at least 1, got {options['max_connections']}")
     existing = _live_gateway(name)
     if existing is not None:
         actor, address = existing

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from ray.exceptions import RayActorError
 
 from actors.runtime.controller import partition_handles
-from protocol.api import error_response, group_ids_of
+from protocol.api import error_response, group_ids_of, reply_error_codes
 from protocol.errors import COORDINATOR_UNAVAILABLE, Errors
 from protocol.placement import partition_for
 from protocol.retry import backoff_s, next_retries
@@ -47,11 +47,9 @@ UP_POLL_S = 0.02
 
 
 def _retriable(resp: object) -> bool:
-    """Whether the reply says "ask again later" (for a per-group reply: for any group)."""
-    if hasattr(resp, "error_code"):
-        return resp.error_code in COORDINATOR_UNAVAILABLE
-    entries = getattr(resp, "groups", None) or getattr(resp, "results", None) or []
-    return any(getattr(e, "error_code", Errors.NONE) in COORDINATOR_UNAVAILABLE for e in entries)
+    """Whether the reply says "ask again later" (for a per-group reply: for any group), read
+    as ``Cluster.call`` reads it: the API table says where a reply keeps its error codes."""
+    return any(code in COORDINATOR_UNAVAILABLE for code in reply_error_codes(resp))
 
 
 class Router:

@@ -43,6 +43,9 @@ def add_gateway_parsers(sub: argparse._SubParsersAction) -> None:
                     help="check ACLs (without it, every principal may do everything)")
     gw.add_argument("--super-user", action="append", default=[], metavar="PRINCIPAL",
                     help="a principal the authorizer always allows (repeatable)")
+    gw.add_argument("--max-connections", type=int, default=None, metavar="N",
+                    help="open client connections at most, as Kafka's max.connections "
+                         "(default 1000); one more is closed at once")
     gw.add_argument("--stop", action="store_true", help="stop the running gateway")
 
     acls = sub.add_parser("acls", parents=[common], help="add, list, remove ACLs",
@@ -92,6 +95,8 @@ def gateway_commands() -> dict[str, Callable[[argparse.Namespace], int]]:
             options.update(tls_certfile=args.tls_cert, tls_keyfile=args.tls_key)
         if args.advertised_host:
             options["advertised_host"] = args.advertised_host
+        if args.max_connections is not None:
+            options["max_connections"] = args.max_connections
         out(cluster.start_gateway(args.port, args.host, **options))
         return 0
 

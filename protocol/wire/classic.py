@@ -122,8 +122,12 @@ def leave_response(resp: m.LeaveGroupResponse, version: int) -> dict:
     return {"throttle_time": 0, "error_code": error, "members": members}
 
 
-def describe_groups_response(groups: list[m.DescribeGroupsResponseGroup]) -> dict:
-    return {"throttle_time": 0, "groups": [describe_group_entry(g) for g in groups]}
+def describe_groups_request(body: dict) -> m.DescribeGroupsRequest:
+    return m.DescribeGroupsRequest(groups=list(body.get("groups", [])))
+
+
+def describe_groups_response(resp: m.DescribeGroupsResponse) -> dict:
+    return {"throttle_time": 0, "groups": [describe_group_entry(g) for g in resp.groups]}
 
 
 def describe_group_entry(g: m.DescribeGroupsResponseGroup) -> dict:

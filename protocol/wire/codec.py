@@ -21,7 +21,7 @@ from kio.serial import entity_reader, entity_writer
 
 from protocol.wire.entities import build, plain
 from protocol.wire.framing import frame
-from protocol.wire.versions import SUPPORTED, supports
+from protocol.wire.versions import served, supports
 
 _HEADER = struct.Struct(">hhi")
 _INT16 = struct.Struct(">h")
@@ -90,7 +90,7 @@ def read_header(data: bytes) -> tuple[RequestHeader, int]:
 def decode_request(data: bytes) -> Decoded:
     data = bytes(data)  # kio reads only immutable buffers
     header, offset = read_header(data)
-    if header.api_key not in SUPPORTED:
+    if not served(header.api_key):
         raise UnknownApi(f"unknown API key {header.api_key}")
     if not supports(header.api_key, header.api_version):
         raise UnsupportedVersion(header)

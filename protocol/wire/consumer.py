@@ -9,10 +9,14 @@ only once they are free.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from protocol import messages as m
 from protocol.group_states import kafka_state_name
 from protocol.wire.ids import kafka_error, topic_uuid
-from protocol.wire.topics import TopicIndex
+
+if TYPE_CHECKING:  # a type only: the API table imports this module, the shard the table
+    from protocol.wire.topics import TopicIndex
 
 # ConsumerGroupDescribe v1's member_type: the member speaks the new protocol.
 MEMBER_TYPE_CONSUMER = 1
@@ -74,8 +78,8 @@ def heartbeat_response(resp: m.ConsumerGroupHeartbeatResponse) -> dict:
     }
 
 
-def describe_request(group_ids: list[str]) -> m.ConsumerGroupDescribeRequest:
-    return m.ConsumerGroupDescribeRequest(group_ids=list(group_ids))
+def describe_request(body: dict) -> m.ConsumerGroupDescribeRequest:
+    return m.ConsumerGroupDescribeRequest(group_ids=list(body.get("group_ids", [])))
 
 
 def describe_entry(g: m.DescribedGroup) -> dict:
@@ -92,8 +96,8 @@ def describe_entry(g: m.DescribedGroup) -> dict:
     }
 
 
-def describe_response(groups: list[m.DescribedGroup]) -> dict:
-    return {"throttle_time": 0, "groups": [describe_entry(g) for g in groups]}
+def describe_response(resp: m.ConsumerGroupDescribeResponse) -> dict:
+    return {"throttle_time": 0, "groups": [describe_entry(g) for g in resp.groups]}
 
 
 def _member(x: m.DescribedMember) -> dict:

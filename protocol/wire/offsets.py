@@ -40,7 +40,7 @@ def commit_request(body: dict) -> m.OffsetCommitRequest:
     )
 
 
-def commit_response(body: dict, resp: m.OffsetCommitResponse) -> dict:
+def commit_response(resp: m.OffsetCommitResponse, body: dict) -> dict:
     errors = {(t.name, p.partition_index): p.error_code
               for t in resp.topics for p in t.partitions}
     top = kafka_error(resp.error_code)
@@ -56,7 +56,7 @@ def commit_response(body: dict, resp: m.OffsetCommitResponse) -> dict:
 
 def commit_refused(body: dict, error: int) -> dict:
     """Every partition of the commit answered with ``error`` (authorization, mostly)."""
-    return commit_response(body, m.OffsetCommitResponse(error_code=error))
+    return commit_response(m.OffsetCommitResponse(error_code=error), body)
 
 
 # ---------------------------------------------------------------------------- OffsetFetch
@@ -129,9 +129,13 @@ def delete_response(resp: m.OffsetDeleteResponse) -> dict:
 # --------------------------------------------------------------------- DeleteGroups, List
 
 
-def delete_groups_response(results: list[m.DeletableGroupResult]) -> dict:
+def delete_groups_request(body: dict) -> m.DeleteGroupsRequest:
+    return m.DeleteGroupsRequest(groups_names=list(body.get("groups_names", [])))
+
+
+def delete_groups_response(resp: m.DeleteGroupsResponse) -> dict:
     return {"throttle_time": 0, "results": [
-        {"group_id": r.group_id, "error_code": kafka_error(r.error_code)} for r in results]}
+        {"group_id": r.group_id, "error_code": kafka_error(r.error_code)} for r in resp.results]}
 
 
 def list_groups_request(body: dict) -> m.ListGroupsRequest:
@@ -139,9 +143,9 @@ def list_groups_request(body: dict) -> m.ListGroupsRequest:
                                types_filter=list(body.get("types_filter", [])))
 
 
-def list_groups_response(error: int, groups: list[m.ListedGroup]) -> dict:
-    return {"throttle_time": 0, "error_code": kafka_error(error), "groups": [
+def list_groups_response(resp: m.ListGroupsResponse) -> dict:
+    return {"throttle_time": 0, "error_code": kafka_error(resp.error_code), "groups": [
         {"group_id": g.group_id, "protocol_type": g.protocol_type,
          "group_state": kafka_state_name(g.group_state), "group_type": g.group_type}
-        for g in groups
+        for g in resp.groups
     ]}

@@ -1,54 +1,14 @@
-"""Which Kafka APIs the gateway speaks, at which versions: the one table ApiVersions reports.
+"""What ApiVersions reports and the codec admits, read off the one API table (``protocol.api``).
 
-Each row is an API key, the versions served (within what kio, the codec, knows) and its name.
-Ranges start where Kafka 4.x's brokers start, except where an older client this project tests
-(aiokafka, kafka-python) still speaks an older version that kio can decode. Produce is listed
-because clients refuse a broker that lacks it; it is answered with an error (``stream``).
-Whatever is not here is an unknown API: the connection that sent it is closed, as Kafka does.
+The rows of ``protocol.api.BY_API_KEY`` are the APIs Kafka's wire carries, each with the
+versions the gateway serves; nothing else is listed here, so ApiVersions advertises exactly
+the rows and a key that is not a row is an unknown API (the connection that sent it is closed,
+as Kafka does). The keys below are those the connection itself treats specially.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-
-@dataclass(frozen=True)
-class ApiRange:
-    api_key: int
-    min_version: int
-    max_version: int
-    name: str
-
-
-# fmt: off
-SUPPORTED: dict[int, ApiRange] = {r.api_key: r for r in (
-    ApiRange(0,  3, 11, "Produce"),
-    ApiRange(1,  4, 12, "Fetch"),
-    ApiRange(2,  1, 9,  "ListOffsets"),
-    ApiRange(3,  0, 12, "Metadata"),
-    ApiRange(8,  2, 9,  "OffsetCommit"),
-    ApiRange(9,  1, 9,  "OffsetFetch"),
-    ApiRange(10, 0, 6,  "FindCoordinator"),
-    ApiRange(11, 0, 9,  "JoinGroup"),
-    ApiRange(12, 0, 4,  "Heartbeat"),
-    ApiRange(13, 0, 5,  "LeaveGroup"),
-    ApiRange(14, 0, 5,  "SyncGroup"),
-    ApiRange(15, 0, 5,  "DescribeGroups"),
-    ApiRange(16, 0, 5,  "ListGroups"),
-    ApiRange(17, 1, 1,  "SaslHandshake"),
-    ApiRange(18, 0, 4,  "ApiVersions"),
-    ApiRange(19, 2, 7,  "CreateTopics"),
-    ApiRange(20, 1, 6,  "DeleteTopics"),
-    ApiRange(32, 1, 4,  "DescribeConfigs"),
-    ApiRange(36, 0, 2,  "SaslAuthenticate"),
-    ApiRange(37, 0, 3,  "CreatePartitions"),
-    ApiRange(42, 0, 2,  "DeleteGroups"),
-    ApiRange(44, 0, 1,  "IncrementalAlterConfigs"),
-    ApiRange(47, 0, 0,  "OffsetDelete"),
-    ApiRange(68, 0, 1,  "ConsumerGroupHeartbeat"),
-    ApiRange(69, 0, 1,  "ConsumerGroupDescribe"),
-)}
-# fmt: on
+from protocol.api import BY_API_KEY
 
 API_VERSIONS = 18
 SASL_HANDSHAKE = 17
@@ -58,14 +18,19 @@ PRODUCE = 0
 BEFORE_AUTHENTICATION = frozenset({API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE})
 
 
+def served(api_key: int) -> bool:
+    """Whether ``api_key`` is a row the gateway serves (at some version)."""
+    return api_key in BY_API_KEY
+
+
 def supports(api_key: int, version: int) -> bool:
-    r = SUPPORTED.get(api_key)
-    return r is not None and r.min_version <= version <= r.max_version
+    api = BY_API_KEY.get(api_key)
+    return api is not None and api.versions.min <= version <= api.versions.max
 
 
 def api_name(api_key: int) -> str:
-    r = SUPPORTED.get(api_key)
-    return r.name if r is not None else f"api-{api_key}"
+    api = BY_API_KEY.get(api_key)
+    return api.name if api is not None else f"api-{api_key}"
 
 
 def api_versions_body(error_code: int = 0) -> dict:
@@ -74,8 +39,8 @@ def api_versions_body(error_code: int = 0) -> dict:
     return {
         "error_code": error_code,
         "api_keys": [
-            {"api_key": r.api_key, "min_version": r.min_version, "max_version": r.max_version}
-            for r in SUPPORTED.values()
+            {"api_key": key, "min_version": api.versions.min, "max_version": api.versions.max}
+            for key, api in sorted(BY_API_KEY.items())
         ],
         "throttle_time": 0,
         "supported_features": [{"name": "group.version", "min_version": 0, "max_version": 1}],

@@ -7,6 +7,7 @@ from __future__ import annotations
 import struct
 
 import pytest
+import ray
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.protocol.consumer import (
@@ -22,9 +23,10 @@ from kafka.protocol.metadata import (
     MetadataResponse,
 )
 
+from actors.gateway.launch import running_gateway, start_gateway, stop_gateway
 from protocol import messages as m
+from protocol.api import BY_API_KEY
 from protocol.wire.framing import MAX_REQUEST_BYTES
-from protocol.wire.versions import SUPPORTED
 from tests.gateway.conftest import unique
 from tests.gateway.wire_client import WireClient
 
@@ -77,7 +79,7 @@ def test_an_api_versions_request_newer_than_served_gets_the_v0_fallback(gateway)
     client.send_raw(struct.pack(">i", 10) + struct.pack(">hhih", 18, 99, 42, -1))
     reply = client.receive(ApiVersionsResponse, 0)
     assert reply.header.correlation_id == 42 and reply.error_code == 35
-    assert {a.api_key for a in reply.api_keys} == set(SUPPORTED)
+    assert {a.api_key for a in reply.api_keys} == set(BY_API_KEY)
     # ...and the client, retrying with a listed version, is served on the same connection.
     assert client.call(ApiVersionsRequest[3](client_software_name="t",
                                              client_software_version="1"),
@@ -138,3 +140,24 @@ def test_random_truncated_flipped_or_huge_frames_never_stop_the_gateway(cluster,
     finally:
         client.close()
     assert _api_versions(gateway).error_code == 0
+
+
+def test_a_connection_beyond_max_connections_is_closed_at_once_and_counted(cluster):
+    """Kafka's ``max.connections``: a listener of one slot serves its first client and drops
+    the second at once, the first still served."""
+    name = "gateway-limit"
+    bootstrap = start_gateway(cluster.num_partitions, cluster.config, port=0, name=name,
+                              max_connections=1)
+    first = WireClient(bootstrap)
+    try:
+        request = ApiVersionsRequest[3](client_software_name="t", client_software_version="1")
+        assert first.call(request, ApiVersionsResponse, 3).error_code == 0  # admitted
+        second = WireClient(bootstrap)
+        assert second.closed_by_peer()
+        second.close()
+        assert first.call(request, ApiVersionsResponse, 3).error_code == 0
+        stats = ray.get(running_gateway(name).stats.remote())
+        assert (stats["max_connections"], stats["refused_connections"]) == (1, 1)
+    finally:
+        first.close()
+        stop_gateway(name)

@@ -26,9 +26,10 @@ from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
 import tests.gateway.kip848  # noqa: F401
+from protocol.api import BY_API_KEY
 from protocol.wire.codec import RequestHeader, decode_request, encode_response
 from protocol.wire.entities import build, plain
-from protocol.wire.versions import API_VERSIONS, SUPPORTED, api_versions_body
+from protocol.wire.versions import API_VERSIONS, api_versions_body
 from tests.gateway.schema_strategies import plain_values
 
 
@@ -47,8 +48,8 @@ def _classes() -> tuple[dict[int, type], dict[int, type]]:
 
 
 REQUESTS, RESPONSES = _classes()
-CASES = [(key, v) for key, r in sorted(SUPPORTED.items())
-         for v in range(r.min_version, r.max_version + 1)]
+CASES = [(key, v) for key, api in sorted(BY_API_KEY.items())
+         for v in range(api.versions.min, api.versions.max + 1)]
 
 
 def _kio_bytes(schema: type, data: dict) -> bytes:
@@ -102,4 +103,4 @@ def test_an_api_versions_error_reply_is_read_as_v0_listing_every_api():
     theirs = RESPONSES[API_VERSIONS].decode(framed[4:], version=3, header=True)
     assert theirs.error_code == 35
     assert {a.api_key: (a.min_version, a.max_version) for a in theirs.api_keys} == {
-        r.api_key: (r.min_version, r.max_version) for r in SUPPORTED.values()}
+        key: tuple(api.versions) for key, api in BY_API_KEY.items()}

@@ -135,8 +135,8 @@ def test_a_request_level_commit_error_is_given_to_every_partition():
     body = {"group_id": "g", "topics": [{"name": "foo", "partitions": [
         {"partition_index": 0, "committed_offset": 5}, {"partition_index": 1,
                                                          "committed_offset": 7}]}]}
-    resp = offsets.commit_response(body, m.OffsetCommitResponse(
-        error_code=Errors.FENCED_MEMBER_EPOCH))
+    resp = offsets.commit_response(m.OffsetCommitResponse(
+        error_code=Errors.FENCED_MEMBER_EPOCH), body)
     assert [p["error_code"] for p in resp["topics"][0]["partitions"]] == [110, 110]
 
 

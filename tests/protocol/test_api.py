@@ -1,4 +1,6 @@
-"""protocol.api: one table says what each request is, and everything else reads it."""
+"""protocol.api: one table says what each API is, and everything else reads it. (What the wire
+derives from it, ApiVersions, the codec and the gateway's dispatch, is tested in
+``tests/gateway/test_api_table.py``.)"""
 
 import dataclasses
 
@@ -8,6 +10,10 @@ from protocol import messages as m
 from protocol.api import (
     APIS,
     BY_API_KEY,
+    ROWS,
+    Api,
+    Versions,
+    _check,
     api_of,
     error_response,
     group_ids_of,
@@ -34,8 +40,36 @@ def test_kafka_api_keys_are_unique_and_kafkas():
     assert BY_API_KEY[68].request is m.ConsumerGroupHeartbeatRequest
     assert BY_API_KEY[69].request is m.ConsumerGroupDescribeRequest
     assert BY_API_KEY[42].request is m.DeleteGroupsRequest
-    keys = [a.api_key for a in APIS.values() if a.api_key is not None]
-    assert len(keys) == len(set(keys))
+    keys = [a.api_key for a in ROWS if a.api_key is not None]
+    assert len(keys) == len(set(keys)) == len(BY_API_KEY)
+
+
+def test_every_row_kafka_clients_speak_names_its_wire_translation_and_cohorts_own_do_not():
+    for api in ROWS:
+        assert (api.api_key is None) == (api.versions is None), api.name
+        if api.request is not None and api.api_key is not None:
+            assert callable(api.decode) and callable(api.encode), api.name
+        if api.api_key is None:  # seed 000's and seed 004's requests: Kafka never shipped them
+            assert api.request is not None and api.decode is None, api.name
+    assert BY_API_KEY[3].name == "Metadata" and BY_API_KEY[3].request is None  # gateway-only
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [
+        (Api("Metadata", 3, None),),  # a key without versions
+        (Api("ShareGroupHeartbeat", None, Versions(0, 1)),),  # versions without a key
+        (Api("Metadata", 3, Versions(0, 12)), Api("Metadata", 4, Versions(0, 1))),
+        (Api("Metadata", 3, Versions(0, 12)), Api("Other", 3, Versions(0, 1))),
+        (Api("Backwards", 3, Versions(5, 1)),),
+        (Api("JoinGroup", 11, Versions(0, 9), m.JoinGroupRequest, m.JoinGroupResponse),),
+    ],
+    ids=["key-without-versions", "versions-without-key", "name-twice", "key-twice",
+         "empty-range", "wire-row-without-translation"],
+)
+def test_a_table_that_breaks_an_invariant_is_refused(rows):
+    with pytest.raises(AssertionError):
+        _check(rows)
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,71 @@
+"""The gateway's dispatch, derived from the one API table (``protocol.api``).
+
+Each row Kafka's wire carries (``protocol.api.BY_API_KEY``) is served by one coroutine here,
+found by the row's name; ``HANDLERS`` maps API keys to them. The two must agree, and this
+module refuses to load if they do not: a row with no coroutine, or a coroutine for no row, is
+an ``ImportError`` at the gateway's start, not an unknown API at a client's first request.
+SaslHandshake and SaslAuthenticate are rows the connection serves itself, since they change
+its state (``CONNECTION_APIS``). The group APIs' coroutines translate through their row's
+``decode`` / ``encode``; ApiVersions answers with what ``protocol.wire.versions`` reads off
+the same table, so what is advertised, decoded and dispatched is one list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from actors.gateway import group_handlers as groups
+from actors.gateway import topic_handlers as brokers
+from actors.gateway.core import GatewayCore, WireRequest
+from protocol.api import BY_API_KEY
+from protocol.wire.versions import SASL_AUTHENTICATE, SASL_HANDSHAKE, api_versions_body
+
+Handler = Callable[[GatewayCore, WireRequest], Awaitable[dict | None]]
+
+# Served by the connection itself: the SASL exchange changes the connection's state.
+CONNECTION_APIS = frozenset({SASL_HANDSHAKE, SASL_AUTHENTICATE})
+
+
+async def api_versions(core: GatewayCore, req: WireRequest) -> dict:
+    return api_versions_body()
+
+
+# The I/O coroutine of each row, by the row's name.
+BY_NAME: dict[str, Handler] = {
+    "Produce": brokers.produce,
+    "Fetch": brokers.fetch,
+    "ListOffsets": brokers.list_offsets,
+    "Metadata": brokers.metadata,
+    "OffsetCommit": groups.offset_commit,
+    "OffsetFetch": groups.offset_fetch,
+    "FindCoordinator": groups.find_coordinator,
+    "JoinGroup": groups.join_group,
+    "Heartbeat": groups.heartbeat,
+    "LeaveGroup": groups.leave_group,
+    "SyncGroup": groups.sync_group,
+    "DescribeGroups": groups.describe_groups,
+    "ListGroups": groups.list_groups,
+    "ApiVersions": api_versions,
+    "CreateTopics": brokers.create_topics,
+    "DeleteTopics": brokers.delete_topics,
+    "DescribeConfigs": brokers.describe_configs,
+    "CreatePartitions": brokers.create_partitions,
+    "DeleteGroups": groups.delete_groups,
+    "IncrementalAlterConfigs": brokers.incremental_alter_configs,
+    "OffsetDelete": groups.offset_delete,
+    "ConsumerGroupHeartbeat": groups.consumer_group_heartbeat,
+    "ConsumerGroupDescribe": groups.consumer_group_describe,
+}
+
+
+def _handlers() -> dict[int, Handler]:
+    rows = {api.name: key for key, api in BY_API_KEY.items() if key not in CONNECTION_APIS}
+    missing = sorted(set(rows) - set(BY_NAME))
+    stray = sorted(set(BY_NAME) - set(rows))
+    if missing or stray:
+        raise ImportError(f"the gateway's handlers and protocol.api disagree: rows without a "
+                          f"handler {missing}, handlers without a row {stray}")
+    return {key: BY_NAME[name] for name, key in rows.items()}
+
+
+HANDLERS: dict[int, Handler] = _handlers()

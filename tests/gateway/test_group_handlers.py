@@ -1,0 +1,146 @@
+"""The gateway's group coroutines, from a Kafka request body to a Kafka response body, against
+a real pure shard standing in for the partitions (no Ray, no sockets): each translates through
+its row of the API table, refuses what the principal may not do, and keeps the client's order
+of groups."""
+
+from __future__ import annotations
+
+import asyncio
+
+from actors.gateway import dispatch
+from actors.gateway.core import WireRequest
+from protocol import messages as m
+from protocol.api import BY_API_KEY
+from protocol.errors import Errors
+from protocol.shard import GroupCoordinatorShard
+from protocol.wire.codec import RequestHeader, encode_response
+from protocol.wire.topics import TopicIndex
+
+SECRET = "secret"
+TICK_MS, MAX_TICKS = 1_000, 100
+
+
+class _Router:
+    """Every group on one shard: what ``actors.gateway.routing.Router`` answers, synchronously."""
+
+    def __init__(self, shard: GroupCoordinatorShard) -> None:
+        self.shard = shard
+        self.sent: list[object] = []
+        self.now_ms = 0
+
+    async def call(self, request: object) -> object:
+        """The reply, once the shard gives it (a JoinGroup waits for its rebalance: time is
+        moved on until it completes, as the partition's timers would)."""
+        self.sent.append(request)
+        result = self.shard.handle(request)
+        for _ in range(MAX_TICKS):
+            if result.response is not None:
+                return result.response
+            self.now_ms += TICK_MS
+            result = self.shard.tick(self.now_ms)
+            result.response = next((resp for req, resp in result.replies if req is request), None)
+        raise AssertionError(f"no reply to {request}")
+
+    async def call_by_partition(self, group_ids, make) -> dict[str, object]:
+        if not group_ids:
+            return {}
+        reply = await self.call(make(list(group_ids)))
+        return dict.fromkeys(group_ids, reply)
+
+    async def call_all(self, request: object) -> list[object]:
+        return [await self.call(request)]
+
+
+class _Core:
+    """What the group coroutines read of ``GatewayCore``: the principal may do anything to
+    any group but ``secret``."""
+
+    def __init__(self) -> None:
+        self.router = _Router(GroupCoordinatorShard())
+        self.epochs: dict[tuple[str, str], int] = {}
+
+    def may(self, req, operation: str, resource_type: str, name: str) -> bool:
+        return name != SECRET
+
+    def saw_epoch(self, group_id: str, member_id: str | None, epoch: int) -> None:
+        self.epochs[(group_id, member_id)] = epoch
+
+    async def topics_knowing(self, names=(), uuids=()) -> TopicIndex:
+        return TopicIndex()
+
+
+def _serve(core: _Core, api_key: int, version: int, body: dict) -> dict:
+    header = RequestHeader(api_key, version, 1, "client")
+    req = WireRequest(header, body, "User:alice", "10.0.0.1", BY_API_KEY[api_key])
+    reply = asyncio.run(dispatch.HANDLERS[api_key](core, req))
+    encode_response(header, reply)  # what the coroutine returns, the codec can write
+    return reply
+
+
+def _join(core: _Core, group: str, version: int, member_id: str = "") -> dict:
+    return _serve(core, 11, version, {
+        "group_id": group, "session_timeout": 10_000, "rebalance_timeout": 10_000,
+        "member_id": member_id, "protocol_type": "consumer",
+        "protocols": [{"name": "range", "metadata": b""}]})
+
+
+def test_an_old_client_is_rejoined_with_its_new_member_id_in_one_request():
+    core = _Core()
+    reply = _join(core, "g", version=3)  # JoinGroup v3 predates MEMBER_ID_REQUIRED (KIP-394)
+    assert reply["error_code"] == Errors.NONE and reply["member_id"]
+    assert [type(r) for r in core.router.sent] == [m.JoinGroupRequest] * 2
+
+
+def test_a_new_client_gets_member_id_required_and_its_epoch_is_remembered():
+    core = _Core()
+    first = _join(core, "g", version=9)
+    assert first["error_code"] == Errors.MEMBER_ID_REQUIRED
+    joined = _join(core, "g", version=9, member_id=first["member_id"])
+    assert joined["error_code"] == Errors.NONE
+    assert core.epochs[("g", joined["member_id"])] == joined["generation_id"]
+
+
+def test_a_refused_group_request_never_reaches_the_partition():
+    core = _Core()
+    for api_key, body in [
+        (11, {"group_id": SECRET, "session_timeout": 10_000, "protocols": []}),
+        (12, {"group_id": SECRET, "generation_id": 1, "member_id": "m"}),
+        (14, {"group_id": SECRET, "generation_id": 1, "member_id": "m"}),
+        (47, {"group_id": SECRET, "topics": []}),
+    ]:
+        assert _serve(core, api_key, 0, body)["error_code"] == Errors.GROUP_AUTHORIZATION_FAILED
+    leave = _serve(core, 13, 3, {"group_id": SECRET, "members": [{"member_id": "m"}]})
+    assert leave["error_code"] == Errors.GROUP_AUTHORIZATION_FAILED
+    assert core.router.sent == []
+
+
+def test_many_group_requests_answer_each_group_in_the_clients_order_refusing_per_group():
+    core = _Core()
+    _join(core, "b", version=3)
+    described = _serve(core, 15, 5, {"groups": [SECRET, "b", "a"]})
+    assert [(g["group_id"], g["error_code"]) for g in described["groups"]] == [
+        (SECRET, Errors.GROUP_AUTHORIZATION_FAILED), ("b", Errors.NONE),
+        ("a", Errors.GROUP_ID_NOT_FOUND)]
+    assert described["groups"][1]["members"] and not described["groups"][2]["members"]
+
+    modern = _serve(core, 69, 1, {"group_ids": ["a", SECRET]})
+    assert [g["error_code"] for g in modern["groups"]] == [
+        Errors.GROUP_ID_NOT_FOUND, Errors.GROUP_AUTHORIZATION_FAILED]
+    assert modern["groups"][1]["error_message"] == f"Not authorized to access group {SECRET}."
+
+    deleted = _serve(core, 42, 2, {"groups_names": [SECRET, "b"]})
+    assert [(r["group_id"], r["error_code"]) for r in deleted["results"]] == [
+        (SECRET, Errors.GROUP_AUTHORIZATION_FAILED), ("b", Errors.NON_EMPTY_GROUP)]
+    assert [type(r) for r in core.router.sent[-3:]] == [
+        m.DescribeGroupsRequest, m.ConsumerGroupDescribeRequest, m.DeleteGroupsRequest]
+    assert [r.groups for r in core.router.sent if type(r) is m.DescribeGroupsRequest] == [
+        ["b", "a"]]
+
+
+def test_list_groups_hides_the_groups_the_principal_may_not_describe():
+    core = _Core()
+    for group in ("b", SECRET, "a"):
+        _join(core, group, version=3)
+    listed = _serve(core, 16, 4, {"states_filter": []})
+    assert listed["error_code"] == Errors.NONE
+    assert [g["group_id"] for g in listed["groups"]] == ["a", "b"]
