@@ -29,6 +29,7 @@ from protocol.records import (
     ConnectGroupTargetAssignmentMemberKey,
     ConnectGroupTargetAssignmentMemberValue,
     ConnectGroupTargetAssignmentMetadataKey,
+    ConnectGroupTargetAssignmentMetadataValue,
     Record,
 )
 
@@ -48,6 +49,7 @@ CONNECT_RECORDS = RecordKinds(
     target=ConnectGroupTargetAssignmentMemberKey,
     current=ConnectGroupCurrentMemberAssignmentKey,
     target_epoch=ConnectGroupTargetAssignmentMetadataKey,
+    target_epoch_value=ConnectGroupTargetAssignmentMetadataValue,
     group_level=(ConnectGroupTargetAssignmentMetadataKey, ConnectGroupMetadataKey),
 )
 

@@ -35,6 +35,7 @@ from protocol.records import (
     ConsumerGroupTargetAssignmentMemberKey,
     ConsumerGroupTargetAssignmentMemberValue,
     ConsumerGroupTargetAssignmentMetadataKey,
+    ConsumerGroupTargetAssignmentMetadataValue,
     PartitionMap,
     Record,
     TopicMetadataEntry,
@@ -51,6 +52,7 @@ CONSUMER_RECORDS = RecordKinds(
     target=ConsumerGroupTargetAssignmentMemberKey,
     current=ConsumerGroupCurrentMemberAssignmentKey,
     target_epoch=ConsumerGroupTargetAssignmentMetadataKey,
+    target_epoch_value=ConsumerGroupTargetAssignmentMetadataValue,
     group_level=(
         ConsumerGroupTargetAssignmentMetadataKey,
         ConsumerGroupPartitionMetadataKey,

@@ -202,7 +202,7 @@ class ConsumerGroupRules:
                 member.current,
             )
         )
-        self.turn.mark(req.group_id, bump=True, reason="new member joined", member=member)
+        self.turn.mark(req.group_id, "new member joined", member)
         self.sessions.reset_session(req.group_id, member_id)
         return Admitted(req, req.group_id, member_id, None, {}, True)
 
@@ -228,7 +228,7 @@ class ConsumerGroupRules:
         self.ctx.emit(Record(ConsumerGroupTargetAssignmentMemberKey(gid, new_id), target))
         self.ctx.emit(Record(ConsumerGroupCurrentMemberAssignmentKey(gid, new_id), new.current))
         if subscription_changed(old, new):
-            self.turn.mark(gid, bump=True, reason="static member rejoined with changes", member=new)
+            self.turn.mark(gid, "static member rejoined with changes", new)
         self.sessions.reset_session(gid, new_id)
         return Admitted(req, gid, new_id, None, {}, True)
 
@@ -249,9 +249,9 @@ class ConsumerGroupRules:
             key = ConsumerGroupMemberMetadataKey(group.group_id, member.member_id)
             self.ctx.emit(Record(key, updated.metadata))
             if subscription_changed(member, updated):
-                self.turn.mark(group.group_id, True, "member subscription changed", updated)
+                self.turn.mark(group.group_id, "member subscription changed", updated)
         # Touched even when unchanged: a target that could not be computed earlier is retried.
-        self.turn.mark(group.group_id, bump=False)
+        self.turn.mark(group.group_id, None)
         self.sessions.reset_session(group.group_id, member.member_id)
 
     def _check_client_assignors(
@@ -300,7 +300,7 @@ class ConsumerGroupRules:
         member = group.members.get(member_id)
         self._remove_member_records(group.group_id, member_id)
         self.ctx.classic_members.forget(group.group_id, member_id)
-        self.turn.mark(group.group_id, bump=True, reason=reason, member=member)
+        self.turn.mark(group.group_id, reason, member)
         self.ctx.migration.maybe_downgrade(group)
 
     # ------------------------------------------------- for classic members (migration)
@@ -319,7 +319,7 @@ class ConsumerGroupRules:
         self.ctx.emit(
             Record(ConsumerGroupCurrentMemberAssignmentKey(gid, member_id), member.current)
         )
-        self.turn.mark(gid, bump=True, reason="new member joined", member=member)
+        self.turn.mark(gid, "new member joined", member)
         self.sessions.reset_session(gid, member_id)
         return member
 
@@ -343,7 +343,7 @@ class ConsumerGroupRules:
         self.ctx.emit(Record(ConsumerGroupTargetAssignmentMemberKey(gid, new_id), target))
         self.ctx.emit(Record(ConsumerGroupCurrentMemberAssignmentKey(gid, new_id), new.current))
         changed = subscription_changed(old, new)
-        self.turn.mark(gid, changed, "static member rejoined with changes", new)
+        self.turn.mark(gid, "static member rejoined with changes" if changed else None, new)
         self.sessions.reset_session(gid, new_id)
         return new
 
@@ -414,4 +414,4 @@ class ConsumerGroupRules:
                 group.members
                 and group.subscription_entries(self.ctx.image) != group.subscription_metadata
             ):
-                self.turn.mark(group.group_id, bump=True, reason="topic metadata changed")
+                self.turn.mark(group.group_id, "topic metadata changed")

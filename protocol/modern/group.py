@@ -34,6 +34,7 @@ class RecordKinds:
     target: type  # a member's target assignment
     current: type  # a member's current assignment
     target_epoch: type  # the target's epoch (assignment epoch)
+    target_epoch_value: type  # its value: made from the epoch alone
     group_level: tuple[type, ...]  # every key with only a group id, its own record last
 
     def member_tombstones(self, group_id: str, member_id: str) -> list[Record]:
