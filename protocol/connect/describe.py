@@ -12,7 +12,7 @@ from protocol import messages as m
 from protocol.connect import units as u
 from protocol.connect.group import ConnectGroup
 from protocol.context import ShardContext
-from protocol.errors import Errors
+from protocol.modern.describe import describe_each
 from protocol.validation import check_types
 
 
@@ -21,21 +21,13 @@ def describe_groups(
 ) -> m.ConnectGroupDescribeResponse:
     """Every named group, or an entry saying why it is not a Connect group."""
     check_types(req)
-    out = []
-    for group_id in req.group_ids:
-        group = ctx.groups.get(group_id)
-        if not isinstance(group, ConnectGroup):
-            kind = "is not a connect group" if group is not None else "not found"
-            out.append(
-                m.ConnectDescribedGroup(
-                    error_code=Errors.GROUP_ID_NOT_FOUND,
-                    error_message=f"Group {group_id} {kind}.",
-                    group_id=group_id,
-                    group_state="dead",
-                )
-            )
-        else:
-            out.append(describe_group(ctx, group))
+    out = describe_each(
+        ctx,
+        req.group_ids,
+        ConnectGroup.group_type,
+        lambda group: describe_group(ctx, group),
+        m.ConnectDescribedGroup,
+    )
     return m.ConnectGroupDescribeResponse(groups=out)
 
 

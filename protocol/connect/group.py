@@ -23,13 +23,8 @@ from protocol.modern.group import (
     RecordKinds,
 )
 from protocol.records import (
-    ConnectGroupCurrentMemberAssignmentKey,
-    ConnectGroupMemberMetadataKey,
     ConnectGroupMetadataKey,
-    ConnectGroupTargetAssignmentMemberKey,
     ConnectGroupTargetAssignmentMemberValue,
-    ConnectGroupTargetAssignmentMetadataKey,
-    ConnectGroupTargetAssignmentMetadataValue,
     Record,
 )
 
@@ -43,15 +38,7 @@ PROTOCOL_TYPE = "connect"
 NO_TARGET = ConnectGroupTargetAssignmentMemberValue()
 
 
-CONNECT_RECORDS = RecordKinds(
-    group=ConnectGroupMetadataKey,
-    member=ConnectGroupMemberMetadataKey,
-    target=ConnectGroupTargetAssignmentMemberKey,
-    current=ConnectGroupCurrentMemberAssignmentKey,
-    target_epoch=ConnectGroupTargetAssignmentMetadataKey,
-    target_epoch_value=ConnectGroupTargetAssignmentMetadataValue,
-    group_level=(ConnectGroupTargetAssignmentMetadataKey, ConnectGroupMetadataKey),
-)
+CONNECT_RECORDS = RecordKinds.named("ConnectGroup")
 
 
 @dataclass
@@ -66,6 +53,7 @@ class ConnectGroup(ModernGroup):
     protocol_type = PROTOCOL_TYPE
     RECORDS = CONNECT_RECORDS
     MEMBER = ConnectWorkerMember
+    NO_TARGET = NO_TARGET
 
     def _replay_group_record(self, kind: type, value: Any) -> None:
         if kind is ConnectGroupMetadataKey:
@@ -86,6 +74,9 @@ class ConnectGroup(ModernGroup):
     def pending_of(self, member: ConnectWorkerMember) -> u.Units:
         """Target work another worker still holds (``ModernGroup.pending_units``)."""
         return frozenset(self.pending_units(member))
+
+    def on_wire(self, member: ConnectWorkerMember) -> tuple[Any, Any]:
+        return u.to_wire(member.assigned), u.to_wire(self.pending_of(member))
 
     def assignor(self, default_assignor: str) -> AssignorChoice:
         """The group's assignor (``assignor_choice``). Workers whose client-side ranges share

@@ -38,7 +38,6 @@ from protocol.errors import CoordinatorError, Errors
 from protocol.modern.rules import ModernRules
 from protocol.records import (
     ConnectGroupMetadataKey,
-    ConnectGroupTargetAssignmentMemberValue,
     GroupMetadataKey,
     Record,
 )
@@ -50,6 +49,9 @@ class ConnectGroupRules(ModernRules):
 
     GROUP = ConnectGroup
     NOUN = "worker"
+    MAX_SIZE = "group_connect_max_size"
+    DEFAULT_ASSIGNOR = "default_connect_assignor"
+    ASSIGNMENT = m.ConnectGroupAssignment
 
     def __init__(self, ctx: ShardContext) -> None:
         super().__init__(ctx)
@@ -271,26 +273,8 @@ class ConnectGroupRules(ModernRules):
             or assignment_changed(before, new)
         )
         if send:
-            target = group.target.get(member_id, NO_TARGET)
-            resp.assignment = m.ConnectGroupAssignment(
-                error=target.error,
-                connectors_and_tasks=u.to_wire(new.assigned),
-                pending_connectors_and_tasks=u.to_wire(group.pending_of(new)),
-                metadata_version=target.metadata_version,
-                metadata_bytes=target.metadata_bytes,
-            )
+            resp.assignment = self.assignment(group, new)
         return resp
-
-    # ------------------------------------------------------------------ the kernel's hooks
-
-    def max_size(self) -> int:
-        return self.ctx.config.group_connect_max_size
-
-    def default_assignor(self) -> str:
-        return self.ctx.config.default_connect_assignor
-
-    def no_target(self) -> ConnectGroupTargetAssignmentMemberValue:
-        return NO_TARGET
 
     # ------------------------------------------------------------------ events
 

@@ -27,15 +27,10 @@ from protocol.modern.group import (
     RecordKinds,
 )
 from protocol.records import (
-    ConsumerGroupCurrentMemberAssignmentKey,
-    ConsumerGroupMemberMetadataKey,
     ConsumerGroupMemberMetadataValue,
     ConsumerGroupMetadataKey,
     ConsumerGroupPartitionMetadataKey,
-    ConsumerGroupTargetAssignmentMemberKey,
     ConsumerGroupTargetAssignmentMemberValue,
-    ConsumerGroupTargetAssignmentMetadataKey,
-    ConsumerGroupTargetAssignmentMetadataValue,
     PartitionMap,
     Record,
     TopicMetadataEntry,
@@ -46,19 +41,7 @@ STABLE = STABLE_STATE
 STATES = (EMPTY, ASSIGNING, RECONCILING, STABLE, DEAD)
 
 
-CONSUMER_RECORDS = RecordKinds(
-    group=ConsumerGroupMetadataKey,
-    member=ConsumerGroupMemberMetadataKey,
-    target=ConsumerGroupTargetAssignmentMemberKey,
-    current=ConsumerGroupCurrentMemberAssignmentKey,
-    target_epoch=ConsumerGroupTargetAssignmentMetadataKey,
-    target_epoch_value=ConsumerGroupTargetAssignmentMetadataValue,
-    group_level=(
-        ConsumerGroupTargetAssignmentMetadataKey,
-        ConsumerGroupPartitionMetadataKey,
-        ConsumerGroupMetadataKey,
-    ),
-)
+CONSUMER_RECORDS = RecordKinds.named("ConsumerGroup", (ConsumerGroupPartitionMetadataKey,))
 
 
 @dataclass
@@ -77,6 +60,7 @@ class ConsumerGroup(ModernGroup):
     group_type = "consumer"
     RECORDS = CONSUMER_RECORDS
     MEMBER = ConsumerGroupMember
+    NO_TARGET = ConsumerGroupTargetAssignmentMemberValue()
 
     # --- replay ---------------------------------------------------------------------------
 
@@ -114,6 +98,9 @@ class ConsumerGroup(ModernGroup):
         """Seed 002's "pending-partitions": target partitions another member still holds
         (``ModernGroup.pending_units``)."""
         return pm.from_pairs(self.pending_units(member))
+
+    def on_wire(self, member: ConsumerGroupMember) -> tuple[list, list]:
+        return pm.to_wire(member.assigned_partitions), pm.to_wire(self.pending_of(member))
 
     def subscribed_topic_names(self, image: MetadataImage) -> set[str]:
         names: set[str] = set()

@@ -43,7 +43,6 @@ from protocol.context import ShardContext
 from protocol.errors import CoordinatorError, Errors
 from protocol.modern.rules import ModernRules
 from protocol.records import (
-    ConsumerGroupTargetAssignmentMemberValue,
     Record,
 )
 
@@ -73,6 +72,9 @@ class ConsumerGroupRules(ModernRules):
 
     GROUP = ConsumerGroup
     NOUN = "member"
+    MAX_SIZE = "group_consumer_max_size"
+    DEFAULT_ASSIGNOR = "default_server_assignor"
+    ASSIGNMENT = m.HeartbeatAssignment
 
     def __init__(self, ctx: ShardContext) -> None:
         super().__init__(ctx)
@@ -271,26 +273,8 @@ class ConsumerGroupRules(ModernRules):
             should_compute_assignment=compute,
         )
         if a.send_assignment or assignment_changed(a.before, new):
-            target = group.target.get(new.member_id, ConsumerGroupTargetAssignmentMemberValue())
-            resp.assignment = m.HeartbeatAssignment(
-                error=target.error,
-                assigned_topic_partitions=pm.to_wire(new.assigned_partitions),
-                pending_topic_partitions=pm.to_wire(group.pending_of(new)),
-                metadata_version=target.metadata_version,
-                metadata_bytes=target.metadata_bytes,
-            )
+            resp.assignment = self.assignment(group, new)
         return resp
-
-    # ------------------------------------------------------- the kernel's hooks
-
-    def max_size(self) -> int:
-        return self.ctx.config.group_consumer_max_size
-
-    def default_assignor(self) -> str:
-        return self.ctx.config.default_server_assignor
-
-    def no_target(self) -> ConsumerGroupTargetAssignmentMemberValue:
-        return ConsumerGroupTargetAssignmentMemberValue()
 
     # ------------------------------------------------------- step 2, timers, replay
 

@@ -15,6 +15,7 @@ from collections.abc import Set
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from protocol import records
 from protocol.assignor_choice import AssignorChoice
 from protocol.modern.member import STABLE, ModernMember
 from protocol.records import Record
@@ -27,7 +28,8 @@ STABLE_STATE = "stable"
 
 @dataclass(frozen=True)
 class RecordKinds:
-    """A group type's record key classes, in the kernel's terms."""
+    """A group type's record classes, in the kernel's terms. Its records are named as the
+    seeds name them, ``<Prefix>MetadataKey`` and so on, so a row is made from the prefix."""
 
     group: type  # the group's own record (epoch); its tombstone drops the group
     member: type  # a member's metadata
@@ -36,6 +38,25 @@ class RecordKinds:
     target_epoch: type  # the target's epoch (assignment epoch)
     target_epoch_value: type  # its value: made from the epoch alone
     group_level: tuple[type, ...]  # every key with only a group id, its own record last
+
+    @classmethod
+    def named(cls, prefix: str, extra_group_level: tuple[type, ...] = ()) -> RecordKinds:
+        """The row of the records called ``<prefix>MetadataKey``, ``<prefix>MemberMetadataKey``,
+        ``<prefix>TargetAssignmentMemberKey``, ``<prefix>CurrentMemberAssignmentKey`` and
+        ``<prefix>TargetAssignmentMetadataKey/Value``; ``extra_group_level``: the type's other
+        group-level keys (tombstoned between the target epoch and the group's own record)."""
+        def r(name: str) -> type:
+            return getattr(records, prefix + name)
+
+        return cls(
+            group=r("MetadataKey"),
+            member=r("MemberMetadataKey"),
+            target=r("TargetAssignmentMemberKey"),
+            current=r("CurrentMemberAssignmentKey"),
+            target_epoch=r("TargetAssignmentMetadataKey"),
+            target_epoch_value=r("TargetAssignmentMetadataValue"),
+            group_level=(r("TargetAssignmentMetadataKey"), *extra_group_level, r("MetadataKey")),
+        )
 
     def member_tombstones(self, group_id: str, member_id: str) -> list[Record]:
         """A member's three records, deleted: current, target, then metadata."""
@@ -64,6 +85,12 @@ class ModernGroup:
     group_type: ClassVar[str]
     RECORDS: ClassVar[RecordKinds]
     MEMBER: ClassVar[type]  # the member class (a ModernMember)
+    NO_TARGET: ClassVar[Any]  # an empty target value of this type
+
+    def on_wire(self, member: Any) -> tuple[Any, Any]:
+        """What ``member`` holds and waits for, in the type's wire shape (the heartbeat's
+        assignment)."""
+        raise NotImplementedError
 
     # --- replay ---------------------------------------------------------------------------
 

@@ -41,17 +41,18 @@ class ModernRules:
 
     GROUP: ClassVar[type]  # the group class (a ModernGroup)
     NOUN: ClassVar[str]  # how messages name a member: "member", "worker"
+    MAX_SIZE: ClassVar[str]  # the CoordinatorConfig field limiting a group's size
+    DEFAULT_ASSIGNOR: ClassVar[str]  # the CoordinatorConfig field naming the server assignor
+    ASSIGNMENT: ClassVar[type]  # the heartbeat reply's assignment struct
 
     def __init__(self, ctx: ShardContext) -> None:
         self.ctx = ctx
 
-    # --- the group type's hooks --------------------------------------------------------------
-
     def max_size(self) -> int:
-        raise NotImplementedError
+        return getattr(self.ctx.config, self.MAX_SIZE)
 
     def default_assignor(self) -> str:
-        raise NotImplementedError
+        return getattr(self.ctx.config, self.DEFAULT_ASSIGNOR)
 
     @property
     def records(self) -> RecordKinds:
@@ -172,20 +173,25 @@ class ModernRules:
         new's metadata, old's target and new's (old's) assignment are written. Returns old's
         target."""
         gid, kinds = group.group_id, self.records
-        target = group.target.get(old.member_id, self.no_target())
+        target = group.target.get(old.member_id, group.NO_TARGET)
         self.remove_member_records(gid, old.member_id)
         self.ctx.emit(Record(kinds.member(gid, new.member_id), new.metadata))
         self.ctx.emit(Record(kinds.target(gid, new.member_id), target))
         self.ctx.emit(Record(kinds.current(gid, new.member_id), new.current))
         return target
 
-    def no_target(self) -> Any:
-        """An empty target value of this type."""
-        raise NotImplementedError
-
     @staticmethod
     def renamed(member: Any, member_id: str) -> Any:
         return replace(member, member_id=member_id)
+
+    def assignment(self, group: ModernGroup, member: ModernMember) -> Any:
+        """The heartbeat reply's assignment: what the member holds, what it waits for, and its
+        target's error and assignor metadata."""
+        target = group.target.get(member.member_id, group.NO_TARGET)
+        assigned, pending = group.on_wire(member)
+        return self.ASSIGNMENT(
+            target.error, assigned, pending, target.metadata_version, target.metadata_bytes
+        )
 
     def leave_for_a_while(self, group: ModernGroup, member: ModernMember) -> None:
         """A static member going away for a while keeps its units and its place."""
