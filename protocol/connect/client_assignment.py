@@ -22,7 +22,11 @@ from protocol.connect.target import Targets, target_records
 from protocol.connect.timers import AssignmentDeadline
 from protocol.context import ShardContext
 from protocol.errors import CoordinatorError, Errors
-from protocol.modern.client_assignment import check_install_epoch, chosen_member
+from protocol.modern.client_assignment import (
+    check_install_epoch,
+    chosen_member,
+    prepare_header,
+)
 from protocol.records import ClientAssignorEntry, ConnectGroupTargetAssignmentMemberValue
 from protocol.validation import check_types
 
@@ -120,14 +124,9 @@ class ConnectClientAssignment:
                     maximum_version=entry.maximum_version,
                 )
             )
-        lo, hi = choice.version_range or (-1, -1)
         self._prepared[group.group_id] = group.group_epoch
         return m.ConnectGroupPrepareAssignmentResponse(
-            group_id=group.group_id,
-            group_epoch=group.group_epoch,
-            assignor_name=choice.name,
-            minimum_version=lo,
-            maximum_version=hi,
+            **prepare_header(group, choice),
             members=members,
             connectors=[m.ConnectorTasks(c, n) for c, n in sorted(group.connectors.items())],
         )

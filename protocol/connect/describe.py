@@ -8,27 +8,23 @@ work still held by another worker) and the group's configured connectors.
 
 from __future__ import annotations
 
+from functools import partial
+
 from protocol import messages as m
 from protocol.connect import units as u
 from protocol.connect.group import ConnectGroup
 from protocol.context import ShardContext
 from protocol.modern.describe import describe_each
-from protocol.validation import check_types
 
 
 def describe_groups(
     ctx: ShardContext, req: m.ConnectGroupDescribeRequest
 ) -> m.ConnectGroupDescribeResponse:
     """Every named group, or an entry saying why it is not a Connect group."""
-    check_types(req)
-    out = describe_each(
-        ctx,
-        req.group_ids,
-        ConnectGroup.group_type,
-        lambda group: describe_group(ctx, group),
-        m.ConnectDescribedGroup,
+    groups = describe_each(
+        ctx, req, ConnectGroup.group_type, partial(describe_group, ctx), m.ConnectDescribedGroup
     )
-    return m.ConnectGroupDescribeResponse(groups=out)
+    return m.ConnectGroupDescribeResponse(groups=groups)
 
 
 def describe_group(ctx: ShardContext, group: ConnectGroup) -> m.ConnectDescribedGroup:

@@ -10,12 +10,7 @@ from __future__ import annotations
 from protocol.connect.group import ConnectGroup
 from protocol.connect.target import Targets, compute_server_targets
 from protocol.modern.epochs import EpochTurn
-from protocol.records import (
-    ConnectGroupMetadataKey,
-    ConnectGroupMetadataValue,
-    ConnectorEntry,
-    Record,
-)
+from protocol.records import ConnectGroupMetadataValue, ConnectorEntry
 
 
 class ConnectEpochs(EpochTurn):
@@ -23,12 +18,10 @@ class ConnectEpochs(EpochTurn):
 
     group_type = "connect"
 
-    def bump_records(self, group: ConnectGroup, epoch: int) -> list[Record]:
+    def group_value(self, group: ConnectGroup, epoch: int) -> ConnectGroupMetadataValue:
         connectors = self.ctx.image.connectors_of(group.group_id)
-        value = ConnectGroupMetadataValue(
-            epoch, tuple(ConnectorEntry(name, n) for name, n in sorted(connectors.items()))
-        )
-        return [Record(ConnectGroupMetadataKey(group.group_id), value)]
+        entries = tuple(ConnectorEntry(name, n) for name, n in sorted(connectors.items()))
+        return ConnectGroupMetadataValue(epoch, entries)
 
     def client_side(self, group: ConnectGroup) -> bool:
         return group.assignor(self.ctx.config.default_connect_assignor).client_side

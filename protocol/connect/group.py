@@ -14,22 +14,14 @@ from typing import Any
 from protocol.assignor_choice import AssignorChoice, choose_assignor
 from protocol.connect import units as u
 from protocol.connect.member import ConnectWorkerMember
-from protocol.modern.group import (
-    ASSIGNING,
-    EMPTY,
-    RECONCILING,
-    STABLE_STATE,
-    ModernGroup,
-    RecordKinds,
-)
+from protocol.modern.group import STATES, ModernGroup, RecordKinds
 from protocol.records import (
     ConnectGroupMetadataKey,
     ConnectGroupTargetAssignmentMemberValue,
     Record,
 )
 
-STABLE = STABLE_STATE
-STATES = (EMPTY, ASSIGNING, RECONCILING, STABLE)
+__all__ = ["STATES", "ConnectGroup", "connector_changes", "group_tombstones"]
 
 GROUP_TYPE = "connect"
 # What ListGroups shows as the protocol type: Kafka Connect's (WorkerCoordinator.protocolType).
@@ -54,6 +46,9 @@ class ConnectGroup(ModernGroup):
     RECORDS = CONNECT_RECORDS
     MEMBER = ConnectWorkerMember
     NO_TARGET = NO_TARGET
+    NOUN = "worker"  # how messages name a member
+    # the config fields of the group size limit and of the default assignor
+    MAX_SIZE_CONFIG, ASSIGNOR_CONFIG = "group_connect_max_size", "default_connect_assignor"
 
     def _replay_group_record(self, kind: type, value: Any) -> None:
         if kind is ConnectGroupMetadataKey:

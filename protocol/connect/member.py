@@ -9,8 +9,9 @@ connectors and tasks owned and pending revocation). Its units are ``(connector, 
 from __future__ import annotations
 
 from collections.abc import Set
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import IntEnum
+from functools import partial
 
 from protocol.connect import units as u
 from protocol.modern.member import (
@@ -18,6 +19,7 @@ from protocol.modern.member import (
     LEAVE_EPOCH,
     STATIC_LEAVE_EPOCH,
     ModernMember,
+    fresh_assignment,
 )
 from protocol.records import (
     ConnectGroupCurrentMemberAssignmentValue,
@@ -25,6 +27,10 @@ from protocol.records import (
 )
 
 __all__ = ["JOIN_EPOCH", "LEAVE_EPOCH", "STATIC_LEAVE_EPOCH", "ConnectWorkerMember", "WorkerState"]
+
+
+Metadata = ConnectGroupMemberMetadataValue
+Current = ConnectGroupCurrentMemberAssignmentValue
 
 
 class WorkerState(IntEnum):
@@ -40,19 +46,13 @@ class WorkerState(IntEnum):
         return {1: "unrevoked_work", 2: "unreleased_work"}.get(self.value, self.name.lower())
 
 
-def _fresh_assignment() -> ConnectGroupCurrentMemberAssignmentValue:
-    return ConnectGroupCurrentMemberAssignmentValue(
-        member_epoch=JOIN_EPOCH, previous_member_epoch=-1, state=int(WorkerState.STABLE)
-    )
 
 
 @dataclass(frozen=True)
 class ConnectWorkerMember(ModernMember):
     member_id: str
-    metadata: ConnectGroupMemberMetadataValue = field(
-        default_factory=ConnectGroupMemberMetadataValue
-    )
-    current: ConnectGroupCurrentMemberAssignmentValue = field(default_factory=_fresh_assignment)
+    metadata: Metadata = field(default_factory=Metadata)
+    current: Current = field(default_factory=partial(fresh_assignment, Current))
 
     STATES = WorkerState
 
@@ -76,26 +76,15 @@ class ConnectWorkerMember(ModernMember):
     assigned_units = assigned
     pending_units = pending_revocation
 
-    def moved_units(
-        self,
-        state: int,
-        assigned: Set,
-        pending: Set,
-        member_epoch: int,
-        previous_member_epoch: int,
-    ) -> ConnectWorkerMember:
+    def unit_fields(self, assigned: Set, pending: Set) -> dict[str, object]:
         connectors, tasks = u.split(assigned)
         pending_connectors, pending_tasks = u.split(pending)
-        value = ConnectGroupCurrentMemberAssignmentValue(
-            member_epoch=member_epoch,
-            previous_member_epoch=previous_member_epoch,
-            state=int(state),
-            connectors=connectors,
-            tasks=tasks,
-            connectors_pending_revocation=pending_connectors,
-            tasks_pending_revocation=pending_tasks,
-        )
-        return replace(self, current=value)
+        return {
+            "connectors": connectors,
+            "tasks": tasks,
+            "connectors_pending_revocation": pending_connectors,
+            "tasks_pending_revocation": pending_tasks,
+        }
 
     def moved(
         self,

@@ -47,11 +47,7 @@ class ConnectGroupRules(ModernRules):
     """Every ConnectGroupHeartbeat, leave, fence, timer and connector change, and the
     Prepare/Install/Describe requests of Connect groups."""
 
-    GROUP = ConnectGroup
-    NOUN = "worker"
-    MAX_SIZE = "group_connect_max_size"
-    DEFAULT_ASSIGNOR = "default_connect_assignor"
-    ASSIGNMENT = m.ConnectGroupAssignment
+    GROUP, ASSIGNMENT = ConnectGroup, m.ConnectGroupAssignment
 
     def __init__(self, ctx: ShardContext) -> None:
         super().__init__(ctx)
@@ -197,13 +193,7 @@ class ConnectGroupRules(ModernRules):
     def _leave(
         self, group: ConnectGroup | None, req: m.ConnectGroupHeartbeatRequest
     ) -> m.ConnectGroupHeartbeatResponse:
-        member = self.existing_member(group, req.group_id, req.member_id, req.instance_id)
-        assert group is not None
-        if req.member_epoch == LEAVE_EPOCH:
-            self.fence(group, member.member_id, "worker left the group")
-        else:
-            self.leave_for_a_while(group, member)
-            self.sessions.reset_session(group.group_id, member.member_id)
+        member = self.leave(group, req)
         self.epochs.settle()
         return m.ConnectGroupHeartbeatResponse(
             member_id=member.member_id,

@@ -16,7 +16,11 @@ from protocol.consumer.member import ConsumerGroupMember
 from protocol.consumer.target_assignment import Targets, assignment_spec, target_records
 from protocol.context import ShardContext
 from protocol.errors import CoordinatorError, Errors
-from protocol.modern.client_assignment import check_install_epoch, chosen_member
+from protocol.modern.client_assignment import (
+    check_install_epoch,
+    chosen_member,
+    prepare_header,
+)
 from protocol.records import ClientAssignorEntry, ConsumerGroupTargetAssignmentMemberValue
 from protocol.validation import check_types
 
@@ -46,13 +50,8 @@ def prepare_assignment(
                 topic_partitions=pm.to_wire(group.target_of(mid)),
             )
         )
-    lo, hi = choice.version_range or (-1, -1)
     return m.ConsumerGroupPrepareAssignmentResponse(
-        group_id=group.group_id,
-        group_epoch=group.group_epoch,
-        assignor_name=choice.name,
-        minimum_version=lo,
-        maximum_version=hi,
+        **prepare_header(group, choice),
         members=members,
         topics=[
             m.PrepareAssignmentTopic(tid, t.topic_name, t.num_partitions)

@@ -11,21 +11,16 @@ from protocol.consumer.member import ConsumerGroupMember
 from protocol.context import ShardContext
 from protocol.metadata import MetadataImage
 from protocol.modern.describe import describe_each
-from protocol.validation import check_types
 
 
 def describe_groups(
     ctx: ShardContext, req: m.ConsumerGroupDescribeRequest
 ) -> m.ConsumerGroupDescribeResponse:
     """ConsumerGroupDescribe: every named group, or an entry saying why it is not one."""
-    check_types(req)
-    out = describe_each(
-        ctx,
-        req.group_ids,
-        ConsumerGroup.group_type,
-        lambda group: describe_group(group, ctx.image, ctx.config),
-        m.DescribedGroup,
-    )
+    def describe(group: ConsumerGroup) -> m.DescribedGroup:
+        return describe_group(group, ctx.image, ctx.config)
+
+    out = describe_each(ctx, req, ConsumerGroup.group_type, describe, m.DescribedGroup)
     return m.ConsumerGroupDescribeResponse(groups=out)
 
 

@@ -7,7 +7,6 @@ from protocol.consumer.group import ConsumerGroup
 from protocol.consumer.target_assignment import Targets, compute_target
 from protocol.modern.epochs import EpochTurn as ModernEpochTurn
 from protocol.records import (
-    ConsumerGroupMetadataKey,
     ConsumerGroupMetadataValue,
     ConsumerGroupPartitionMetadataKey,
     ConsumerGroupPartitionMetadataValue,
@@ -20,16 +19,16 @@ class EpochTurn(ModernEpochTurn):
 
     group_type = "consumer"
 
-    def bump_records(self, group: ConsumerGroup, epoch: int) -> list[Record]:
-        out = []
+    def records_before_bump(self, group: ConsumerGroup, epoch: int) -> list[Record]:
+        """The subscribed topics' metadata, when it changed."""
         entries = group.subscription_entries(self.ctx.image)
-        if entries != group.subscription_metadata:
-            value = ConsumerGroupPartitionMetadataValue(epoch, tuple(entries.values()))
-            out.append(Record(ConsumerGroupPartitionMetadataKey(group.group_id), value))
-        out.append(
-            Record(ConsumerGroupMetadataKey(group.group_id), ConsumerGroupMetadataValue(epoch))
-        )
-        return out
+        if entries == group.subscription_metadata:
+            return []
+        value = ConsumerGroupPartitionMetadataValue(epoch, tuple(entries.values()))
+        return [Record(ConsumerGroupPartitionMetadataKey(group.group_id), value)]
+
+    def group_value(self, group: ConsumerGroup, epoch: int) -> ConsumerGroupMetadataValue:
+        return ConsumerGroupMetadataValue(epoch)
 
     def client_side(self, group: ConsumerGroup) -> bool:
         return group.assignor(self.ctx.config).client_side

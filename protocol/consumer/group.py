@@ -18,14 +18,8 @@ from protocol.config import CoordinatorConfig
 from protocol.consumer.member import ConsumerGroupMember
 from protocol.consumer.regex import InvalidRegex, matching_topics
 from protocol.metadata import MetadataImage
-from protocol.modern.group import (
-    ASSIGNING,
-    EMPTY,
-    RECONCILING,
-    STABLE_STATE,
-    ModernGroup,
-    RecordKinds,
-)
+from protocol.modern.group import STATES as MODERN_STATES
+from protocol.modern.group import ModernGroup, RecordKinds
 from protocol.records import (
     ConsumerGroupMemberMetadataValue,
     ConsumerGroupMetadataKey,
@@ -36,9 +30,7 @@ from protocol.records import (
     TopicMetadataEntry,
 )
 
-DEAD = "dead"
-STABLE = STABLE_STATE
-STATES = (EMPTY, ASSIGNING, RECONCILING, STABLE, DEAD)
+STATES = (*MODERN_STATES, "dead")
 
 
 CONSUMER_RECORDS = RecordKinds.named("ConsumerGroup", (ConsumerGroupPartitionMetadataKey,))
@@ -61,6 +53,9 @@ class ConsumerGroup(ModernGroup):
     RECORDS = CONSUMER_RECORDS
     MEMBER = ConsumerGroupMember
     NO_TARGET = ConsumerGroupTargetAssignmentMemberValue()
+    NOUN = "member"  # how messages name a member
+    # the config fields of the group size limit and of the default assignor
+    MAX_SIZE_CONFIG, ASSIGNOR_CONFIG = "group_consumer_max_size", "default_server_assignor"
 
     # --- replay ---------------------------------------------------------------------------
 

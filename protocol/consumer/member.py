@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Set
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
+from functools import partial
 from typing import Any
 
 from protocol import partitions as pm
@@ -19,6 +20,7 @@ from protocol.modern.member import (
     LEAVE_EPOCH,
     STATIC_LEAVE_EPOCH,
     ModernMember,
+    fresh_assignment,
     read_through,
 )
 from protocol.records import (
@@ -48,19 +50,16 @@ class MemberState(IntEnum):
         return self.name.lower()
 
 
-def _fresh_assignment() -> ConsumerGroupCurrentMemberAssignmentValue:
-    return ConsumerGroupCurrentMemberAssignmentValue(
-        member_epoch=JOIN_EPOCH, previous_member_epoch=-1, state=int(MemberState.STABLE)
-    )
+Metadata = ConsumerGroupMemberMetadataValue
+Current = ConsumerGroupCurrentMemberAssignmentValue
+_fresh_assignment = partial(fresh_assignment, Current)
 
 
 @dataclass(frozen=True)
 class ConsumerGroupMember(ModernMember):
     member_id: str
-    metadata: ConsumerGroupMemberMetadataValue = field(
-        default_factory=ConsumerGroupMemberMetadataValue
-    )
-    current: ConsumerGroupCurrentMemberAssignmentValue = field(default_factory=_fresh_assignment)
+    metadata: Metadata = field(default_factory=Metadata)
+    current: Current = field(default_factory=_fresh_assignment)
 
     STATES = MemberState
 
@@ -95,23 +94,11 @@ class ConsumerGroupMember(ModernMember):
     def pending_units(self) -> set[tuple[str, int]]:
         return pm.pairs(self.current.partitions_pending_revocation)
 
-    def moved_units(
-        self,
-        state: int,
-        assigned: Set,
-        pending: Set,
-        member_epoch: int,
-        previous_member_epoch: int,
-    ) -> ConsumerGroupMember:
-        value = replace(
-            self.current,
-            member_epoch=member_epoch,
-            previous_member_epoch=previous_member_epoch,
-            state=int(state),
-            assigned_partitions=pm.from_pairs(assigned),
-            partitions_pending_revocation=pm.from_pairs(pending),
-        )
-        return replace(self, current=value)
+    def unit_fields(self, assigned: Set, pending: Set) -> dict[str, Any]:
+        return {
+            "assigned_partitions": pm.from_pairs(assigned),
+            "partitions_pending_revocation": pm.from_pairs(pending),
+        }
 
     def moved(self, **changes: Any) -> ConsumerGroupMember:
         """The member with some of its current-assignment fields changed."""

@@ -70,11 +70,7 @@ class ConsumerGroupRules(ModernRules):
     """Every KIP-848 heartbeat, leave, fence and metadata change, in the three steps above;
     and the member changes online migration asks for (``ConsumerMembersPort``)."""
 
-    GROUP = ConsumerGroup
-    NOUN = "member"
-    MAX_SIZE = "group_consumer_max_size"
-    DEFAULT_ASSIGNOR = "default_server_assignor"
-    ASSIGNMENT = m.HeartbeatAssignment
+    GROUP, ASSIGNMENT = ConsumerGroup, m.HeartbeatAssignment
 
     def __init__(self, ctx: ShardContext) -> None:
         super().__init__(ctx)
@@ -189,13 +185,8 @@ class ConsumerGroupRules(ModernRules):
     def _leave(
         self, group: ConsumerGroup | None, req: m.ConsumerGroupHeartbeatRequest
     ) -> m.ConsumerGroupHeartbeatResponse:
-        member = self.existing_member(group, req.group_id, req.member_id, req.instance_id)
+        member = self.leave(group, req)
         assert group is not None
-        if req.member_epoch == LEAVE_EPOCH:
-            self.fence(group, member.member_id, "member left the group")
-        else:
-            self.leave_for_a_while(group, member)
-            self.sessions.reset_session(group.group_id, member.member_id)
         return m.ConsumerGroupHeartbeatResponse(
             member_id=member.member_id,
             member_epoch=req.member_epoch,

@@ -55,6 +55,19 @@ def chosen_member(
     return group, member
 
 
+def prepare_header(group: Any, choice: Any) -> dict[str, Any]:
+    """The fields a PrepareAssignment response of any type starts with: the group, its epoch,
+    the assignor and the version range every member supports."""
+    lo, hi = choice.version_range or (-1, -1)
+    return {
+        "group_id": group.group_id,
+        "group_epoch": group.group_epoch,
+        "assignor_name": choice.name,
+        "minimum_version": lo,
+        "maximum_version": hi,
+    }
+
+
 def check_install_epoch(group: Any, group_epoch: int) -> None:
     """INVALID_ASSIGNMENT unless the assignment is newer than the installed one and not newer
     than the group (an older epoch's is installed anyway, and the member asked again)."""

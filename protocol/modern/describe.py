@@ -3,25 +3,24 @@ of the type asked for (GROUP_ID_NOT_FOUND, state ``dead``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from protocol.errors import Errors
+from protocol.validation import check_types
 
 if TYPE_CHECKING:
     from protocol.context import ShardContext
 
 
 def describe_each(
-    ctx: ShardContext,
-    group_ids: Iterable[str],
-    group_type: str,
-    describe: Callable[[Any], Any],
-    missing: type,
+    ctx: ShardContext, req: Any, group_type: str, describe: Callable[[Any], Any], missing: type
 ) -> list:
-    """``describe(group)`` for each group of ``group_type``; a ``missing`` entry otherwise."""
+    """``describe(group)`` for each group ``req`` names (``group_ids``) of ``group_type``; a
+    ``missing`` entry for the others. The request's types are checked first."""
+    check_types(req)
     out = []
-    for group_id in group_ids:
+    for group_id in req.group_ids:
         group = ctx.groups.get(group_id)
         if group is None or group.group_type != group_type:
             kind = f"is not a {group_type} group" if group is not None else "not found"

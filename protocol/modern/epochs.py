@@ -56,8 +56,10 @@ class EpochTurn:
                 member.member_id if member is not None else None,
                 member.instance_id if member is not None else None,
             )
-            for record in self.bump_records(group, group.group_epoch + 1):
+            epoch = group.group_epoch + 1
+            for record in self.records_before_bump(group, epoch):
                 ctx.emit(record)
+            ctx.emit(Record(group.RECORDS.group(group_id), self.group_value(group, epoch)))
         for group_id in sorted(touched):
             group = self._group(group_id)
             if (
@@ -87,8 +89,12 @@ class EpochTurn:
 
     # --- the group type's hooks --------------------------------------------------------------
 
-    def bump_records(self, group: Any, epoch: int) -> list[Record]:
-        """The records that move ``group`` to ``epoch``, its own record last."""
+    def records_before_bump(self, group: Any, epoch: int) -> list[Record]:
+        """Records a bump to ``epoch`` writes before the group's own (none by default)."""
+        return []
+
+    def group_value(self, group: Any, epoch: int) -> Any:
+        """The group's own record at ``epoch``."""
         raise NotImplementedError
 
     def client_side(self, group: Any) -> bool:

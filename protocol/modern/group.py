@@ -24,6 +24,7 @@ EMPTY = "empty"
 ASSIGNING = "assigning"
 RECONCILING = "reconciling"
 STABLE_STATE = "stable"
+STATES = (EMPTY, ASSIGNING, RECONCILING, STABLE_STATE)
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,9 @@ class ModernGroup:
     RECORDS: ClassVar[RecordKinds]
     MEMBER: ClassVar[type]  # the member class (a ModernMember)
     NO_TARGET: ClassVar[Any]  # an empty target value of this type
+    NOUN: ClassVar[str]  # how messages name a member: "member", "worker"
+    MAX_SIZE_CONFIG: ClassVar[str]  # the CoordinatorConfig field limiting the group's size
+    ASSIGNOR_CONFIG: ClassVar[str]  # the CoordinatorConfig field naming the default assignor
 
     def on_wire(self, member: Any) -> tuple[Any, Any]:
         """What ``member`` holds and waits for, in the type's wire shape (the heartbeat's

@@ -33,6 +33,11 @@ UNKNOWN = 3
 M = TypeVar("M", bound="ModernMember")
 
 
+def fresh_assignment(value_type: type) -> Any:
+    """A joining member's current assignment: epoch 0, no previous epoch, stable, no units."""
+    return value_type(member_epoch=JOIN_EPOCH, previous_member_epoch=-1, state=STABLE)
+
+
 def read_through(part: str, name: str) -> Any:
     """A read-only attribute that reads through to one of the member's two records."""
     return property(lambda self: getattr(getattr(self, part), name))
@@ -84,6 +89,10 @@ class ModernMember:
         """Everything the member may be using: assigned plus pending revocation."""
         return self.assigned_units | self.pending_units
 
+    def unit_fields(self, assigned: Set, pending: Set) -> dict[str, Any]:
+        """The current-assignment record's fields for these assigned and pending units."""
+        raise NotImplementedError
+
     def moved_units(
         self: M,
         state: int,
@@ -93,7 +102,14 @@ class ModernMember:
         previous_member_epoch: int,
     ) -> M:
         """The member with a new current assignment."""
-        raise NotImplementedError
+        value = replace(
+            self.current,
+            member_epoch=member_epoch,
+            previous_member_epoch=previous_member_epoch,
+            state=int(state),
+            **self.unit_fields(assigned, pending),
+        )
+        return replace(self, current=value)  # type: ignore[type-var]
 
     # --- changes --------------------------------------------------------------------------
 

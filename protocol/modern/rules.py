@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from protocol.assignor_choice import choose_assignor
 from protocol.errors import CoordinatorError, Errors
 from protocol.modern.group import ModernGroup, RecordKinds
-from protocol.modern.member import STATIC_LEAVE_EPOCH, ModernMember
+from protocol.modern.member import LEAVE_EPOCH, STATIC_LEAVE_EPOCH, ModernMember
+from protocol.modern.sessions import MemberDeadlines
 from protocol.records import Record
 
 if TYPE_CHECKING:
@@ -39,20 +40,19 @@ if TYPE_CHECKING:
 class ModernRules:
     """The shared half of a modern group type's rules; see the module docstring."""
 
-    GROUP: ClassVar[type]  # the group class (a ModernGroup)
-    NOUN: ClassVar[str]  # how messages name a member: "member", "worker"
-    MAX_SIZE: ClassVar[str]  # the CoordinatorConfig field limiting a group's size
-    DEFAULT_ASSIGNOR: ClassVar[str]  # the CoordinatorConfig field naming the server assignor
+    GROUP: ClassVar[type]  # the group class (a ModernGroup: the type's row)
     ASSIGNMENT: ClassVar[type]  # the heartbeat reply's assignment struct
 
     def __init__(self, ctx: ShardContext) -> None:
         self.ctx = ctx
+        self.NOUN = self.GROUP.NOUN
+        self.sessions: MemberDeadlines  # the type's, set by the subclass
 
     def max_size(self) -> int:
-        return getattr(self.ctx.config, self.MAX_SIZE)
+        return getattr(self.ctx.config, self.GROUP.MAX_SIZE_CONFIG)
 
     def default_assignor(self) -> str:
-        return getattr(self.ctx.config, self.DEFAULT_ASSIGNOR)
+        return getattr(self.ctx.config, self.GROUP.ASSIGNOR_CONFIG)
 
     @property
     def records(self) -> RecordKinds:
@@ -192,6 +192,21 @@ class ModernRules:
         return self.ASSIGNMENT(
             target.error, assigned, pending, target.metadata_version, target.metadata_bytes
         )
+
+    def leave(self, group: ModernGroup | None, req: Any) -> Any:
+        """A leave heartbeat (epoch -1: fenced out; -2: away for a while, keeping its place);
+        returns the member as it was."""
+        member = self.existing_member(group, req.group_id, req.member_id, req.instance_id)
+        assert group is not None
+        if req.member_epoch == LEAVE_EPOCH:
+            self.fence(group, member.member_id, f"{self.NOUN} left the group")
+        else:
+            self.leave_for_a_while(group, member)
+            self.sessions.reset_session(group.group_id, member.member_id)
+        return member
+
+    def fence(self, group: Any, member_id: str, reason: str) -> None:
+        raise NotImplementedError
 
     def leave_for_a_while(self, group: ModernGroup, member: ModernMember) -> None:
         """A static member going away for a while keeps its units and its place."""
