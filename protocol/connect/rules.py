@@ -1,7 +1,8 @@
 """The rules of Connect worker groups (seed 004): heartbeats, leaving, fencing, static
 workers, timers, connector changes, and the requests around client-side assignment.
 
-The Connect half of a group coordinator, mirroring ``protocol.consumer.rules``: every decision
+The Connect half of a group coordinator, over the kernel every modern group shares
+(``protocol.modern.rules``: static membership, lost response, leave, fence): every decision
 becomes records, replayed at once (``ctx.emit``), so memory is always what the log rebuilds.
 A heartbeat is handled whole: validate, find or create the worker, check its epoch, apply its
 changes (``changes``), settle the epoch bumps they caused and compute a server-side target

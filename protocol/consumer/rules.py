@@ -10,6 +10,10 @@ target-assignment computation (``handle_batch``):
 2. ``finish_turn``: once per turn, bump the epoch of every group that changed and recompute
    its target assignment (``epochs``). Members' deadlines live in ``sessions``.
 3. ``complete``: reconcile the member toward its target and build its reply.
+
+What every modern group shares (static membership, the lost-response rule, size and assignor
+checks, member records, leave and fence) is the kernel's (``protocol.modern.rules``); this
+module adds the consumer's subscription triggers, the three steps and the migration hooks.
 """
 
 from __future__ import annotations
