@@ -13,38 +13,15 @@ from dataclasses import replace
 
 from protocol import messages as m
 from protocol.connect.member import ConnectWorkerMember
-from protocol.records import ClientAssignorEntry, ConnectGroupTargetAssignmentMemberValue
+from protocol.modern.changes import common_changes
+from protocol.records import ConnectGroupTargetAssignmentMemberValue
 
 
 def apply_request(
     member: ConnectWorkerMember, req: m.ConnectGroupHeartbeatRequest
 ) -> ConnectWorkerMember:
     """The worker with the request's non-null fields applied."""
-    changes: dict[str, object] = {}
-    if req.instance_id is not None:
-        changes["instance_id"] = req.instance_id
-    if req.rebalance_timeout_ms != -1:
-        changes["rebalance_timeout_ms"] = req.rebalance_timeout_ms
-    if req.server_assignor is not None:
-        changes["server_assignor"] = req.server_assignor
-        changes["client_assignors"] = ()
-    if req.client_assignors is not None:
-        changes["client_assignors"] = tuple(
-            ClientAssignorEntry(
-                a.name,
-                a.minimum_version,
-                a.maximum_version,
-                a.reason,
-                a.metadata_version,
-                a.metadata_bytes,
-            )
-            for a in req.client_assignors
-        )
-        changes["server_assignor"] = None
-    if req.client_id:
-        changes["client_id"] = req.client_id
-    if req.client_host:
-        changes["client_host"] = req.client_host
+    changes = common_changes(req)
     if req.member_epoch == 0:
         changes["classic_member_metadata"] = None  # it joins with the new protocol now
     return member.updated(**changes)
@@ -78,16 +55,6 @@ def bump_reason(
     return None
 
 
-def assignment_changed(before: ConnectWorkerMember | None, after: ConnectWorkerMember) -> bool:
-    return (
-        before is None
-        or before.member_epoch != after.member_epoch
-        or before.current.state != after.current.state
-        or before.assigned != after.assigned
-        or before.pending_revocation != after.pending_revocation
-    )
-
-
 def only_asks(before: ConnectWorkerMember, after: ConnectWorkerMember) -> bool:
     """The change is a client assignor's new reason and nothing else (Connect's scheduled
     rebalance: every worker's delay runs out at the same moment, and each asks)."""
@@ -101,3 +68,15 @@ def only_asks(before: ConnectWorkerMember, after: ConnectWorkerMember) -> bool:
             return False
         asked = asked or (a.reason != b.reason and a.reason != 0)
     return asked
+
+
+def assignment_changed(before: ConnectWorkerMember | None, after: ConnectWorkerMember) -> bool:
+    """Whether the reply must carry the worker's assignment: it is new, or its epoch, state or
+    work moved (a consumer's reply leaves out a change of state alone, as Kafka's does)."""
+    return (
+        before is None
+        or before.member_epoch != after.member_epoch
+        or before.current.state != after.current.state
+        or before.assigned != after.assigned
+        or before.pending_revocation != after.pending_revocation
+    )

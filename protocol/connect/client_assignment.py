@@ -22,6 +22,11 @@ from protocol.connect.target import Targets, target_records
 from protocol.connect.timers import AssignmentDeadline
 from protocol.context import ShardContext
 from protocol.errors import CoordinatorError, Errors
+from protocol.modern.client_assignment import (
+    check_install_epoch,
+    chosen_member,
+    prepare_header,
+)
 from protocol.records import ClientAssignorEntry, ConnectGroupTargetAssignmentMemberValue
 from protocol.validation import check_types
 
@@ -63,7 +68,9 @@ class ConnectClientAssignment:
 
     def on_deadline(self, key: AssignmentDeadline) -> None:
         group = self.ctx.groups.get(key.group_id)
-        if not isinstance(group, ConnectGroup) or group.group_epoch <= group.assignment_epoch:
+        if group is None or group.group_type != ConnectGroup.group_type:
+            return
+        if group.group_epoch <= group.assignment_epoch:
             return
         if self.chosen(group) == key.member_id:
             self._passed_over.setdefault(group.group_id, set()).add(key.member_id)
@@ -91,7 +98,7 @@ class ConnectClientAssignment:
         self, req: m.ConnectGroupPrepareAssignmentRequest
     ) -> m.ConnectGroupPrepareAssignmentResponse:
         check_types(req)
-        group, _ = self._chosen_member(req.group_id, req.member_id, req.member_epoch)
+        group, _ = self._chosen_member(req)
         choice = group.assignor(self.ctx.config.default_connect_assignor)
         members = []
         for mid in sorted(group.members):
@@ -117,14 +124,9 @@ class ConnectClientAssignment:
                     maximum_version=entry.maximum_version,
                 )
             )
-        lo, hi = choice.version_range or (-1, -1)
         self._prepared[group.group_id] = group.group_epoch
         return m.ConnectGroupPrepareAssignmentResponse(
-            group_id=group.group_id,
-            group_epoch=group.group_epoch,
-            assignor_name=choice.name,
-            minimum_version=lo,
-            maximum_version=hi,
+            **prepare_header(group, choice),
             members=members,
             connectors=[m.ConnectorTasks(c, n) for c, n in sorted(group.connectors.items())],
         )
@@ -133,7 +135,7 @@ class ConnectClientAssignment:
         self, req: m.ConnectGroupInstallAssignmentRequest
     ) -> m.ConnectGroupInstallAssignmentResponse:
         check_types(req)
-        group, _ = self._chosen_member(req.group_id, req.member_id, req.member_epoch)
+        group, _ = self._chosen_member(req)
         if req.error != 0:
             # The worker's assignor failed: nothing is installed and another worker (if any)
             # gets the job on its next heartbeat.
@@ -145,12 +147,7 @@ class ConnectClientAssignment:
             group.target.get(mid, NO_TARGET) == t for mid, t in targets.items()
         ):
             return m.ConnectGroupInstallAssignmentResponse()  # a retry of the installed one
-        if not group.assignment_epoch < req.group_epoch <= group.group_epoch:
-            raise CoordinatorError(
-                Errors.INVALID_ASSIGNMENT,
-                f"GroupEpoch {req.group_epoch} must be newer than the installed assignment "
-                f"({group.assignment_epoch}) and at most the group epoch ({group.group_epoch}).",
-            )
+        check_install_epoch(group, req.group_epoch)
         for record in target_records(group, targets, req.group_epoch):
             self.ctx.emit(record)
         self._passed_over.pop(group.group_id, None)
@@ -215,34 +212,10 @@ class ConnectClientAssignment:
         seen.add(unit)
 
     def _chosen_member(
-        self, group_id: str, member_id: str, member_epoch: int
+        self, req: m.ConnectGroupPrepareAssignmentRequest
     ) -> tuple[ConnectGroup, ConnectWorkerMember]:
         """Seed 004's checks for both requests, in its order (FENCED_MEMBER_EPOCH, where
         consumers answer STALE_MEMBER_EPOCH)."""
-        if not group_id:
-            raise CoordinatorError(Errors.INVALID_REQUEST, "GroupId can't be empty.")
-        if not member_id:
-            raise CoordinatorError(Errors.INVALID_REQUEST, "MemberId can't be empty.")
-        if member_epoch < 0:
-            raise CoordinatorError(Errors.INVALID_REQUEST, "MemberEpoch must be >= 0.")
-        group = self.ctx.groups.get(group_id)
-        if not isinstance(group, ConnectGroup):
-            kind = "is not a connect group" if group is not None else "does not exist"
-            raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} {kind}.")
-        member = group.members.get(member_id)
-        if member is None:
-            raise CoordinatorError(
-                Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not in group {group_id}."
-            )
-        if member.member_epoch != member_epoch:
-            raise CoordinatorError(
-                Errors.FENCED_MEMBER_EPOCH,
-                f"MemberEpoch {member_epoch} does not match the member's epoch "
-                f"{member.member_epoch}.",
-            )
-        if self.chosen(group) != member_id:
-            raise CoordinatorError(
-                Errors.UNKNOWN_MEMBER_ID,
-                f"Member {member_id} is not the member chosen to compute the assignment.",
-            )
-        return group, member
+        return chosen_member(
+            self.ctx, ConnectGroup.group_type, req, Errors.FENCED_MEMBER_EPOCH, self.chosen
+        )

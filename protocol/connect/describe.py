@@ -8,35 +8,23 @@ work still held by another worker) and the group's configured connectors.
 
 from __future__ import annotations
 
+from functools import partial
+
 from protocol import messages as m
 from protocol.connect import units as u
 from protocol.connect.group import ConnectGroup
 from protocol.context import ShardContext
-from protocol.errors import Errors
-from protocol.validation import check_types
+from protocol.modern.describe import describe_each
 
 
 def describe_groups(
     ctx: ShardContext, req: m.ConnectGroupDescribeRequest
 ) -> m.ConnectGroupDescribeResponse:
     """Every named group, or an entry saying why it is not a Connect group."""
-    check_types(req)
-    out = []
-    for group_id in req.group_ids:
-        group = ctx.groups.get(group_id)
-        if not isinstance(group, ConnectGroup):
-            kind = "is not a connect group" if group is not None else "not found"
-            out.append(
-                m.ConnectDescribedGroup(
-                    error_code=Errors.GROUP_ID_NOT_FOUND,
-                    error_message=f"Group {group_id} {kind}.",
-                    group_id=group_id,
-                    group_state="dead",
-                )
-            )
-        else:
-            out.append(describe_group(ctx, group))
-    return m.ConnectGroupDescribeResponse(groups=out)
+    groups = describe_each(
+        ctx, req, ConnectGroup.group_type, partial(describe_group, ctx), m.ConnectDescribedGroup
+    )
+    return m.ConnectGroupDescribeResponse(groups=groups)
 
 
 def describe_group(ctx: ShardContext, group: ConnectGroup) -> m.ConnectDescribedGroup:

@@ -1,7 +1,8 @@
 """The rules of Connect worker groups (seed 004): heartbeats, leaving, fencing, static
 workers, timers, connector changes, and the requests around client-side assignment.
 
-The Connect half of a group coordinator, mirroring ``protocol.consumer.rules``: every decision
+The Connect half of a group coordinator, over the kernel every modern group shares
+(``protocol.modern.rules``: static membership, lost response, leave, fence): every decision
 becomes records, replayed at once (``ctx.emit``), so memory is always what the log rebuilds.
 A heartbeat is handled whole: validate, find or create the worker, check its epoch, apply its
 changes (``changes``), settle the epoch bumps they caused and compute a server-side target
@@ -13,19 +14,17 @@ from __future__ import annotations
 from dataclasses import replace
 
 from protocol import messages as m
-from protocol.assignor_choice import choose_assignor
 from protocol.connect import units as u
 from protocol.connect.changes import apply_request, assignment_changed, bump_reason, only_asks
 from protocol.connect.client_assignment import ConnectClientAssignment
 from protocol.connect.describe import describe_as_classic, describe_groups
 from protocol.connect.epochs import ConnectEpochs
-from protocol.connect.group import NO_TARGET, ConnectGroup, connector_changes
+from protocol.connect.group import GROUP_TYPE, NO_TARGET, ConnectGroup, connector_changes
 from protocol.connect.member import (
     JOIN_EPOCH,
     LEAVE_EPOCH,
     STATIC_LEAVE_EPOCH,
     ConnectWorkerMember,
-    WorkerState,
 )
 from protocol.connect.reconciler import reconcile
 from protocol.connect.sessions import WorkerTimers
@@ -37,22 +36,22 @@ from protocol.connect.timers import (
 from protocol.connect.validation import validate_heartbeat
 from protocol.context import ShardContext
 from protocol.errors import CoordinatorError, Errors
+from protocol.modern.rules import ModernRules
 from protocol.records import (
-    ConnectGroupCurrentMemberAssignmentKey,
-    ConnectGroupMemberMetadataKey,
     ConnectGroupMetadataKey,
-    ConnectGroupTargetAssignmentMemberKey,
     GroupMetadataKey,
     Record,
 )
 
 
-class ConnectGroupRules:
+class ConnectGroupRules(ModernRules):
     """Every ConnectGroupHeartbeat, leave, fence, timer and connector change, and the
     Prepare/Install/Describe requests of Connect groups."""
 
+    GROUP, ASSIGNMENT = ConnectGroup, m.ConnectGroupAssignment
+
     def __init__(self, ctx: ShardContext) -> None:
-        self.ctx = ctx
+        super().__init__(ctx)
         self.epochs = ConnectEpochs(ctx)
         self.sessions = WorkerTimers(ctx, self.fence)
         self.compute = ConnectClientAssignment(ctx)
@@ -68,14 +67,14 @@ class ConnectGroupRules:
         if req.member_epoch == JOIN_EPOCH:
             before, owned = self._join(group, req), u.EMPTY
         else:
-            member = self._existing_member(group, req)
+            member = self.existing_member(group, req.group_id, req.member_id, req.instance_id)
             assert group is not None
             owned = (
                 u.from_wire(req.connectors_and_tasks)
                 if req.connectors_and_tasks is not None
                 else None
             )
-            if req.member_epoch != member.member_epoch and not _lost_response(
+            if req.member_epoch != member.member_epoch and not self.lost_response(
                 member, req.member_epoch, owned
             ):
                 return self._fenced(group, member, req.member_epoch)
@@ -109,7 +108,7 @@ class ConnectGroupRules:
         on a join, as it becomes a consumer group on a consumer's (``_join`` retires it); a
         classic Connect group is converted (``migration/connect_conversion``)."""
         group = self.ctx.groups.get(group_id)
-        if group is None or isinstance(group, ConnectGroup):
+        if group is None or group.group_type == GROUP_TYPE:
             return group
         classic = self.ctx.classic_group(group_id)
         if join and classic is not None and not classic.members:
@@ -117,32 +116,13 @@ class ConnectGroupRules:
         if join and classic is not None:
             # A rolling upgrade's first new-protocol worker converts a classic Connect group.
             self.ctx.connect_migration.before_connect_join(classic)
-            converted = self.ctx.groups[group_id]
-            assert isinstance(converted, ConnectGroup)
+            converted = self.group_of(group_id)
+            assert converted is not None
             return converted
         raise CoordinatorError(
             Errors.GROUP_ID_NOT_FOUND,
             f"Group {group_id} is a {group.group_type} group, not a connect group.",
         )
-
-    def _existing_member(
-        self, group: ConnectGroup | None, req: m.ConnectGroupHeartbeatRequest
-    ) -> ConnectWorkerMember:
-        member = group.members.get(req.member_id) if group is not None else None
-        if req.instance_id is not None and group is not None:
-            holder = group.static_members.get(req.instance_id)
-            if holder is not None and holder != req.member_id:
-                raise CoordinatorError(
-                    Errors.FENCED_INSTANCE_ID,
-                    f"Static worker {req.member_id} with instance id {req.instance_id} was "
-                    f"replaced by worker {holder}.",
-                )
-        if member is None:
-            raise CoordinatorError(
-                Errors.UNKNOWN_MEMBER_ID,
-                f"Worker {req.member_id} is not a member of group {req.group_id}.",
-            )
-        return member
 
     # ------------------------------------------------------------------ join
 
@@ -152,37 +132,23 @@ class ConnectGroupRules:
         """Add the worker (or take a static worker's place, or refresh a rejoining worker);
         returns the worker as it was before, ``None`` if new."""
         gid, mid = req.group_id, req.member_id
-        if group is not None and req.instance_id is not None:
-            holder_id = group.static_members.get(req.instance_id)
-            if holder_id is not None and holder_id != mid:
-                holder = group.members[holder_id]
-                if holder.member_epoch != STATIC_LEAVE_EPOCH:
-                    raise CoordinatorError(
-                        Errors.UNRELEASED_INSTANCE_ID,
-                        f"Static worker with instance id {req.instance_id} is still a member "
-                        f"({holder_id}); it must leave before another worker takes its place.",
-                    )
-                self._replace_static_worker(group, holder, req)
-                return None
+        holder = self.static_holder(group, mid, req.instance_id)
+        if holder is not None:
+            assert group is not None
+            self._replace_static_worker(group, holder, req)
+            return None
         existing = group.members.get(mid) if group is not None else None
         if existing is not None:
             # A worker rejoining under its own id (it was fenced or restarted): it runs nothing.
             assert group is not None
             self._update_member(group, existing, apply_request(existing, req))
             return existing
-        size = len(group.members) if group is not None else 0
-        if size >= self.ctx.config.group_connect_max_size:
-            raise CoordinatorError(
-                Errors.GROUP_MAX_SIZE_REACHED,
-                f"The connect group has reached its maximum capacity of "
-                f"{self.ctx.config.group_connect_max_size} members.",
-            )
+        self.check_size(group)
         member = apply_request(ConnectWorkerMember(mid), req)
-        self._check_client_assignors(group, member)
+        self.check_client_assignors(group, member)
         if self.ctx.classic_group(gid) is not None:  # an empty classic group: retire it
             self.ctx.emit(Record(GroupMetadataKey(gid), None))
-        self.ctx.emit(Record(ConnectGroupMemberMetadataKey(gid, mid), member.metadata))
-        self.ctx.emit(Record(ConnectGroupCurrentMemberAssignmentKey(gid, mid), member.current))
+        self.emit_new_member(gid, member)
         self.epochs.mark(gid, "new worker joined", member)
         self.sessions.reset_session(gid, mid)
         return None
@@ -194,13 +160,10 @@ class ConnectGroupRules:
         place and work at once; the epoch moves only if its assignors changed."""
         gid, new_id = group.group_id, req.member_id
         new = apply_request(replace(old, member_id=new_id), req)
-        self._check_client_assignors(group, new, replacing=old.member_id)
-        target = group.target.get(old.member_id, NO_TARGET)
-        self._remove_member_records(gid, old.member_id)
+        self.check_client_assignors(group, new, replacing=old.member_id)
+        target = self.take_place(group, old, new)
         self.compute.forget(gid, old.member_id)
-        self.ctx.emit(Record(ConnectGroupMemberMetadataKey(gid, new_id), new.metadata))
-        self.ctx.emit(Record(ConnectGroupTargetAssignmentMemberKey(gid, new_id), target))
-        self.ctx.emit(Record(ConnectGroupCurrentMemberAssignmentKey(gid, new_id), new.current))
+        self.ctx.connect_classic_members.forget(gid, old.member_id)  # it may have been classic
         reason = bump_reason(old, new, target)
         if reason is not None:
             self.epochs.mark(gid, f"static worker rejoined: {reason}", new)
@@ -215,10 +178,8 @@ class ConnectGroupRules:
         """Persist a worker's changed metadata (a rebalance if seed 004 says so)."""
         gid = group.group_id
         if updated.metadata != member.metadata:
-            self._check_client_assignors(group, updated)
-            self.ctx.emit(
-                Record(ConnectGroupMemberMetadataKey(gid, member.member_id), updated.metadata)
-            )
+            self.check_client_assignors(group, updated)
+            self.emit_metadata(gid, updated)
             reason = bump_reason(member, updated, group.target.get(member.member_id, NO_TARGET))
             if reason is not None and not (
                 only_asks(member, updated) and self.compute.pending_unprepared(group)
@@ -228,46 +189,12 @@ class ConnectGroupRules:
         self.epochs.mark(gid, None)
         self.sessions.reset_session(gid, member.member_id)
 
-    def _check_client_assignors(
-        self,
-        group: ConnectGroup | None,
-        member: ConnectWorkerMember,
-        replacing: str | None = None,
-    ) -> None:
-        """UNSUPPORTED_ASSIGNOR when the worker's version range cannot meet the group's."""
-        if not member.uses_client_assignors:
-            return
-        members = dict(group.members) if group is not None else {}
-        members.pop(replacing or "", None)
-        members[member.member_id] = member
-        choice = choose_assignor(members.values(), self.ctx.config.default_connect_assignor)
-        if choice.client_side and choice.version_range is None:
-            raise CoordinatorError(
-                Errors.UNSUPPORTED_ASSIGNOR,
-                f"The version range of client assignor {choice.name!r} does not overlap with "
-                "the other workers of the group.",
-            )
-
     # ------------------------------------------------------------------ leave and fence
 
     def _leave(
         self, group: ConnectGroup | None, req: m.ConnectGroupHeartbeatRequest
     ) -> m.ConnectGroupHeartbeatResponse:
-        member = self._existing_member(group, req)
-        assert group is not None
-        if req.member_epoch == LEAVE_EPOCH:
-            self.fence(group, member.member_id, "worker left the group")
-        else:
-            # A static worker going away for a while keeps its work and its place.
-            away = member.moved(
-                state=WorkerState.STABLE,
-                assigned=member.assigned,
-                pending_revocation=u.EMPTY,
-                member_epoch=STATIC_LEAVE_EPOCH,
-            )
-            key = ConnectGroupCurrentMemberAssignmentKey(group.group_id, member.member_id)
-            self.ctx.emit(Record(key, away.current))
-            self.sessions.reset_session(group.group_id, member.member_id)
+        member = self.leave(group, req)
         self.epochs.settle()
         return m.ConnectGroupHeartbeatResponse(
             member_id=member.member_id,
@@ -292,16 +219,11 @@ class ConnectGroupRules:
     def fence(self, group: ConnectGroup, member_id: str, reason: str = "worker removed") -> None:
         """Remove a worker (it left, was fenced or timed out) and trigger a rebalance."""
         member = group.members.get(member_id)
-        self._remove_member_records(group.group_id, member_id)
+        self.remove_member_records(group.group_id, member_id)
         self.compute.forget(group.group_id, member_id)
         self.ctx.connect_classic_members.forget(group.group_id, member_id)
         self.epochs.mark(group.group_id, reason, member)
         self.ctx.connect_migration.maybe_downgrade(group)  # only classic workers left?
-
-    def _remove_member_records(self, group_id: str, member_id: str) -> None:
-        self.ctx.emit(Record(ConnectGroupCurrentMemberAssignmentKey(group_id, member_id), None))
-        self.ctx.emit(Record(ConnectGroupTargetAssignmentMemberKey(group_id, member_id), None))
-        self.ctx.emit(Record(ConnectGroupMemberMetadataKey(group_id, member_id), None))
 
     # ------------------------------------------------------------------ reply
 
@@ -315,15 +237,14 @@ class ConnectGroupRules:
         the worker's epoch is behind the target's; and whenever the worker needs it: on a
         join, when its work or epoch changed, or when it reports running something else."""
         group_id, member_id = req.group_id, req.member_id
-        group = self.ctx.groups[group_id]
-        assert isinstance(group, ConnectGroup)
+        group = self.group_of(group_id)
+        assert group is not None
         member = group.members[member_id]
         new = reconcile(
             member, group.assignment_epoch, group.target_of(member_id), owned, group.owner_of
         )
         if new != member:
-            key = ConnectGroupCurrentMemberAssignmentKey(group_id, member_id)
-            self.ctx.emit(Record(key, new.current))
+            self.emit_assignment(group_id, new)
         resp = m.ConnectGroupHeartbeatResponse(
             member_id=member_id,
             member_epoch=new.member_epoch,
@@ -343,14 +264,7 @@ class ConnectGroupRules:
             or assignment_changed(before, new)
         )
         if send:
-            target = group.target.get(member_id, NO_TARGET)
-            resp.assignment = m.ConnectGroupAssignment(
-                error=target.error,
-                connectors_and_tasks=u.to_wire(new.assigned),
-                pending_connectors_and_tasks=u.to_wire(group.pending_of(new)),
-                metadata_version=target.metadata_version,
-                metadata_bytes=target.metadata_bytes,
-            )
+            resp.assignment = self.assignment(group, new)
         return resp
 
     # ------------------------------------------------------------------ events
@@ -370,8 +284,8 @@ class ConnectGroupRules:
 
     def on_timer(self, key: ConnectTimer) -> None:
         if isinstance(key, ScheduledRebalance):
-            group = self.ctx.groups.get(key.group_id)
-            if isinstance(group, ConnectGroup) and group.members:
+            group = self.group_of(key.group_id)
+            if group is not None and group.members:
                 self.epochs.mark(key.group_id, "scheduled rebalance delay expired")
         elif isinstance(key, AssignmentDeadline):
             self.compute.on_deadline(key)
@@ -389,26 +303,15 @@ class ConnectGroupRules:
         key = record.key
         gid = key.group_id  # type: ignore[attr-defined]
         if isinstance(key, ConnectGroupMetadataKey) and record.value is None:
-            if isinstance(self.ctx.groups.get(gid), ConnectGroup):
+            if self.group_of(gid) is not None:
                 del self.ctx.groups[gid]
                 self.ctx.timers.cancel(ScheduledRebalance(gid))
                 self.compute.forget_group(gid)
             return
-        group = self.ctx.groups.get(gid)
-        if not isinstance(group, ConnectGroup):
-            group = self.ctx.groups[gid] = ConnectGroup(gid)  # type: ignore[assignment]
+        group = self.group_of(gid)
+        if group is None:
+            group = self.ctx.groups[gid] = ConnectGroup(gid)
         before = group.members.get(getattr(key, "member_id", None) or "")
         group.replay(record)
         self.sessions.after_replay(group, record, before)
 
-
-def _lost_response(member: ConnectWorkerMember, epoch: int, owned: u.Units | None) -> bool:
-    """Seed 004's edge case: the reply that moved the worker to its epoch was lost, and it
-    retries with its previous epoch. Accepted when what it runs is a subset of what it was
-    assigned (part of its target), as consumers (Kafka's stricter form of the seed's rule)."""
-    return (
-        epoch == member.previous_member_epoch
-        and member.member_epoch >= 0
-        and owned is not None
-        and owned <= member.assigned
-    )

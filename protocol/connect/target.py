@@ -17,11 +17,9 @@ from assignors.client.interfaces import ConnectGroupMember as AssignorMember
 from assignors.connect import MAX_VERSION, IncrementalCooperativeAssignor, remaining_delay_ms
 from protocol.connect import units as u
 from protocol.connect.group import NO_TARGET, ConnectGroup
+from protocol.modern.target import target_records as modern_target_records
 from protocol.records import (
-    ConnectGroupTargetAssignmentMemberKey,
     ConnectGroupTargetAssignmentMemberValue,
-    ConnectGroupTargetAssignmentMetadataKey,
-    ConnectGroupTargetAssignmentMetadataValue,
     Record,
 )
 
@@ -70,19 +68,8 @@ def compute_server_targets(group: ConnectGroup, now_ms: int, max_delay_ms: int) 
 
 
 def target_records(group: ConnectGroup, targets: Targets, epoch: int) -> list[Record]:
-    gid = group.group_id
-    records = [
-        Record(ConnectGroupTargetAssignmentMemberKey(gid, mid), value)
-        for mid, value in sorted(targets.items())
-        if group.target.get(mid) != value
-    ]
-    records.append(
-        Record(
-            ConnectGroupTargetAssignmentMetadataKey(gid),
-            ConnectGroupTargetAssignmentMetadataValue(epoch),
-        )
-    )
-    return records
+    """``modern.target.target_records``, workers in sorted order."""
+    return modern_target_records(group, dict(sorted(targets.items())), epoch)
 
 
 def next_scheduled_rebalance_ms(

@@ -10,7 +10,8 @@ from __future__ import annotations
 from protocol import messages as m
 from protocol.config import CoordinatorConfig
 from protocol.connect.member import JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH
-from protocol.errors import CoordinatorError, Errors, invalid_request
+from protocol.errors import invalid_request
+from protocol.modern.validation import check_server_assignor, validate_assignor_list
 from protocol.validation import check_types
 
 
@@ -32,42 +33,9 @@ def validate_heartbeat(req: m.ConnectGroupHeartbeatRequest, config: CoordinatorC
         raise invalid_request("RebalanceTimeoutMs must be larger than zero in the first heartbeat.")
     if req.rebalance_timeout_ms != -1 and req.rebalance_timeout_ms <= 0:
         raise invalid_request("RebalanceTimeoutMs must be -1 (unchanged) or larger than zero.")
-    _validate_assignors(req)
+    validate_assignor_list(req, nonempty_server=True)
     _validate_owned(req)
-    if (
-        req.server_assignor is not None
-        and req.server_assignor not in config.group_connect_assignors
-    ):
-        raise CoordinatorError(
-            Errors.UNSUPPORTED_ASSIGNOR,
-            f"ServerAssignor {req.server_assignor!r} is not supported; "
-            f"supported: {', '.join(config.group_connect_assignors)}.",
-        )
-
-
-def _validate_assignors(req: m.ConnectGroupHeartbeatRequest) -> None:
-    if req.server_assignor is not None and req.client_assignors is not None:
-        raise invalid_request("ServerAssignor and ClientAssignors cannot be used together.")
-    if req.server_assignor is not None and not req.server_assignor:
-        raise invalid_request("ServerAssignor can't be empty.")
-    names = set()
-    for a in req.client_assignors or ():
-        if not a.name:
-            raise invalid_request("Assignor.Name must be non-empty.")
-        if a.name in names:
-            raise invalid_request(f"Assignor {a.name!r} is listed twice.")
-        names.add(a.name)
-        if a.minimum_version < -1:
-            raise invalid_request("Assignor.MinimumVersion must be >= -1.")
-        if a.maximum_version < 0 or a.maximum_version < a.minimum_version:
-            raise invalid_request(
-                "Assignor.MaximumVersion must be >= 0 and >= Assignor.MinimumVersion."
-            )
-        if not a.minimum_version <= a.metadata_version <= a.maximum_version:
-            raise invalid_request(
-                "Assignor.Version must be >= Assignor.MinimumVersion "
-                "and <= Assignor.MaximumVersion."
-            )
+    check_server_assignor(req, config.group_connect_assignors)
 
 
 def _validate_owned(req: m.ConnectGroupHeartbeatRequest) -> None:

@@ -16,6 +16,11 @@ from protocol.consumer.member import ConsumerGroupMember
 from protocol.consumer.target_assignment import Targets, assignment_spec, target_records
 from protocol.context import ShardContext
 from protocol.errors import CoordinatorError, Errors
+from protocol.modern.client_assignment import (
+    check_install_epoch,
+    chosen_member,
+    prepare_header,
+)
 from protocol.records import ClientAssignorEntry, ConsumerGroupTargetAssignmentMemberValue
 from protocol.validation import check_types
 
@@ -24,7 +29,7 @@ def prepare_assignment(
     ctx: ShardContext, req: m.ConsumerGroupPrepareAssignmentRequest
 ) -> m.ConsumerGroupPrepareAssignmentResponse:
     check_types(req)
-    group, _ = _chosen_member(ctx, req.group_id, req.member_id, req.member_epoch)
+    group, _ = _chosen_member(ctx, req)
     choice = group.assignor(ctx.config)
     spec = assignment_spec(group, ctx.image)
     members = []
@@ -45,13 +50,8 @@ def prepare_assignment(
                 topic_partitions=pm.to_wire(group.target_of(mid)),
             )
         )
-    lo, hi = choice.version_range or (-1, -1)
     return m.ConsumerGroupPrepareAssignmentResponse(
-        group_id=group.group_id,
-        group_epoch=group.group_epoch,
-        assignor_name=choice.name,
-        minimum_version=lo,
-        maximum_version=hi,
+        **prepare_header(group, choice),
         members=members,
         topics=[
             m.PrepareAssignmentTopic(tid, t.topic_name, t.num_partitions)
@@ -64,13 +64,8 @@ def install_assignment(
     ctx: ShardContext, req: m.ConsumerGroupInstallAssignmentRequest
 ) -> m.ConsumerGroupInstallAssignmentResponse:
     check_types(req)
-    group, _ = _chosen_member(ctx, req.group_id, req.member_id, req.member_epoch)
-    if not group.assignment_epoch < req.group_epoch <= group.group_epoch:
-        raise CoordinatorError(
-            Errors.INVALID_ASSIGNMENT,
-            f"GroupEpoch {req.group_epoch} must be newer than the installed assignment "
-            f"({group.assignment_epoch}) and at most the group epoch ({group.group_epoch}).",
-        )
+    group, _ = _chosen_member(ctx, req)
+    check_install_epoch(group, req.group_epoch)
     for record in target_records(group, _validated_targets(ctx, group, req), req.group_epoch):
         ctx.emit(record)
     return m.ConsumerGroupInstallAssignmentResponse()
@@ -124,32 +119,12 @@ def _validated_targets(
 
 
 def _chosen_member(
-    ctx: ShardContext, group_id: str, member_id: str, member_epoch: int
+    ctx: ShardContext, req: m.ConsumerGroupPrepareAssignmentRequest
 ) -> tuple[ConsumerGroup, ConsumerGroupMember]:
-    """Seed 000's checks for both requests, in its order."""
-    if not group_id:
-        raise CoordinatorError(Errors.INVALID_REQUEST, "GroupId can't be empty.")
-    if not member_id:
-        raise CoordinatorError(Errors.INVALID_REQUEST, "MemberId can't be empty.")
-    if member_epoch < 0:
-        raise CoordinatorError(Errors.INVALID_REQUEST, "MemberEpoch must be >= 0.")
-    group = ctx.consumer_group(group_id)
-    if group is None:
-        raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} does not exist.")
-    member = group.members.get(member_id)
-    if member is None:
-        raise CoordinatorError(
-            Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not in group {group_id}."
-        )
-    if member.member_epoch != member_epoch:
-        raise CoordinatorError(
-            Errors.STALE_MEMBER_EPOCH,
-            f"MemberEpoch {member_epoch} does not match the member's epoch {member.member_epoch}.",
-        )
-    choice = group.assignor(ctx.config)
-    if not choice.client_side or choice.chosen_member_id != member_id:
-        raise CoordinatorError(
-            Errors.UNKNOWN_MEMBER_ID,
-            f"Member {member_id} is not the member chosen to compute the assignment.",
-        )
-    return group, member
+    """Seed 000's checks for both requests, in its order (``modern.client_assignment``)."""
+
+    def chosen(group: ConsumerGroup) -> str | None:
+        choice = group.assignor(ctx.config)
+        return choice.chosen_member_id if choice.client_side else None
+
+    return chosen_member(ctx, ConsumerGroup.group_type, req, Errors.STALE_MEMBER_EPOCH, chosen)

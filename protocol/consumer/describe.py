@@ -9,31 +9,18 @@ from protocol.config import CoordinatorConfig
 from protocol.consumer.group import ConsumerGroup
 from protocol.consumer.member import ConsumerGroupMember
 from protocol.context import ShardContext
-from protocol.errors import Errors
 from protocol.metadata import MetadataImage
-from protocol.validation import check_types
+from protocol.modern.describe import describe_each
 
 
 def describe_groups(
     ctx: ShardContext, req: m.ConsumerGroupDescribeRequest
 ) -> m.ConsumerGroupDescribeResponse:
     """ConsumerGroupDescribe: every named group, or an entry saying why it is not one."""
-    check_types(req)
-    out = []
-    for group_id in req.group_ids:
-        group = ctx.consumer_group(group_id)
-        if group is None:
-            kind = "is not a consumer group" if group_id in ctx.groups else "not found"
-            out.append(
-                m.DescribedGroup(
-                    error_code=Errors.GROUP_ID_NOT_FOUND,
-                    error_message=f"Group {group_id} {kind}.",
-                    group_id=group_id,
-                    group_state="dead",
-                )
-            )
-        else:
-            out.append(describe_group(group, ctx.image, ctx.config))
+    def describe(group: ConsumerGroup) -> m.DescribedGroup:
+        return describe_group(group, ctx.image, ctx.config)
+
+    out = describe_each(ctx, req, ConsumerGroup.group_type, describe, m.DescribedGroup)
     return m.ConsumerGroupDescribeResponse(groups=out)
 
 

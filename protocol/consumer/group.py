@@ -1,62 +1,47 @@
 """A KIP-848 consumer group's state, and how each record changes it.
 
-Nothing here decides anything: the rules live in ``consumer/rules``. This module holds what the
-records say (epochs, members, target and current assignments, the subscribed topics' metadata)
-and what follows from them directly (who owns each partition, which member holds an instance
-id, the group state). ``replay`` is the only way in, both for live events and for loading a
-log, which is what makes a replayed shard equal to the one that wrote the log.
+The kernel's group (``protocol.modern.group``: epochs, members, targets, owners, static
+members, state, tombstones) over the consumer records, plus what only consumers have: the
+subscribed topics' metadata and the members' subscriptions. Nothing here decides anything: the
+rules live in ``consumer/rules``.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 from protocol import partitions as pm
 from protocol.assignor_choice import AssignorChoice, choose_assignor
 from protocol.config import CoordinatorConfig
-from protocol.consumer.member import ConsumerGroupMember, MemberState
+from protocol.consumer.member import ConsumerGroupMember
 from protocol.consumer.regex import InvalidRegex, matching_topics
 from protocol.metadata import MetadataImage
+from protocol.modern.group import STATES as MODERN_STATES
+from protocol.modern.group import ModernGroup, RecordKinds
 from protocol.records import (
-    ConsumerGroupCurrentMemberAssignmentKey,
-    ConsumerGroupCurrentMemberAssignmentValue,
-    ConsumerGroupMemberMetadataKey,
     ConsumerGroupMemberMetadataValue,
     ConsumerGroupMetadataKey,
-    ConsumerGroupMetadataValue,
     ConsumerGroupPartitionMetadataKey,
-    ConsumerGroupPartitionMetadataValue,
-    ConsumerGroupTargetAssignmentMemberKey,
     ConsumerGroupTargetAssignmentMemberValue,
-    ConsumerGroupTargetAssignmentMetadataKey,
-    ConsumerGroupTargetAssignmentMetadataValue,
     PartitionMap,
     Record,
     TopicMetadataEntry,
 )
 
-EMPTY = "empty"
-ASSIGNING = "assigning"
-RECONCILING = "reconciling"
-STABLE = "stable"
-DEAD = "dead"
-STATES = (EMPTY, ASSIGNING, RECONCILING, STABLE, DEAD)
+STATES = (*MODERN_STATES, "dead")
+
+
+CONSUMER_RECORDS = RecordKinds.named("ConsumerGroup", (ConsumerGroupPartitionMetadataKey,))
 
 
 @dataclass
-class ConsumerGroup:
-    group_id: str
-    group_epoch: int = 0
-    assignment_epoch: int = 0
+class ConsumerGroup(ModernGroup):
     members: dict[str, ConsumerGroupMember] = field(default_factory=dict)
     target: dict[str, ConsumerGroupTargetAssignmentMemberValue] = field(default_factory=dict)
-    subscription_metadata: dict[str, TopicMetadataEntry] = field(default_factory=dict)
-    # derived from the records, kept in step by replay
-    static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id
     owners: dict[tuple[str, int], str] = field(default_factory=dict)
-    # Asked on every heartbeat; depends only on the members' metadata, so cached until it changes.
-    _assignor: AssignorChoice | None = field(default=None, compare=False, repr=False)
+    subscription_metadata: dict[str, TopicMetadataEntry] = field(default_factory=dict)
     # How many members have each subscription (topic names, regex): the group's subscribed
     # topics come from the distinct ones, not from a pass over every member's list.
     _subscriptions: Counter = field(default_factory=Counter, compare=False, repr=False)
@@ -65,34 +50,24 @@ class ConsumerGroup:
     builder_cache: dict = field(default_factory=dict, compare=False, repr=False)
 
     group_type = "consumer"
+    RECORDS = CONSUMER_RECORDS
+    MEMBER = ConsumerGroupMember
+    NO_TARGET = ConsumerGroupTargetAssignmentMemberValue()
+    NOUN = "member"  # how messages name a member
+    # the config fields of the group size limit and of the default assignor
+    MAX_SIZE_CONFIG, ASSIGNOR_CONFIG = "group_consumer_max_size", "default_server_assignor"
 
     # --- replay ---------------------------------------------------------------------------
 
-    def replay(self, record: Record) -> None:
-        key, value = record.key, record.value
-        if isinstance(value, ConsumerGroupMetadataValue):
+    def _replay_group_record(self, kind: type, value: Any) -> None:
+        if kind is ConsumerGroupMetadataKey:
             self.group_epoch = value.epoch
-        elif isinstance(value, ConsumerGroupPartitionMetadataValue):
+        elif kind is ConsumerGroupPartitionMetadataKey:
             self.subscription_metadata = {t.topic_id: t for t in value.topics}
-        elif isinstance(value, ConsumerGroupTargetAssignmentMetadataValue):
-            self.assignment_epoch = value.assignment_epoch
-        elif isinstance(key, ConsumerGroupMemberMetadataKey):
-            self._replay_member(key.member_id, value)
-        elif isinstance(key, ConsumerGroupTargetAssignmentMemberKey):
-            if value is None:
-                self.target.pop(key.member_id, None)
-            else:
-                self.target[key.member_id] = value
-        elif isinstance(key, ConsumerGroupCurrentMemberAssignmentKey):
-            self._replay_assignment(key.member_id, value)
 
-    def _replay_member(
-        self, member_id: str, value: ConsumerGroupMemberMetadataValue | None
+    def _on_member_metadata(
+        self, old: ConsumerGroupMember | None, value: ConsumerGroupMemberMetadataValue | None
     ) -> None:
-        self._assignor = None
-        old = self.members.get(member_id)
-        if old is not None and self.static_members.get(old.instance_id or "") == member_id:
-            del self.static_members[old.instance_id]  # type: ignore[arg-type]
         if old is not None:
             key = subscription_key(old)
             self._subscriptions[key] -= 1
@@ -100,42 +75,6 @@ class ConsumerGroup:
                 del self._subscriptions[key]
         if value is not None:
             self._subscriptions[(value.subscribed_topic_names, value.subscribed_topic_regex)] += 1
-        if value is None:
-            if old is not None:
-                self._set_owner(old, None)
-                del self.members[member_id]
-            return
-        member = (old or ConsumerGroupMember(member_id)).with_metadata(value)
-        self.members[member_id] = member
-        if member.instance_id is not None:
-            self.static_members[member.instance_id] = member_id
-
-    def _replay_assignment(
-        self, member_id: str, value: ConsumerGroupCurrentMemberAssignmentValue | None
-    ) -> None:
-        old = self.members.get(member_id)
-        if value is None:
-            if old is not None:
-                self._set_owner(old, None)
-                self.members[member_id] = ConsumerGroupMember(member_id).with_metadata(old.metadata)
-            return
-        new = (old or ConsumerGroupMember(member_id)).with_assignment(value)
-        if old is not None:
-            self._set_owner(old, None)
-        self._set_owner(new, member_id)
-        self.members[member_id] = new
-
-    def _set_owner(self, member: ConsumerGroupMember, owner: str | None) -> None:
-        held = pm.pairs(member.assigned_partitions) | pm.pairs(member.partitions_pending_revocation)
-        for tp in held:
-            current = self.owners.get(tp)
-            if owner is None:
-                if current == member.member_id:
-                    del self.owners[tp]
-            else:
-                # Invariant 1: a partition is never held by two members at once.
-                assert current in (None, owner), f"{tp} held by {current} and {owner}"
-                self.owners[tp] = owner
 
     # --- derived views --------------------------------------------------------------------
 
@@ -146,29 +85,17 @@ class ConsumerGroup:
         t = self.target.get(member_id)
         return t.partitions if t is not None else {}
 
+    def target_units(self, member_id: str) -> set[tuple[str, int]]:
+        t = self.target.get(member_id)
+        return pm.pairs(t.partitions) if t is not None else set()
+
     def pending_of(self, member: ConsumerGroupMember) -> PartitionMap:
-        """Seed 002's "pending-partitions": target partitions another member still holds.
+        """Seed 002's "pending-partitions": target partitions another member still holds
+        (``ModernGroup.pending_units``)."""
+        return pm.from_pairs(self.pending_units(member))
 
-        Only a member that has moved to the target epoch waits for partitions; before that its
-        pending list is empty, as in the seed's Basic and member-failure tables.
-        """
-        if member.member_epoch != self.assignment_epoch:
-            return {}
-        missing = pm.pairs(self.target_of(member.member_id)) - pm.pairs(member.assigned_partitions)
-        return pm.from_pairs(
-            tp for tp in missing if self.owners.get(tp) not in (None, member.member_id)
-        )
-
-    @property
-    def state(self) -> str:
-        if not self.members:
-            return EMPTY
-        if self.group_epoch > self.assignment_epoch:
-            return ASSIGNING
-        for m in self.members.values():
-            if m.member_epoch != self.assignment_epoch or m.state is not MemberState.STABLE:
-                return RECONCILING
-        return STABLE
+    def on_wire(self, member: ConsumerGroupMember) -> tuple[list, list]:
+        return pm.to_wire(member.assigned_partitions), pm.to_wire(self.pending_of(member))
 
     def subscribed_topic_names(self, image: MetadataImage) -> set[str]:
         names: set[str] = set()
@@ -219,15 +146,5 @@ __all__ = ["STATES", "AssignorChoice", "ConsumerGroup", "choose_assignor", "memb
 
 def group_tombstones(group: ConsumerGroup) -> list[Record]:
     """Every record of a consumer group, deleted (DeleteGroups, offsets expiry, a downgrade to
-    classic): members' and targets' records first, the group's own record last (its replay
-    drops the group). The one place these tombstones are written."""
-    gid = group.group_id
-    out = []
-    for mid in sorted(set(group.members) | set(group.target)):
-        out.append(Record(ConsumerGroupCurrentMemberAssignmentKey(gid, mid), None))
-        out.append(Record(ConsumerGroupTargetAssignmentMemberKey(gid, mid), None))
-        out.append(Record(ConsumerGroupMemberMetadataKey(gid, mid), None))
-    out.append(Record(ConsumerGroupTargetAssignmentMetadataKey(gid), None))
-    out.append(Record(ConsumerGroupPartitionMetadataKey(gid), None))
-    out.append(Record(ConsumerGroupMetadataKey(gid), None))
-    return out
+    classic): ``ModernGroup.tombstones``, the one place these tombstones are written."""
+    return group.tombstones()

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from protocol import messages as m
 from protocol.consumer.member import ConsumerGroupMember
-from protocol.records import ClientAssignorEntry
+from protocol.modern.changes import common_changes
 
 
 def is_full(req: m.ConsumerGroupHeartbeatRequest) -> bool:
@@ -50,37 +50,13 @@ def apply_request(
     member: ConsumerGroupMember, req: m.ConsumerGroupHeartbeatRequest
 ) -> ConsumerGroupMember:
     """The member with the request's non-null fields applied (null means unchanged)."""
-    changes: dict[str, object] = {}
-    if req.instance_id is not None:
-        changes["instance_id"] = req.instance_id
+    changes = common_changes(req)
     if req.rack_id is not None:
         changes["rack_id"] = req.rack_id
-    if req.rebalance_timeout_ms != -1:
-        changes["rebalance_timeout_ms"] = req.rebalance_timeout_ms
     if req.subscribed_topic_names is not None:
         changes["subscribed_topic_names"] = tuple(sorted(set(req.subscribed_topic_names)))
         changes["subscribed_topic_regex"] = None
     if req.subscribed_topic_regex is not None:
         changes["subscribed_topic_regex"] = req.subscribed_topic_regex
         changes["subscribed_topic_names"] = ()
-    if req.server_assignor is not None:
-        changes["server_assignor"] = req.server_assignor
-        changes["client_assignors"] = ()
-    if req.client_assignors is not None:
-        changes["client_assignors"] = tuple(
-            ClientAssignorEntry(
-                a.name,
-                a.minimum_version,
-                a.maximum_version,
-                a.reason,
-                a.metadata_version,
-                a.metadata_bytes,
-            )
-            for a in req.client_assignors
-        )
-        changes["server_assignor"] = None
-    if req.client_id:
-        changes["client_id"] = req.client_id
-    if req.client_host:
-        changes["client_host"] = req.client_host
     return member.updated(**changes)

@@ -1,28 +1,40 @@
 """A member of a KIP-848 consumer group: what it asked for and what it holds.
 
-A member *is* its two records: its metadata (subscription, rack, assignors...) and its current
-assignment (epoch, state, partitions). Holding the record values themselves, rather than a copy
-of their fields, means the record to write is always just the member's part, and replaying a
-record is just swapping a part. Immutable: changes produce a new member, so the rules can
-compare before and after.
+The kernel's member (``protocol.modern.member``) over the consumer records: its metadata
+(subscription, rack, assignors...) and its current assignment (epoch, state, partitions).
+Its units are ``(topic_id, partition)`` pairs. Immutable: changes produce a new member, so the
+rules can compare before and after.
 """
 
 from __future__ import annotations
 
+from collections.abc import Set
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
+from functools import partial
 from typing import Any
 
+from protocol import partitions as pm
+from protocol.modern.member import (
+    JOIN_EPOCH,
+    LEAVE_EPOCH,
+    STATIC_LEAVE_EPOCH,
+    ModernMember,
+    fresh_assignment,
+    read_through,
+)
 from protocol.records import (
-    ClientAssignorEntry,
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataValue,
 )
 
-# Epochs with a meaning of their own in the heartbeat (seed 000 and Kafka).
-JOIN_EPOCH = 0
-LEAVE_EPOCH = -1
-STATIC_LEAVE_EPOCH = -2
+__all__ = [
+    "JOIN_EPOCH",
+    "LEAVE_EPOCH",
+    "STATIC_LEAVE_EPOCH",
+    "ConsumerGroupMember",
+    "MemberState",
+]
 
 
 class MemberState(IntEnum):
@@ -38,38 +50,24 @@ class MemberState(IntEnum):
         return self.name.lower()
 
 
-def _fresh_assignment() -> ConsumerGroupCurrentMemberAssignmentValue:
-    return ConsumerGroupCurrentMemberAssignmentValue(
-        member_epoch=JOIN_EPOCH, previous_member_epoch=-1, state=int(MemberState.STABLE)
-    )
-
-
-def _read(part: str, name: str) -> Any:
-    """A read-only attribute that reads through to one of the member's two records."""
-    return property(lambda self: getattr(getattr(self, part), name))
+Metadata = ConsumerGroupMemberMetadataValue
+Current = ConsumerGroupCurrentMemberAssignmentValue
+_fresh_assignment = partial(fresh_assignment, Current)
 
 
 @dataclass(frozen=True)
-class ConsumerGroupMember:
+class ConsumerGroupMember(ModernMember):
     member_id: str
-    metadata: ConsumerGroupMemberMetadataValue = field(
-        default_factory=ConsumerGroupMemberMetadataValue
-    )
-    current: ConsumerGroupCurrentMemberAssignmentValue = field(default_factory=_fresh_assignment)
+    metadata: Metadata = field(default_factory=Metadata)
+    current: Current = field(default_factory=_fresh_assignment)
 
-    instance_id = _read("metadata", "instance_id")
-    rack_id = _read("metadata", "rack_id")
-    client_id = _read("metadata", "client_id")
-    client_host = _read("metadata", "client_host")
-    subscribed_topic_names = _read("metadata", "subscribed_topic_names")
-    subscribed_topic_regex = _read("metadata", "subscribed_topic_regex")
-    server_assignor = _read("metadata", "server_assignor")
-    client_assignors = _read("metadata", "client_assignors")
-    rebalance_timeout_ms = _read("metadata", "rebalance_timeout_ms")
-    member_epoch = _read("current", "member_epoch")
-    previous_member_epoch = _read("current", "previous_member_epoch")
-    assigned_partitions = _read("current", "assigned_partitions")
-    partitions_pending_revocation = _read("current", "partitions_pending_revocation")
+    STATES = MemberState
+
+    rack_id = read_through("metadata", "rack_id")
+    subscribed_topic_names = read_through("metadata", "subscribed_topic_names")
+    subscribed_topic_regex = read_through("metadata", "subscribed_topic_regex")
+    assigned_partitions = read_through("current", "assigned_partitions")
+    partitions_pending_revocation = read_through("current", "partitions_pending_revocation")
 
     @classmethod
     def of(
@@ -89,31 +87,21 @@ class ConsumerGroupMember:
         return member
 
     @property
-    def state(self) -> MemberState:
-        s = self.current.state
-        return MemberState(s) if s in MemberState._value2member_map_ else MemberState.UNKNOWN
+    def assigned_units(self) -> set[tuple[str, int]]:
+        return pm.pairs(self.current.assigned_partitions)
 
-    def with_metadata(self, value: ConsumerGroupMemberMetadataValue) -> ConsumerGroupMember:
-        return replace(self, metadata=value)
+    @property
+    def pending_units(self) -> set[tuple[str, int]]:
+        return pm.pairs(self.current.partitions_pending_revocation)
 
-    def with_assignment(
-        self, value: ConsumerGroupCurrentMemberAssignmentValue
-    ) -> ConsumerGroupMember:
-        return replace(self, current=value)
-
-    def updated(self, **changes: Any) -> ConsumerGroupMember:
-        """The member with some of its metadata fields changed."""
-        return replace(self, metadata=replace(self.metadata, **changes))
+    def unit_fields(self, assigned: Set, pending: Set) -> dict[str, Any]:
+        return {
+            "assigned_partitions": pm.from_pairs(assigned),
+            "partitions_pending_revocation": pm.from_pairs(pending),
+        }
 
     def moved(self, **changes: Any) -> ConsumerGroupMember:
         """The member with some of its current-assignment fields changed."""
         if "state" in changes:
             changes["state"] = int(changes["state"])
         return replace(self, current=replace(self.current, **changes))
-
-    @property
-    def uses_client_assignors(self) -> bool:
-        return bool(self.client_assignors)
-
-    def client_assignor(self, name: str) -> ClientAssignorEntry | None:
-        return next((a for a in self.client_assignors if a.name == name), None)

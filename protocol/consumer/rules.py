@@ -10,6 +10,10 @@ target-assignment computation (``handle_batch``):
 2. ``finish_turn``: once per turn, bump the epoch of every group that changed and recompute
    its target assignment (``epochs``). Members' deadlines live in ``sessions``.
 3. ``complete``: reconcile the member toward its target and build its reply.
+
+What every modern group shares (static membership, the lost-response rule, size and assignor
+checks, member records, leave and fence) is the kernel's (``protocol.modern.rules``); this
+module adds the consumer's subscription triggers, the three steps and the migration hooks.
 """
 
 from __future__ import annotations
@@ -19,7 +23,6 @@ from dataclasses import dataclass, replace
 
 from protocol import messages as m
 from protocol import partitions as pm
-from protocol.assignor_choice import choose_assignor
 from protocol.consumer.epochs import EpochTurn
 from protocol.consumer.group import ConsumerGroup
 from protocol.consumer.heartbeat_changes import (
@@ -42,11 +45,8 @@ from protocol.consumer.validation import validate_heartbeat
 from protocol.consumer.wake_ups import WakeUps
 from protocol.context import ShardContext
 from protocol.errors import CoordinatorError, Errors
+from protocol.modern.rules import ModernRules
 from protocol.records import (
-    ConsumerGroupCurrentMemberAssignmentKey,
-    ConsumerGroupMemberMetadataKey,
-    ConsumerGroupTargetAssignmentMemberKey,
-    ConsumerGroupTargetAssignmentMemberValue,
     Record,
 )
 
@@ -70,12 +70,14 @@ class Admitted:
     send_assignment: bool  # join or full request: the reply carries the assignment regardless
 
 
-class ConsumerGroupRules:
+class ConsumerGroupRules(ModernRules):
     """Every KIP-848 heartbeat, leave, fence and metadata change, in the three steps above;
     and the member changes online migration asks for (``ConsumerMembersPort``)."""
 
+    GROUP, ASSIGNMENT = ConsumerGroup, m.HeartbeatAssignment
+
     def __init__(self, ctx: ShardContext) -> None:
-        self.ctx = ctx
+        super().__init__(ctx)
         self.turn = EpochTurn(ctx)
         self.sessions = MemberTimers(ctx, self.fence)
         self.wake_ups = WakeUps()  # whom a turn gives a reason to heartbeat now
@@ -99,9 +101,11 @@ class ConsumerGroupRules:
         owned = pm.from_wire(req.topic_partitions) if req.topic_partitions is not None else None
         if req.member_epoch == JOIN_EPOCH:
             return self._join(group, req)
-        member = self._existing_member(group, req)
+        member = self.existing_member(group, req.group_id, req.member_id, req.instance_id)
         assert group is not None
-        if req.member_epoch != member.member_epoch and not self._lost_response(member, req, owned):
+        if req.member_epoch != member.member_epoch and not self.lost_response(
+            member, req.member_epoch, None if owned is None else pm.pairs(owned)
+        ):
             self.fence(group, member.member_id, "member fenced: stale epoch")
             return m.ConsumerGroupHeartbeatResponse(
                 error_code=Errors.FENCED_MEMBER_EPOCH,
@@ -120,89 +124,22 @@ class ConsumerGroupRules:
         self._update_member(group, member, req)
         return Admitted(req, req.group_id, member.member_id, member, owned, is_full(req))
 
-    def _existing_member(
-        self, group: ConsumerGroup | None, req: m.ConsumerGroupHeartbeatRequest
-    ) -> ConsumerGroupMember:
-        member = group.members.get(req.member_id) if group is not None else None
-        if req.instance_id is not None and group is not None:
-            holder = group.static_members.get(req.instance_id)
-            if holder is None:
-                raise CoordinatorError(
-                    Errors.UNKNOWN_MEMBER_ID,
-                    f"Instance id {req.instance_id} is unknown in group {req.group_id}.",
-                )
-            if holder != req.member_id:
-                raise CoordinatorError(
-                    Errors.FENCED_INSTANCE_ID,
-                    f"Static member {req.member_id} with instance id {req.instance_id} was "
-                    f"replaced by member {holder}.",
-                )
-        if member is None:
-            raise CoordinatorError(
-                Errors.UNKNOWN_MEMBER_ID,
-                f"Member {req.member_id} is not a member of group {req.group_id}.",
-            )
-        return member
-
-    @staticmethod
-    def _lost_response(
-        member: ConsumerGroupMember,
-        req: m.ConsumerGroupHeartbeatRequest,
-        owned: pm.PartitionMap | None,
-    ) -> bool:
-        """Seed 000's edge case: the reply that moved the member to its epoch was lost.
-
-        The member retries with its previous epoch. Accepting it is safe when what it owns is
-        a subset of what the coordinator assigned it (Kafka's check; the assigned partitions
-        are part of the target at the member's epoch).
-        """
-        return (
-            req.member_epoch == member.previous_member_epoch
-            and member.member_epoch >= 0
-            and owned is not None
-            and pm.is_subset(owned, member.assigned_partitions)
-        )
-
     def _join(self, group: ConsumerGroup | None, req: m.ConsumerGroupHeartbeatRequest) -> Admitted:
-        if group is not None and req.instance_id is not None:
-            holder_id = group.static_members.get(req.instance_id)
-            if holder_id is not None and holder_id != req.member_id:
-                holder = group.members[holder_id]
-                # A classic member never says it left (static members don't): a restart
-                # with the new protocol under its instance id replaces it (online upgrade).
-                classic = holder.metadata.classic_member_metadata is not None
-                if holder.member_epoch != STATIC_LEAVE_EPOCH and not classic:
-                    raise CoordinatorError(
-                        Errors.UNRELEASED_INSTANCE_ID,
-                        f"Static member with instance id {req.instance_id} is still a member "
-                        f"({holder_id}); it must leave before another member takes its place.",
-                    )
-                return self._replace_static_member(group, holder, req)
+        holder = self.static_holder(group, req.member_id, req.instance_id)
+        if holder is not None:
+            assert group is not None
+            return self._replace_static_member(group, holder, req)
         existing = group.members.get(req.member_id) if group is not None and req.member_id else None
         if existing is not None:
             # A member rejoining under its own id (it lost its state): it owns nothing now.
             self._update_member(group, existing, req)
             return Admitted(req, req.group_id, existing.member_id, existing, {}, True)
-        size = len(group.members) if group is not None else 0
-        if size >= self.ctx.config.group_consumer_max_size:
-            raise CoordinatorError(
-                Errors.GROUP_MAX_SIZE_REACHED,
-                f"The consumer group has reached its maximum capacity of "
-                f"{self.ctx.config.group_consumer_max_size} members.",
-            )
+        self.check_size(group)
         member_id = req.member_id or self._fresh_member_id(group)
         member = apply_request(ConsumerGroupMember(member_id), req)
-        self._check_client_assignors(group, member)
-        self.ctx.emit(
-            Record(ConsumerGroupMemberMetadataKey(req.group_id, member_id), member.metadata)
-        )
-        self.ctx.emit(
-            Record(
-                ConsumerGroupCurrentMemberAssignmentKey(req.group_id, member_id),
-                member.current,
-            )
-        )
-        self.turn.mark(req.group_id, bump=True, reason="new member joined", member=member)
+        self.check_client_assignors(group, member)
+        self.emit_new_member(req.group_id, member)
+        self.turn.mark(req.group_id, "new member joined", member)
         self.sessions.reset_session(req.group_id, member_id)
         return Admitted(req, req.group_id, member_id, None, {}, True)
 
@@ -220,15 +157,11 @@ class ConsumerGroupRules:
         new = apply_request(replace(old, member_id=new_id), req).updated(
             classic_member_metadata=None
         )
-        self._check_client_assignors(group, new, replacing=old.member_id)
-        target = group.target.get(old.member_id, ConsumerGroupTargetAssignmentMemberValue())
+        self.check_client_assignors(group, new, replacing=old.member_id)
         gid = group.group_id
-        self._remove_member_records(gid, old.member_id)
-        self.ctx.emit(Record(ConsumerGroupMemberMetadataKey(gid, new_id), new.metadata))
-        self.ctx.emit(Record(ConsumerGroupTargetAssignmentMemberKey(gid, new_id), target))
-        self.ctx.emit(Record(ConsumerGroupCurrentMemberAssignmentKey(gid, new_id), new.current))
+        self.take_place(group, old, new)
         if subscription_changed(old, new):
-            self.turn.mark(gid, bump=True, reason="static member rejoined with changes", member=new)
+            self.turn.mark(gid, "static member rejoined with changes", new)
         self.sessions.reset_session(gid, new_id)
         return Admitted(req, gid, new_id, None, {}, True)
 
@@ -245,49 +178,19 @@ class ConsumerGroupRules:
     ) -> None:
         """Persist a member's changed metadata (a rebalance if its subscription changed)."""
         if updated.metadata != member.metadata:
-            self._check_client_assignors(group, updated)
-            key = ConsumerGroupMemberMetadataKey(group.group_id, member.member_id)
-            self.ctx.emit(Record(key, updated.metadata))
+            self.check_client_assignors(group, updated)
+            self.emit_metadata(group.group_id, updated)
             if subscription_changed(member, updated):
-                self.turn.mark(group.group_id, True, "member subscription changed", updated)
+                self.turn.mark(group.group_id, "member subscription changed", updated)
         # Touched even when unchanged: a target that could not be computed earlier is retried.
-        self.turn.mark(group.group_id, bump=False)
+        self.turn.mark(group.group_id, None)
         self.sessions.reset_session(group.group_id, member.member_id)
-
-    def _check_client_assignors(
-        self, group: ConsumerGroup | None, member: ConsumerGroupMember, replacing: str | None = None
-    ) -> None:
-        """UNSUPPORTED_ASSIGNOR when the member's version range cannot meet the group's."""
-        if not member.uses_client_assignors:
-            return
-        members = dict(group.members) if group is not None else {}
-        members.pop(replacing or "", None)
-        members[member.member_id] = member
-        choice = choose_assignor(members.values(), self.ctx.config.default_server_assignor)
-        if choice.client_side and choice.version_range is None:
-            raise CoordinatorError(
-                Errors.UNSUPPORTED_ASSIGNOR,
-                f"The version range of client assignor {choice.name!r} does not overlap with "
-                "the other members of the group.",
-            )
 
     def _leave(
         self, group: ConsumerGroup | None, req: m.ConsumerGroupHeartbeatRequest
     ) -> m.ConsumerGroupHeartbeatResponse:
-        member = self._existing_member(group, req)
+        member = self.leave(group, req)
         assert group is not None
-        if req.member_epoch == LEAVE_EPOCH:
-            self.fence(group, member.member_id, "member left the group")
-        else:
-            # A static member going away for a while keeps its assignment and its place.
-            away = member.moved(
-                member_epoch=STATIC_LEAVE_EPOCH,
-                partitions_pending_revocation={},
-                state=MemberState.STABLE,
-            )
-            key = ConsumerGroupCurrentMemberAssignmentKey(group.group_id, member.member_id)
-            self.ctx.emit(Record(key, away.current))
-            self.sessions.reset_session(group.group_id, member.member_id)
         return m.ConsumerGroupHeartbeatResponse(
             member_id=member.member_id,
             member_epoch=req.member_epoch,
@@ -298,28 +201,20 @@ class ConsumerGroupRules:
         """Remove a member (it left, was fenced or timed out) and trigger a rebalance; a group
         left with classic members only converts back to a classic group (seed 002)."""
         member = group.members.get(member_id)
-        self._remove_member_records(group.group_id, member_id)
+        self.remove_member_records(group.group_id, member_id)
         self.ctx.classic_members.forget(group.group_id, member_id)
-        self.turn.mark(group.group_id, bump=True, reason=reason, member=member)
+        self.turn.mark(group.group_id, reason, member)
         self.ctx.migration.maybe_downgrade(group)
 
     # ------------------------------------------------- for classic members (migration)
 
     def add_member(self, group: ConsumerGroup, member_id: str, fields: dict) -> ConsumerGroupMember:
         """A classic member joining a converted group: its records, a bump, a session."""
-        if len(group.members) >= self.ctx.config.group_consumer_max_size:
-            raise CoordinatorError(
-                Errors.GROUP_MAX_SIZE_REACHED,
-                f"The consumer group has reached its maximum capacity of "
-                f"{self.ctx.config.group_consumer_max_size} members.",
-            )
+        self.check_size(group)
         member = ConsumerGroupMember(member_id).updated(**fields)
         gid = group.group_id
-        self.ctx.emit(Record(ConsumerGroupMemberMetadataKey(gid, member_id), member.metadata))
-        self.ctx.emit(
-            Record(ConsumerGroupCurrentMemberAssignmentKey(gid, member_id), member.current)
-        )
-        self.turn.mark(gid, bump=True, reason="new member joined", member=member)
+        self.emit_new_member(gid, member)
+        self.turn.mark(gid, "new member joined", member)
         self.sessions.reset_session(gid, member_id)
         return member
 
@@ -337,23 +232,14 @@ class ConsumerGroupRules:
         assignment; the old id is gone, so its process is fenced."""
         new = replace(old, member_id=new_id).updated(**fields)
         gid = group.group_id
-        target = group.target.get(old.member_id, ConsumerGroupTargetAssignmentMemberValue())
-        self._remove_member_records(gid, old.member_id)
-        self.ctx.emit(Record(ConsumerGroupMemberMetadataKey(gid, new_id), new.metadata))
-        self.ctx.emit(Record(ConsumerGroupTargetAssignmentMemberKey(gid, new_id), target))
-        self.ctx.emit(Record(ConsumerGroupCurrentMemberAssignmentKey(gid, new_id), new.current))
+        self.take_place(group, old, new)
         changed = subscription_changed(old, new)
-        self.turn.mark(gid, changed, "static member rejoined with changes", new)
+        self.turn.mark(gid, "static member rejoined with changes" if changed else None, new)
         self.sessions.reset_session(gid, new_id)
         return new
 
     def touch_session(self, group_id: str, member_id: str) -> None:
         self.sessions.reset_session(group_id, member_id)
-
-    def _remove_member_records(self, group_id: str, member_id: str) -> None:
-        self.ctx.emit(Record(ConsumerGroupCurrentMemberAssignmentKey(group_id, member_id), None))
-        self.ctx.emit(Record(ConsumerGroupTargetAssignmentMemberKey(group_id, member_id), None))
-        self.ctx.emit(Record(ConsumerGroupMemberMetadataKey(group_id, member_id), None))
 
     # ---------------------------------------------------------------- step 3: complete
 
@@ -366,8 +252,7 @@ class ConsumerGroupRules:
             member, group.assignment_epoch, group.target_of(a.member_id), a.owned, group.owner_of
         )
         if new != member:
-            key = ConsumerGroupCurrentMemberAssignmentKey(a.group_id, a.member_id)
-            self.ctx.emit(Record(key, new.current))
+            self.emit_assignment(a.group_id, new)
         choice = group.assignor(self.ctx.config)
         compute = (
             choice.client_side
@@ -383,14 +268,7 @@ class ConsumerGroupRules:
             should_compute_assignment=compute,
         )
         if a.send_assignment or assignment_changed(a.before, new):
-            target = group.target.get(new.member_id, ConsumerGroupTargetAssignmentMemberValue())
-            resp.assignment = m.HeartbeatAssignment(
-                error=target.error,
-                assigned_topic_partitions=pm.to_wire(new.assigned_partitions),
-                pending_topic_partitions=pm.to_wire(group.pending_of(new)),
-                metadata_version=target.metadata_version,
-                metadata_bytes=target.metadata_bytes,
-            )
+            resp.assignment = self.assignment(group, new)
         return resp
 
     # ------------------------------------------------------- step 2, timers, replay
@@ -414,4 +292,4 @@ class ConsumerGroupRules:
                 group.members
                 and group.subscription_entries(self.ctx.image) != group.subscription_metadata
             ):
-                self.turn.mark(group.group_id, bump=True, reason="topic metadata changed")
+                self.turn.mark(group.group_id, "topic metadata changed")

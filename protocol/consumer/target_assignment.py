@@ -23,13 +23,12 @@ from assignors import AssignmentSpec, MemberSpec, TopicSpec, server_assignor
 from protocol import partitions as pm
 from protocol.consumer.group import ConsumerGroup, subscription_key, subscription_topic_names
 from protocol.metadata import MetadataImage
+from protocol.modern.target import target_records
+
+__all__ = ["Targets", "assignment_spec", "compute_target", "target_records"]
 from protocol.records import (
     ConsumerGroupMemberMetadataValue,
-    ConsumerGroupTargetAssignmentMemberKey,
     ConsumerGroupTargetAssignmentMemberValue,
-    ConsumerGroupTargetAssignmentMetadataKey,
-    ConsumerGroupTargetAssignmentMetadataValue,
-    Record,
 )
 
 Targets = dict[str, ConsumerGroupTargetAssignmentMemberValue]
@@ -139,19 +138,3 @@ def compute_target(group: ConsumerGroup, image: MetadataImage, assignor_name: st
         if not same:
             targets[mid] = ConsumerGroupTargetAssignmentMemberValue(pm.normalize(mapping))
     return targets
-
-
-def target_records(group: ConsumerGroup, targets: Targets, epoch: int) -> list[Record]:
-    gid = group.group_id
-    records = []
-    for mid, value in targets.items():
-        old = group.target.get(mid)
-        if old is not value and old != value:
-            records.append(Record(ConsumerGroupTargetAssignmentMemberKey(gid, mid), value))
-    records.append(
-        Record(
-            ConsumerGroupTargetAssignmentMetadataKey(gid),
-            ConsumerGroupTargetAssignmentMetadataValue(epoch),
-        )
-    )
-    return records

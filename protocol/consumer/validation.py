@@ -12,7 +12,8 @@ from protocol import messages as m
 from protocol.config import CoordinatorConfig
 from protocol.consumer.member import JOIN_EPOCH, STATIC_LEAVE_EPOCH
 from protocol.consumer.regex import InvalidRegex, compile_topic_regex
-from protocol.errors import CoordinatorError, Errors, invalid_request
+from protocol.errors import invalid_request
+from protocol.modern.validation import check_server_assignor, validate_assignor_list
 from protocol.validation import check_types
 
 
@@ -47,7 +48,8 @@ def validate_heartbeat(req: m.ConsumerGroupHeartbeatRequest, config: Coordinator
             raise invalid_request(
                 f"SubscribedTopicRegex must be a valid regular expression: {e}"
             ) from None
-    _validate_assignors(req, config)
+    validate_assignor_list(req)
+    check_server_assignor(req, config.group_consumer_assignors)
     for tp in req.topic_partitions or ():
         if not tp.topic_id:
             raise invalid_request("TopicPartitions.TopicId can't be empty.")
@@ -64,35 +66,3 @@ def _validate_join(req: m.ConsumerGroupHeartbeatRequest) -> None:
         )
     if req.topic_partitions:
         raise invalid_request("TopicPartitions must be empty when (re-)joining.")
-
-
-def _validate_assignors(req: m.ConsumerGroupHeartbeatRequest, config: CoordinatorConfig) -> None:
-    if req.server_assignor is not None and req.client_assignors is not None:
-        raise invalid_request("ServerAssignor and ClientAssignors cannot be used together.")
-    names = set()
-    for a in req.client_assignors or ():
-        if not a.name:
-            raise invalid_request("Assignor.Name must be non-empty.")
-        if a.name in names:
-            raise invalid_request(f"Assignor {a.name!r} is listed twice.")
-        names.add(a.name)
-        if a.minimum_version < -1:
-            raise invalid_request("Assignor.MinimumVersion must be >= -1.")
-        if a.maximum_version < 0 or a.maximum_version < a.minimum_version:
-            raise invalid_request(
-                "Assignor.MaximumVersion must be >= 0 and >= Assignor.MinimumVersion."
-            )
-        if not a.minimum_version <= a.metadata_version <= a.maximum_version:
-            raise invalid_request(
-                "Assignor.Version must be >= Assignor.MinimumVersion "
-                "and <= Assignor.MaximumVersion."
-            )
-    if (
-        req.server_assignor is not None
-        and req.server_assignor not in config.group_consumer_assignors
-    ):
-        raise CoordinatorError(
-            Errors.UNSUPPORTED_ASSIGNOR,
-            f"ServerAssignor {req.server_assignor!r} is not supported; "
-            f"supported: {', '.join(config.group_consumer_assignors)}.",
-        )

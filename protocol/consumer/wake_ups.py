@@ -35,6 +35,8 @@ from protocol.records import (
 MemberKey = tuple[str, str]  # (group id, member id)
 _UNRELEASED = int(MemberState.UNRELEASED_PARTITIONS)
 
+CONSUMER = ConsumerGroup.group_type
+
 
 class WakeUps:
     """The wake-worthy changes since the last ``take``: bounded by the members whose target
@@ -85,11 +87,11 @@ def members_to_wake(
     wake: set[MemberKey] = set()
     for gid, mid in retargeted:
         group = groups.get(gid)
-        if isinstance(group, ConsumerGroup) and mid in group.members:
+        if group is not None and group.group_type == CONSUMER and mid in group.members:
             wake.add((gid, mid))
     for gid, freed in released.items():
         group = groups.get(gid)
-        if not isinstance(group, ConsumerGroup):
+        if group is None or group.group_type != CONSUMER:
             continue
         owners = group.owners
         free = {tp for tp in freed if tp not in owners}

@@ -1,0 +1,106 @@
+"""Step 2 of a turn: bump the epoch of every group that changed, once, and recompute its
+target assignment, once (seed 000: "Group Epoch - Trigger a rebalance"; seed 004's list).
+
+Changes are *marked* while a turn's requests are admitted and *settled* at the turn's end, so
+a thousand joins in one turn cost one epoch bump and one assignor run, not a thousand. The
+first cause of a bump is what the rebalance history keeps. A group type says what its bump
+writes (the consumer's subscribed topics, Connect's connectors), whether its coordinator-side
+assignor is in charge, and how that assignor computes a target.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from protocol.modern.target import Targets, target_records
+from protocol.records import Record
+
+if TYPE_CHECKING:
+    from protocol.context import ShardContext
+
+log = logging.getLogger(__name__)
+
+
+class EpochTurn:
+    """The groups a turn changed, and what settling them writes."""
+
+    group_type: ClassVar[str]
+
+    def __init__(self, ctx: ShardContext) -> None:
+        self.ctx = ctx
+        self._causes: dict[str, tuple[str, Any]] = {}  # groups to bump: first cause, member
+        self._touched: set[str] = set()  # groups whose target may need computing
+
+    def mark(self, group_id: str, reason: str | None, member: Any = None) -> None:
+        """Note a change of ``group_id``; ``reason`` None: no bump, but a target not computed
+        yet is retried."""
+        self._touched.add(group_id)
+        if reason is not None:
+            self._causes.setdefault(group_id, (reason, member))
+
+    def finish(self) -> None:
+        causes, touched = self._causes, self._touched
+        self._causes, self._touched = {}, set()
+        ctx = self.ctx
+        for group_id in sorted(causes):
+            group = self._group(group_id)
+            if group is None:
+                continue
+            reason, member = causes[group_id]
+            ctx.history.remember(
+                group_id,
+                group.group_epoch,
+                reason,
+                ctx.now_ms,
+                member.member_id if member is not None else None,
+                member.instance_id if member is not None else None,
+            )
+            epoch = group.group_epoch + 1
+            for record in self.records_before_bump(group, epoch):
+                ctx.emit(record)
+            ctx.emit(Record(group.RECORDS.group(group_id), self.group_value(group, epoch)))
+        for group_id in sorted(touched):
+            group = self._group(group_id)
+            if (
+                group is not None
+                and group.group_epoch > group.assignment_epoch
+                and not self.client_side(group)
+            ):
+                self.compute(group)
+
+    settle = finish
+
+    def compute(self, group: Any) -> None:
+        """Run the coordinator's assignor and install its target at the group epoch."""
+        try:
+            targets = self.compute_targets(group)
+        except Exception:
+            # Kafka fails the heartbeat; here the turn is shared, so the group keeps its old
+            # target and stays "assigning" until a later turn computes one.
+            log.exception("the assignor of %s group %s failed", self.group_type, group.group_id)
+            return
+        for record in target_records(group, targets, group.group_epoch):
+            self.ctx.emit(record)
+
+    def _group(self, group_id: str) -> Any:
+        group = self.ctx.groups.get(group_id)
+        return group if group is not None and group.group_type == self.group_type else None
+
+    # --- the group type's hooks --------------------------------------------------------------
+
+    def records_before_bump(self, group: Any, epoch: int) -> list[Record]:
+        """Records a bump to ``epoch`` writes before the group's own (none by default)."""
+        return []
+
+    def group_value(self, group: Any, epoch: int) -> Any:
+        """The group's own record at ``epoch``."""
+        raise NotImplementedError
+
+    def client_side(self, group: Any) -> bool:
+        """Whether a member computes the group's target (client-side assignment)."""
+        raise NotImplementedError
+
+    def compute_targets(self, group: Any) -> Targets:
+        """The coordinator-side assignor's target for ``group`` (it may raise)."""
+        raise NotImplementedError
