@@ -11,7 +11,6 @@ SyncGroup replies wait for the leader's assignment (``sync``), which is persiste
 from __future__ import annotations
 
 from protocol import messages as m
-from protocol.api import error_response
 from protocol.classic import group as cg
 from protocol.classic.consumer_protocol import (
     PROTOCOL_TYPE,
@@ -166,7 +165,7 @@ class Rebalances:
     ) -> None:
         """End a waiting JoinGroup or SyncGroup with an error (a JoinGroup keeps telling
         the member its id)."""
-        reply = error_response(pending, error, message)
+        reply = self.ctx.error_reply(pending, error, message)
         if member is not None and isinstance(reply, m.JoinGroupResponse):
             reply.member_id = member.member_id
         self.ctx.complete(pending, reply)
