@@ -7,7 +7,8 @@ the state tables and the metrics iterate these rows or look a group's row up by 
 
 A row (``GroupType``) holds, for one type:
 
-- ``name``: the group's ``group_type``, the ListGroups type and the metrics label;
+- ``name``: the group's ``group_type`` and the ListGroups type; ``metrics_label``: the tag
+  its groups are counted under (seed 000's ``consumer`` | ``generic``);
 - ``group_class`` and ``states`` (the states ListGroups may filter on);
 - ``record_keys``: the record key types its rules replay (``replayer`` applies one);
 - ``timer_key``: the base type of its timer keys; ``rules`` (shard -> its rules object, which
@@ -30,7 +31,7 @@ classic, connect.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
 from operator import attrgetter
@@ -97,6 +98,7 @@ class GroupType:
     """
 
     name: str
+    metrics_label: str
     group_class: type
     states: tuple[str, ...]
     record_keys: tuple[type, ...]
@@ -121,11 +123,6 @@ class GroupType:
     offsets_deletable: Callable[[Group], bool] = _always
     may_expire_offsets: Callable[[Group], bool] = _always
     offsets_empty_since_ms: Callable[[Group], int | None] = _not_since
-
-    @property
-    def metrics_label(self) -> str:
-        """The label the runtime's metrics count this type's groups under."""
-        return self.name
 
 
 # ---------------------------------------------------------------------- consumer (KIP-848)
@@ -156,6 +153,7 @@ def _check_consumer_fetch(group: ConsumerGroup, req: m.OffsetFetchRequest) -> No
 
 CONSUMER = GroupType(
     name="consumer",
+    metrics_label="consumer",
     group_class=ConsumerGroup,
     states=tuple(consumer_group.STATES),
     record_keys=(
@@ -185,6 +183,7 @@ CONSUMER = GroupType(
 
 CLASSIC = GroupType(
     name="classic",
+    metrics_label="generic",  # seed 000's tag (Kafka 4 renamed it classic)
     group_class=ClassicGroup,
     states=tuple(s.value for s in ClassicGroupState),
     record_keys=(GroupMetadataKey,),
@@ -218,6 +217,7 @@ def _refuse_connect_commit(group: ConnectGroup, req: m.OffsetCommitRequest) -> N
 
 CONNECT = GroupType(
     name="connect",
+    metrics_label="connect",
     group_class=ConnectGroup,
     states=tuple(connect_group.STATES),
     record_keys=(
@@ -251,3 +251,11 @@ ALL_STATES: tuple[str, ...] = tuple(dict.fromkeys(s for row in GROUP_TYPES for s
 def type_of(group: Group) -> GroupType:
     """The row of a hosted group (every group class names its row by ``group_type``)."""
     return BY_NAME[group.group_type]
+
+
+def group_counts(groups: Iterable[Group]) -> dict[str, int]:
+    """How many of ``groups`` each row has, by metrics label (every label, zeros too)."""
+    counts = dict.fromkeys((row.metrics_label for row in GROUP_TYPES), 0)
+    for group in groups:
+        counts[BY_NAME[group.group_type].metrics_label] += 1
+    return counts

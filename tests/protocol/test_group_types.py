@@ -17,7 +17,14 @@ from protocol import messages as m
 from protocol import records as r
 from protocol.config import CoordinatorConfig
 from protocol.errors import Errors
-from protocol.group_types import BY_NAME, BY_RECORD_KEY, GROUP_TYPES, GroupType, type_of
+from protocol.group_types import (
+    BY_NAME,
+    BY_RECORD_KEY,
+    GROUP_TYPES,
+    GroupType,
+    group_counts,
+    type_of,
+)
 from protocol.metadata import ConnectorMetadata, MetadataImage, TopicMetadata
 from protocol.offsets.timers import OffsetsTimer
 from protocol.records import Record
@@ -186,7 +193,14 @@ def test_list_groups_shows_each_type_under_its_row_name(row: GroupType):
     assert [(g.group_id, g.group_type) for g in resp.groups] == [(GID, row.name)]
     group = shard.groups[GID]
     assert resp.groups[0].protocol_type == row.list_protocol_type(group)
-    assert row.metrics_label == group.group_type
+    counts = group_counts(shard.groups.values())
+    assert counts == {r.metrics_label: int(r is row) for r in GROUP_TYPES}
+
+
+def test_each_type_has_its_own_metrics_label_classic_as_the_seed_names_it():
+    labels = [row.metrics_label for row in GROUP_TYPES]
+    assert len(set(labels)) == len(labels)
+    assert BY_NAME["classic"].metrics_label == "generic"
 
 
 @pytest.mark.parametrize("row", GROUP_TYPES, ids=lambda row: row.name)
