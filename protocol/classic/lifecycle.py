@@ -14,12 +14,9 @@ from __future__ import annotations
 
 from protocol import messages as m
 from protocol.classic import group as cg
-from protocol.classic.consumer_protocol import (
-    PROTOCOL_TYPE,
-    ConsumerProtocolError,
-    decode_subscription,
-)
+from protocol.classic.consumer_protocol import PROTOCOL_TYPE
 from protocol.classic.group import ClassicGroup
+from protocol.classic.subscriptions import subscribed_topic_names
 from protocol.offsets.commit_checks import validate_classic_commit
 from protocol.records import GroupMetadataKey, Record
 
@@ -50,23 +47,8 @@ def offsets_deletable(group: ClassicGroup) -> bool:
 
 
 def subscribed_topics(group: ClassicGroup, strict: bool) -> set[str] | None:
-    """The topic names the members subscribe to (none for a group without members).
-
-    ``strict``: ``None`` unless every member's bytes decode (expiry must not guess);
-    otherwise the union of those that do.
-    """
-    if not group.members:
-        return set()
-    if group.protocol_type != PROTOCOL_TYPE:
-        return None if strict else set()
-    topics: set[str] = set()
-    for member in group.members.values():
-        try:
-            topics.update(decode_subscription(member.metadata_for(group.protocol_name)).topics)
-        except ConsumerProtocolError:
-            if strict:
-                return None
-    return topics
+    """Offsets of these topics never expire, nor may OffsetDelete delete them."""
+    return subscribed_topic_names(group, strict)
 
 
 def may_expire_offsets(group: ClassicGroup) -> bool:

@@ -12,12 +12,8 @@ from __future__ import annotations
 
 from protocol import messages as m
 from protocol.classic import group as cg
-from protocol.classic.consumer_protocol import (
-    PROTOCOL_TYPE,
-    ConsumerProtocolError,
-    decode_subscription,
-)
 from protocol.classic.group import ClassicGroup, ClassicMember
+from protocol.classic.subscriptions import subscribed_topic_names
 from protocol.classic.timers import (
     ClassicTimer,
     JoinDeadline,
@@ -177,14 +173,7 @@ class Rebalances:
 
     def subscribed_topics(self, group: ClassicGroup) -> tuple[TopicMetadataEntry, ...]:
         """The metadata of the topics the members subscribe to, as the generation saw it."""
-        if group.protocol_type != PROTOCOL_TYPE:
-            return ()
-        names: set[str] = set()
-        for member in group.members.values():
-            try:
-                names.update(decode_subscription(member.metadata_for(group.protocol_name)).topics)
-            except ConsumerProtocolError:
-                continue  # opaque to the coordinator; the leader still sees it
+        names = subscribed_topic_names(group, strict=False) or set()
         entries = []
         for name in sorted(names):
             t = self.ctx.image.topic_by_name(name)
