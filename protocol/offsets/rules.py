@@ -78,6 +78,11 @@ TopicPartition = tuple[str, int]
 
 
 class OffsetRules:
+    """Every group's committed offsets, of any type (and of simple groups, which have no
+    object): they change only by replay of ``OffsetCommitKey`` records, and what a group's type
+    decides (who may commit, whether it may be deleted, which offsets expire) is its row's
+    answer in the group-type table."""
+
     def __init__(self, ctx: ShardContext) -> None:
         self.ctx = ctx
         self.offsets: dict[str, dict[TopicPartition, OffsetCommitValue]] = {}
