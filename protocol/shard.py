@@ -64,8 +64,7 @@ class GroupCoordinatorShard:
     """The groups of one ``__consumer_offsets`` partition: every rule, no I/O.
 
     It dispatches each request through ``protocol.api``'s table to the rules of the group
-    type it concerns; it replays records, fires timers, passes metadata and ends turns by
-    iterating the group-type table (``protocol.group_types``), and guarantees that no request raises
+    type it concerns, fires timers by their key's type, and guarantees that no request raises
     (invariant 6: a refusal or a bug becomes an error reply) and that every state change is a
     record applied at once (so replay rebuilds the same state).
     """
@@ -96,7 +95,9 @@ class GroupCoordinatorShard:
         self.connect = ConnectGroupRules(self)
         self.connect_classic_members = ClassicWorkersOfConnectGroup(self)
         self.connect_migration = ConnectMigration(self)
-        # timer key type -> the rules that own it; record key type -> how to apply it
+        # Replay, timers, metadata and the end of a turn iterate the group-type table
+        # (protocol/group_types.py): timer key type -> the rules that own it; record key
+        # type -> how to apply it; the rules that end each turn.
         self._timer_owners = (
             *((row.timer_key, row.rules(self)) for row in GROUP_TYPES),
             (OffsetsTimer, self.offsets),
