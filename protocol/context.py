@@ -16,6 +16,7 @@ from protocol.config import CoordinatorConfig, GroupConfig
 from protocol.connect.group import ConnectGroup
 from protocol.consumer.group import ConsumerGroup
 from protocol.consumer.member import ConsumerGroupMember
+from protocol.errors import Errors
 from protocol.history import RebalanceHistory
 from protocol.metadata import MetadataImage
 from protocol.records import Record
@@ -45,6 +46,16 @@ class ClassicJoinPort(Protocol):
     def join(self, req: m.JoinGroupRequest) -> m.JoinGroupResponse | None: ...
     def leave(self, req: m.LeaveGroupRequest) -> m.LeaveGroupResponse: ...
     def start_after_downgrade(self, group: ClassicGroup) -> None: ...
+
+
+class ClassicHostPort(Protocol):
+    """Classic requests addressed to a group of another type (its classic members during an
+    online migration): what a group type's row names as its ``classic_host``."""
+
+    def join(self, group, req: m.JoinGroupRequest) -> m.JoinGroupResponse | None: ...
+    def sync(self, group, req: m.SyncGroupRequest) -> m.SyncGroupResponse | None: ...
+    def heartbeat(self, group, req: m.HeartbeatRequest) -> m.HeartbeatResponse: ...
+    def leave(self, group, req: m.LeaveGroupRequest) -> m.LeaveGroupResponse: ...
 
 
 class ClassicMembersPort(Protocol):
@@ -115,9 +126,21 @@ class ShardContext(Protocol):
 
     def group_config(self, group_id: str) -> GroupConfig: ...
     def new_member_id(self) -> str: ...
+    def group_of(self, group_id: str, group_type: str):
+        """The group ``group_id`` if it is of ``group_type`` (a row name), else None."""
+
     def consumer_group(self, group_id: str) -> ConsumerGroup | None: ...
     def classic_group(self, group_id: str) -> ClassicGroup | None: ...
-    def other_type_group_exists(self, group_id: str) -> bool: ...
+
+    def classic_host(self, group) -> ClassicHostPort | None:
+        """Who answers a classic request to ``group``: None when it is a classic group
+        itself; GROUP_ID_NOT_FOUND when its type takes no classic requests."""
+
+    def describe_classic(self, group, history: list) -> m.DescribeGroupsResponseGroup:
+        """``group`` as DescribeGroups shows it, in its type's shape."""
+
+    def error_reply(self, request: object, error: Errors, message: str | None) -> object:
+        """The reply ``request`` expects, carrying ``error`` (for ended waits)."""
 
     def complete(self, request: object, response: object) -> None:
         """Answer a request an earlier event left waiting (delayed JoinGroup/SyncGroup)."""

@@ -6,10 +6,9 @@ ListGroups filter spell them ``PreparingRebalance``. Either names the same state
 
 from __future__ import annotations
 
-from protocol.classic.states import ClassicGroupState
-from protocol.consumer import group as consumer_group
+from protocol.group_types import ALL_STATES
 
-ALL_STATES: tuple[str, ...] = (*consumer_group.STATES, *(s.value for s in ClassicGroupState))
+__all__ = ["ALL_STATES", "kafka_state_name", "state_key"]
 
 
 def state_key(state: object) -> str:

@@ -1,8 +1,8 @@
 """Why each group rebalanced: KIP-800's "memorize the cause of the state transition".
 
-Both group types write here: a classic group entering PreparingRebalance, a consumer group
-bumping its epoch. The history is kept per group id, apart from the group objects, because it
-outlives a group's conversion between protocols (and back). It is bounded
+Every group type writes here: a classic group entering PreparingRebalance, a consumer or
+Connect group bumping its epoch. The history is kept per group id, apart from the group
+objects, because it outlives a group's conversion between protocols (and back). It is bounded
 (``group_rebalance_history_max`` causes per group) and persisted as a record of its own, so a
 reloaded partition shows the same history.
 """

@@ -1,16 +1,14 @@
-"""ListGroups: every group a partition hosts, of any type (``consumer``, ``classic``,
-``connect``), filtered by state and type."""
+"""ListGroups: every group a partition hosts, of any type in the group-type table, filtered
+by state and type. Each group's type and protocol type are its row's answers."""
 
 from __future__ import annotations
 
 from protocol import messages as m
-from protocol.consumer.group import ConsumerGroup
 from protocol.context import ShardContext
 from protocol.errors import CoordinatorError, Errors
 from protocol.group_states import ALL_STATES, state_key
+from protocol.group_types import BY_NAME, type_of
 from protocol.validation import check_types
-
-GROUP_TYPES = ("consumer", "classic", "connect")
 
 
 def list_groups(ctx: ShardContext, req: m.ListGroupsRequest) -> m.ListGroupsResponse:
@@ -20,7 +18,7 @@ def list_groups(ctx: ShardContext, req: m.ListGroupsRequest) -> m.ListGroupsResp
     if unknown:
         raise CoordinatorError(Errors.INVALID_REQUEST, f"unknown group states {sorted(unknown)}")
     types = {t.lower() for t in req.types_filter}
-    unknown = types - set(GROUP_TYPES)
+    unknown = types - set(BY_NAME)
     if unknown:
         raise CoordinatorError(Errors.INVALID_REQUEST, f"unknown group types {sorted(unknown)}")
     listed = []
@@ -28,6 +26,6 @@ def list_groups(ctx: ShardContext, req: m.ListGroupsRequest) -> m.ListGroupsResp
         g = ctx.groups[group_id]
         if (states and state_key(g.state) not in states) or (types and g.group_type not in types):
             continue
-        protocol_type = "consumer" if isinstance(g, ConsumerGroup) else (g.protocol_type or "")
+        protocol_type = type_of(g).list_protocol_type(g)
         listed.append(m.ListedGroup(group_id, protocol_type, g.state, g.group_type))
     return m.ListGroupsResponse(groups=listed)

@@ -349,33 +349,30 @@ RECORD_SCHEMAS: dict[type, type] = {
     ConnectGroupCurrentMemberAssignmentKey: ConnectGroupCurrentMemberAssignmentValue,
 }
 
-# A consumer group's metadata tombstone deletes the whole consumer group: every record of
-# these types whose first key field is the group id. Offsets and the rebalance history are
-# not part of it (a group converted between protocols keeps both); deleting a group writes
-# their tombstones one by one, as Kafka does.
-CONSUMER_GROUP_TYPES = frozenset(
-    k.TYPE
-    for k in (
-        ConsumerGroupMetadataKey,
-        ConsumerGroupPartitionMetadataKey,
-        ConsumerGroupMemberMetadataKey,
-        ConsumerGroupTargetAssignmentMetadataKey,
-        ConsumerGroupTargetAssignmentMemberKey,
-        ConsumerGroupCurrentMemberAssignmentKey,
-    )
+# The key types of a consumer group's records (its row of ``protocol/group_types.py`` replays
+# them). Its metadata tombstone deletes the whole consumer group: every record of these types
+# whose first key field is the group id. Offsets and the rebalance history are not part of it
+# (a group converted between protocols keeps both); deleting a group writes their tombstones
+# one by one, as Kafka does.
+CONSUMER_GROUP_KEYS: tuple[type, ...] = (
+    ConsumerGroupMetadataKey,
+    ConsumerGroupPartitionMetadataKey,
+    ConsumerGroupMemberMetadataKey,
+    ConsumerGroupTargetAssignmentMetadataKey,
+    ConsumerGroupTargetAssignmentMemberKey,
+    ConsumerGroupCurrentMemberAssignmentKey,
 )
+CONSUMER_GROUP_TYPES = frozenset(k.TYPE for k in CONSUMER_GROUP_KEYS)
 
 # The same for a Connect group: its metadata tombstone deletes every record of these types.
-CONNECT_GROUP_TYPES = frozenset(
-    k.TYPE
-    for k in (
-        ConnectGroupMetadataKey,
-        ConnectGroupMemberMetadataKey,
-        ConnectGroupTargetAssignmentMetadataKey,
-        ConnectGroupTargetAssignmentMemberKey,
-        ConnectGroupCurrentMemberAssignmentKey,
-    )
+CONNECT_GROUP_KEYS: tuple[type, ...] = (
+    ConnectGroupMetadataKey,
+    ConnectGroupMemberMetadataKey,
+    ConnectGroupTargetAssignmentMetadataKey,
+    ConnectGroupTargetAssignmentMemberKey,
+    ConnectGroupCurrentMemberAssignmentKey,
 )
+CONNECT_GROUP_TYPES = frozenset(k.TYPE for k in CONNECT_GROUP_KEYS)
 
 # group metadata record type -> the record types its tombstone takes with it (compaction).
 GROUP_TOMBSTONE_SCOPE: dict[int, frozenset[int]] = {

@@ -21,15 +21,13 @@ from protocol import messages as m
 from protocol.api import api_of, error_response
 from protocol.classic.group import ClassicGroup
 from protocol.classic.rules import ClassicGroupRules
-from protocol.classic.timers import ClassicTimer
 from protocol.config import CoordinatorConfig, GroupConfig
 from protocol.connect.group import ConnectGroup
 from protocol.connect.rules import ConnectGroupRules
-from protocol.connect.timers import ConnectTimer
 from protocol.consumer.group import ConsumerGroup
 from protocol.consumer.rules import Admitted, ConsumerGroupRules
-from protocol.consumer.timers import ConsumerTimer
 from protocol.errors import CoordinatorError, Errors
+from protocol.group_types import GROUP_TYPES, type_of
 from protocol.history import RebalanceHistory
 from protocol.metadata import MetadataImage
 from protocol.migration.classic_members import ClassicMembersOfConsumerGroup
@@ -38,15 +36,7 @@ from protocol.migration.connect_conversion import ConnectMigration
 from protocol.migration.conversion import Migration
 from protocol.offsets.rules import OffsetRules
 from protocol.offsets.timers import OffsetsTimer
-from protocol.records import (
-    CONNECT_GROUP_TYPES,
-    ConsumerGroupMetadataKey,
-    GroupMetadataKey,
-    GroupRebalanceHistoryKey,
-    OffsetCommitKey,
-    OffsetCommitValue,
-    Record,
-)
+from protocol.records import GroupRebalanceHistoryKey, OffsetCommitKey, OffsetCommitValue, Record
 from protocol.timers import Timers
 
 log = logging.getLogger(__name__)
@@ -105,13 +95,19 @@ class GroupCoordinatorShard:
         self.connect = ConnectGroupRules(self)
         self.connect_classic_members = ClassicWorkersOfConnectGroup(self)
         self.connect_migration = ConnectMigration(self)
-        # timer key type -> the rules that own it
+        # Replay, timers, metadata and the end of a turn iterate the group-type table
+        # (protocol/group_types.py): timer key type -> the rules that own it; record key
+        # type -> how to apply it; the rules that end each turn.
         self._timer_owners = (
-            (ClassicTimer, self.classic),
-            (ConsumerTimer, self.consumer),
+            *((row.timer_key, row.rules(self)) for row in GROUP_TYPES),
             (OffsetsTimer, self.offsets),
-            (ConnectTimer, self.connect),
         )
+        self._replayers = {
+            OffsetCommitKey: self.offsets.replay,
+            GroupRebalanceHistoryKey: self.history.replay,
+            **{key: row.replayer(self) for row in GROUP_TYPES for key in row.record_keys},
+        }
+        self._turn_rules = tuple(row.rules(self) for row in GROUP_TYPES)
 
     # ------------------------------------------------------------------ public API
 
@@ -167,38 +163,18 @@ class GroupCoordinatorShard:
         self._records = []
         self._completed = []
         self.image = image
-        self.consumer.on_metadata([g for g in self.groups.values() if isinstance(g, ConsumerGroup)])
-        self.classic.on_metadata([g for g in self.groups.values() if isinstance(g, ClassicGroup)])
-        self.connect.on_metadata([g for g in self.groups.values() if isinstance(g, ConnectGroup)])
+        for row in GROUP_TYPES:
+            of_type = [g for g in self.groups.values() if g.group_type == row.name]
+            row.rules(self).on_metadata(of_type)
         self._finish_turn()
         return self._result([])
 
     def replay(self, record: Record) -> None:
         """Apply one persisted record (the load path; live events come through here too)."""
-        key = record.key
-        if isinstance(key, OffsetCommitKey):
-            self.offsets.replay(record)
-            return
-        if isinstance(key, GroupRebalanceHistoryKey):
-            self.history.replay(record)
-            return
-        if isinstance(key, GroupMetadataKey):
-            self.classic.replay(record)
-            return
-        if type(key).TYPE in CONNECT_GROUP_TYPES:
-            self.connect.replay(record)
-            return
-        group_id = key.group_id  # type: ignore[attr-defined]
-        if isinstance(key, ConsumerGroupMetadataKey) and record.value is None:
-            if isinstance(self.groups.get(group_id), ConsumerGroup):
-                del self.groups[group_id]
-            return
-        group = self.groups.get(group_id)
-        if not isinstance(group, ConsumerGroup):
-            group = self.groups[group_id] = ConsumerGroup(group_id)
-        before = group.members.get(getattr(key, "member_id", None) or "")
-        group.replay(record)
-        self.consumer.after_replay(group, record, before)
+        replay = self._replayers.get(type(record.key))
+        if replay is None:
+            raise ValueError(f"no group type replays {type(record.key).__name__} records")
+        replay(record)
 
     def take_wake_ups(self, decide: bool = True) -> list[tuple[str, str]]:
         """The (group, member) pairs the events since the last call gave a reason to heartbeat
@@ -238,16 +214,36 @@ class GroupCoordinatorShard:
     def new_member_id(self) -> str:
         return base64.urlsafe_b64encode(self._rng.randbytes(16)).decode().rstrip("=")
 
-    def consumer_group(self, group_id: str) -> ConsumerGroup | None:
+    def group_of(self, group_id: str, group_type: str):
+        """The group ``group_id`` if it is of ``group_type`` (a row of the group-type
+        table), else None."""
         group = self.groups.get(group_id)
-        return group if isinstance(group, ConsumerGroup) else None
+        return group if group is not None and group.group_type == group_type else None
+
+    def consumer_group(self, group_id: str) -> ConsumerGroup | None:
+        return self.group_of(group_id, "consumer")
 
     def classic_group(self, group_id: str) -> ClassicGroup | None:
-        group = self.groups.get(group_id)
-        return group if isinstance(group, ClassicGroup) else None
+        return self.group_of(group_id, "classic")
 
-    def other_type_group_exists(self, group_id: str) -> bool:
-        return isinstance(self.groups.get(group_id), ClassicGroup)
+    def classic_host(self, group):
+        """Who answers a classic request to ``group`` (its row's ``classic_host``): None for
+        a classic group; GROUP_ID_NOT_FOUND for a type that takes no classic requests."""
+        row = type_of(group)
+        if row.classic_host is None:
+            raise CoordinatorError(
+                Errors.GROUP_ID_NOT_FOUND,
+                f"Group {group.group_id} is a {row.name} group, not a classic group.",
+            )
+        return row.classic_host(self)
+
+    def describe_classic(self, group, history: list) -> m.DescribeGroupsResponseGroup:
+        """``group`` as DescribeGroups shows it, in its row's shape."""
+        return type_of(group).describe_classic(self, group, history)
+
+    def error_reply(self, request: object, error: Errors, message: str | None) -> object:
+        """The reply ``request`` expects, carrying ``error``: for waits the rules end."""
+        return error_response(request, error, message)
 
     def complete(self, request: object, response: object) -> None:
         """Answer a request that an earlier event left waiting (delayed JoinGroup/SyncGroup)."""
@@ -268,8 +264,8 @@ class GroupCoordinatorShard:
         self._finish_turn()
 
     def _finish_turn(self) -> None:
-        self.consumer.finish_turn()
-        self.connect.finish_turn()
+        for rules in self._turn_rules:
+            rules.finish_turn()
 
     def _dispatch(self, req: object) -> object:
         api = api_of(req)

@@ -42,6 +42,7 @@ from protocol.connect.group import ConnectGroup
 from protocol.consumer.describe import topic_name
 from protocol.consumer.group import ConsumerGroup
 from protocol.consumer.member import MemberState
+from protocol.group_types import GROUP_TYPES, type_of
 from protocol.metadata import MetadataImage
 
 _STR = pa.string()
@@ -183,26 +184,49 @@ def _gc_paused():
 
 
 def _shard_tables(shard) -> dict[str, pa.Table]:
+    """The group-type table's rows in order, each type's groups by its writer (a type with
+    none yet shows its groups' rows alone: ``_any_groups``), then offsets and rebalances."""
     cols = {name: _Columns(schema) for name, schema in SCHEMAS.items()}
-    image: MetadataImage = shard.image
     groups = [shard.groups[gid] for gid in sorted(shard.groups)]
-    consumer = [g for g in groups if isinstance(g, ConsumerGroup)]
-    for g in consumer:
-        _consumer_group(g, image, shard.config, cols)
-    _consumer_members(consumer, cols["members"])
-    for g in groups:
-        if isinstance(g, ClassicGroup):
-            _classic_group(g, image, cols)
-    connect = [g for g in groups if isinstance(g, ConnectGroup)]
-    for g in connect:
-        cols["groups"].add(**group_row(g, shard.config.default_connect_assignor))
-        for row in member_rows(g):
-            cols["members"].add(**row)
+    by_type = {row.name: [g for g in groups if g.group_type == row.name] for row in GROUP_TYPES}
+    for name, of_type in by_type.items():
+        _GROUP_WRITERS.get(name, _any_groups)(of_type, shard, cols)
     _offsets(shard.offsets.offsets, cols["offsets"])
     _rebalances(shard.history.causes, cols["rebalances"])
     tables = {name: c.table() for name, c in cols.items() if name != "connect_assignment"}
-    tables["connect_assignment"] = assignment_table(connect)
+    tables["connect_assignment"] = assignment_table(by_type.get("connect", []))
     return tables
+
+
+def _any_groups(groups: list, shard, cols: dict[str, _Columns]) -> None:
+    """The ``groups`` rows of a group type no writer below knows yet: what every group
+    answers (its row's protocol type, its state, members and epochs when it has them)."""
+    for g in groups:
+        cols["groups"].add(
+            group_id=g.group_id, group_type=g.group_type,
+            protocol_type=type_of(g).list_protocol_type(g), state=g.state,
+            group_epoch=getattr(g, "group_epoch", NO_EPOCH),
+            assignment_epoch=getattr(g, "assignment_epoch", NO_EPOCH), assignor="",
+            member_count=len(getattr(g, "members", ())),
+        )
+
+
+def _consumer_groups(groups: list[ConsumerGroup], shard, cols: dict[str, _Columns]) -> None:
+    for g in groups:
+        _consumer_group(g, shard.image, shard.config, cols)
+    _consumer_members(groups, cols["members"])
+
+
+def _classic_groups(groups: list[ClassicGroup], shard, cols: dict[str, _Columns]) -> None:
+    for g in groups:
+        _classic_group(g, shard.image, cols)
+
+
+def _connect_groups(groups: list[ConnectGroup], shard, cols: dict[str, _Columns]) -> None:
+    for g in groups:
+        cols["groups"].add(**group_row(g, shard.config.default_connect_assignor))
+        for row in member_rows(g):
+            cols["members"].add(**row)
 
 
 def _rebalances(history: dict, out: _Columns) -> None:
@@ -328,6 +352,14 @@ def _assignment(mem: ClassicMember) -> list[tuple[str, list[int]]]:
         return sorted(decode_assignment(mem.assignment).assigned_partitions)
     except ConsumerProtocolError:
         return []
+
+
+# group type (a row of ``protocol.group_types``) -> the writer of its groups' rows
+_GROUP_WRITERS = {
+    "consumer": _consumer_groups,
+    "classic": _classic_groups,
+    "connect": _connect_groups,
+}
 
 
 # ---------------------------------------------------------------------- offsets

@@ -14,12 +14,9 @@ from protocol.classic.lookup import (
     existing_member,
     protocols_of,
     rebalance_timeout_of,
-    refuse_other_types,
 )
 from protocol.classic.rebalance import Rebalances
 from protocol.classic.timers import MemberSession, PendingMemberExpiry
-from protocol.connect.group import ConnectGroup
-from protocol.consumer.group import ConsumerGroup
 from protocol.context import ShardContext
 from protocol.errors import CoordinatorError, Errors
 from protocol.validation import check_types
@@ -37,12 +34,9 @@ class JoinRules:
         check_types(req)
         self._validate(req)
         existing = self.ctx.groups.get(req.group_id)
-        if existing is not None:
-            refuse_other_types(existing)
-        if isinstance(existing, ConsumerGroup):
-            return self.ctx.classic_members.join(existing, req)
-        if isinstance(existing, ConnectGroup):
-            return self.ctx.connect_classic_members.join(existing, req)
+        host = self.ctx.classic_host(existing) if existing is not None else None
+        if host is not None:  # classic members of a group of another type
+            return host.join(existing, req)
         group = existing
         if group is None:
             if req.member_id:

@@ -8,16 +8,13 @@ from __future__ import annotations
 
 from protocol import messages as m
 from protocol.classic.group import ClassicGroup, ClassicMember
-from protocol.connect.group import ConnectGroup
-from protocol.consumer.group import ConsumerGroup
 from protocol.errors import CoordinatorError, Errors
 
 
-def group_for(
-    groups: dict, group_id: str, member_id: str
-) -> ClassicGroup | ConsumerGroup | ConnectGroup:
-    """The group a SyncGroup or Heartbeat speaks to (a consumer or Connect group hosts
-    classic members during an online migration)."""
+def group_for(groups: dict, group_id: str, member_id: str) -> object:
+    """The group a SyncGroup or Heartbeat speaks to, of any type (a consumer or Connect group
+    hosts classic members during an online migration: ``ShardContext.classic_host`` says who
+    answers, or refuses a type that takes no classic requests)."""
     if not group_id:
         raise CoordinatorError(Errors.INVALID_GROUP_ID, "The group id must not be empty.")
     group = groups.get(group_id)
@@ -25,19 +22,7 @@ def group_for(
         raise CoordinatorError(
             Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}."
         )
-    refuse_other_types(group)
     return group
-
-
-def refuse_other_types(group: object) -> None:
-    """GROUP_ID_NOT_FOUND for a group no classic request can speak to, as Kafka 4 answers
-    "Group X is not a classic group" (every type Cohort has hosts classic members now)."""
-    kind = getattr(group, "group_type", "classic")
-    if kind not in ("classic", "consumer", "connect"):
-        raise CoordinatorError(
-            Errors.GROUP_ID_NOT_FOUND,
-            f"Group {group.group_id} is a {kind} group, not a classic group.",  # type: ignore[attr-defined]
-        )
 
 
 def existing_member(group: ClassicGroup, member_id: str, instance_id: str | None) -> ClassicMember:

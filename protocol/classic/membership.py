@@ -9,16 +9,9 @@ from __future__ import annotations
 from protocol import messages as m
 from protocol.classic import group as cg
 from protocol.classic.group import ClassicGroup, ClassicMember
-from protocol.classic.lookup import (
-    existing_member,
-    group_for,
-    illegal_generation,
-    refuse_other_types,
-)
+from protocol.classic.lookup import existing_member, group_for, illegal_generation
 from protocol.classic.rebalance import Rebalances
 from protocol.classic.timers import PendingMemberExpiry
-from protocol.connect.group import ConnectGroup
-from protocol.consumer.group import ConsumerGroup
 from protocol.context import ShardContext
 from protocol.errors import CoordinatorError, Errors
 from protocol.validation import check_types
@@ -35,10 +28,9 @@ class MembershipRules:
     def heartbeat(self, req: m.HeartbeatRequest) -> m.HeartbeatResponse:
         check_types(req)
         group = group_for(self.ctx.groups, req.group_id, req.member_id)
-        if isinstance(group, ConsumerGroup):
-            return self.ctx.classic_members.heartbeat(group, req)
-        if isinstance(group, ConnectGroup):
-            return self.ctx.connect_classic_members.heartbeat(group, req)
+        host = self.ctx.classic_host(group)
+        if host is not None:  # classic members of a group of another type
+            return host.heartbeat(group, req)
         member = existing_member(group, req.member_id, req.group_instance_id)
         if group.state == cg.EMPTY:
             raise CoordinatorError(
@@ -64,12 +56,9 @@ class MembershipRules:
                 Errors.INVALID_REQUEST, "A LeaveGroup names at least one member."
             )
         group = self.ctx.groups.get(req.group_id)
-        if group is not None:
-            refuse_other_types(group)
-        if isinstance(group, ConsumerGroup):
-            return self.ctx.classic_members.leave(group, req)
-        if isinstance(group, ConnectGroup):
-            return self.ctx.connect_classic_members.leave(group, req)
+        host = self.ctx.classic_host(group) if group is not None else None
+        if host is not None:  # classic members of a group of another type
+            return host.leave(group, req)
         if group is None:
             raise CoordinatorError(
                 Errors.UNKNOWN_MEMBER_ID, f"Group {req.group_id} has no members."
@@ -116,12 +105,8 @@ class MembershipRules:
         for gid in req.groups:
             group = self.ctx.groups.get(gid)
             history = [m.RebalanceCause(**vars(c)) for c in self.ctx.history.of(gid)]
-            if isinstance(group, ClassicGroup):
-                out.append(_describe_classic(group, history))
-            elif isinstance(group, ConsumerGroup):
-                out.append(self.ctx.classic_members.describe(group, history))
-            elif isinstance(group, ConnectGroup):
-                out.append(self.ctx.connect.describe_classic(group, history))
+            if group is not None:  # in its type's shape (the group-type table's row)
+                out.append(self.ctx.describe_classic(group, history))
             else:
                 out.append(
                     m.DescribeGroupsResponseGroup(
@@ -133,25 +118,3 @@ class MembershipRules:
                 )
         return m.DescribeGroupsResponse(groups=out)
 
-
-def _describe_classic(group: ClassicGroup, history: list) -> m.DescribeGroupsResponseGroup:
-    return m.DescribeGroupsResponseGroup(
-        group_id=group.group_id,
-        group_state=group.state,
-        protocol_type=group.protocol_type or "",
-        protocol_data=group.protocol_name or "",
-        members=[
-            m.DescribedGroupMember(
-                member_id=mem.member_id,
-                group_instance_id=mem.group_instance_id,
-                client_id=mem.client_id,
-                client_host=mem.client_host,
-                member_metadata=mem.metadata_for(group.protocol_name),
-                member_assignment=mem.assignment,
-            )
-            for mem in group.members.values()
-        ],
-        generation_id=group.generation_id,
-        leader=group.leader_id or "",
-        rebalance_history=history,
-    )

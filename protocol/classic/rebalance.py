@@ -11,14 +11,9 @@ SyncGroup replies wait for the leader's assignment (``sync``), which is persiste
 from __future__ import annotations
 
 from protocol import messages as m
-from protocol.api import error_response
 from protocol.classic import group as cg
-from protocol.classic.consumer_protocol import (
-    PROTOCOL_TYPE,
-    ConsumerProtocolError,
-    decode_subscription,
-)
 from protocol.classic.group import ClassicGroup, ClassicMember
+from protocol.classic.subscriptions import subscribed_topic_names
 from protocol.classic.timers import (
     ClassicTimer,
     JoinDeadline,
@@ -166,7 +161,7 @@ class Rebalances:
     ) -> None:
         """End a waiting JoinGroup or SyncGroup with an error (a JoinGroup keeps telling
         the member its id)."""
-        reply = error_response(pending, error, message)
+        reply = self.ctx.error_reply(pending, error, message)
         if member is not None and isinstance(reply, m.JoinGroupResponse):
             reply.member_id = member.member_id
         self.ctx.complete(pending, reply)
@@ -178,14 +173,7 @@ class Rebalances:
 
     def subscribed_topics(self, group: ClassicGroup) -> tuple[TopicMetadataEntry, ...]:
         """The metadata of the topics the members subscribe to, as the generation saw it."""
-        if group.protocol_type != PROTOCOL_TYPE:
-            return ()
-        names: set[str] = set()
-        for member in group.members.values():
-            try:
-                names.update(decode_subscription(member.metadata_for(group.protocol_name)).topics)
-            except ConsumerProtocolError:
-                continue  # opaque to the coordinator; the leader still sees it
+        names = subscribed_topic_names(group, strict=False) or set()
         entries = []
         for name in sorted(names):
             t = self.ctx.image.topic_by_name(name)

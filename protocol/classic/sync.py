@@ -12,8 +12,6 @@ from protocol.classic.group import ClassicGroup, ClassicMember
 from protocol.classic.lookup import existing_member, group_for, illegal_generation
 from protocol.classic.rebalance import Rebalances
 from protocol.classic.timers import SyncDeadline
-from protocol.connect.group import ConnectGroup
-from protocol.consumer.group import ConsumerGroup
 from protocol.context import ShardContext
 from protocol.errors import CoordinatorError, Errors
 from protocol.validation import check_types
@@ -29,10 +27,9 @@ class SyncRules:
     def sync(self, req: m.SyncGroupRequest) -> m.SyncGroupResponse | None:
         check_types(req)
         group = group_for(self.ctx.groups, req.group_id, req.member_id)
-        if isinstance(group, ConsumerGroup):
-            return self.ctx.classic_members.sync(group, req)
-        if isinstance(group, ConnectGroup):
-            return self.ctx.connect_classic_members.sync(group, req)
+        host = self.ctx.classic_host(group)
+        if host is not None:  # classic members of a group of another type
+            return host.sync(group, req)
         member = existing_member(group, req.member_id, req.group_instance_id)
         if req.generation_id != group.generation_id:
             raise illegal_generation(req.generation_id, group)

@@ -11,7 +11,10 @@ Every request is type-checked first (``check_types``): a malformed one gets INVA
 writes nothing. A request-level refusal of an OffsetCommit also sets every partition's error,
 as Kafka's ``OffsetCommitRequest.getErrorResponse`` does.
 
-Who may commit is ``commit_checks``'s rule (Kafka's ``validateOffsetCommit``).
+Who may commit is the group's row's rule (``protocol/group_types.py``; Kafka's
+``validateOffsetCommit``, in ``commit_checks``). Every question that depends on the group's type
+(may it commit, is it empty, which topics it subscribes to, which records delete it) is asked of
+its row, never by testing its class.
 
 Then each partition on its own: a topic or partition the metadata image does not know is
 UNKNOWN_TOPIC_OR_PARTITION (Kafka checks this in ``KafkaApis``), metadata longer than
@@ -55,32 +58,13 @@ from collections.abc import Iterable, Iterator
 
 from protocol import messages as m
 from protocol.classic import group as cg
-from protocol.classic.consumer_protocol import (
-    PROTOCOL_TYPE,
-    ConsumerProtocolError,
-    decode_subscription,
-)
-from protocol.classic.group import ClassicGroup
-from protocol.connect.group import ConnectGroup, group_tombstones
-from protocol.consumer.group import ConsumerGroup
-from protocol.consumer.group import group_tombstones as consumer_group_tombstones
 from protocol.consumer.member import ConsumerGroupMember
 from protocol.context import ShardContext
 from protocol.errors import CoordinatorError, Errors
-from protocol.offsets.commit_checks import (
-    check_member_epoch,
-    owns,
-    refused_commit,
-    validate_classic_commit,
-    validate_consumer_commit,
-)
+from protocol.group_types import type_of
+from protocol.offsets.commit_checks import owns, refused_commit, validate_classic_commit
 from protocol.offsets.timers import OffsetsTimer, RetentionCheck
-from protocol.records import (
-    GroupMetadataKey,
-    OffsetCommitKey,
-    OffsetCommitValue,
-    Record,
-)
+from protocol.records import OffsetCommitKey, OffsetCommitValue, Record
 from protocol.types import INT_BOUNDS
 from protocol.validation import check_types
 
@@ -94,6 +78,11 @@ TopicPartition = tuple[str, int]
 
 
 class OffsetRules:
+    """Every group's committed offsets, of any type (and of simple groups, which have no
+    object): they change only by replay of ``OffsetCommitKey`` records, and what a group's type
+    decides (who may commit, whether it may be deleted, which offsets expire) is its row's
+    answer in the group-type table."""
+
     def __init__(self, ctx: ShardContext) -> None:
         self.ctx = ctx
         self.offsets: dict[str, dict[TopicPartition, OffsetCommitValue]] = {}
@@ -136,17 +125,9 @@ class OffsetRules:
         """Refuse the request, or return the KIP-848 member whose partitions bound it."""
         gid, generation = req.group_id, req.generation_id_or_member_epoch
         group = self.ctx.groups.get(gid)
-        if isinstance(group, ConsumerGroup):
-            return validate_consumer_commit(group, req)
-        if isinstance(group, ConnectGroup):
-            # A Connect group keeps no offsets: source offsets live in Connect's own topic and
-            # sink connectors commit under their own consumer groups (connect-<name>).
-            raise CoordinatorError(
-                Errors.GROUP_ID_NOT_FOUND, f"Group {gid} is a connect group: it has no offsets."
-            )
-        if isinstance(group, ClassicGroup):
-            validate_classic_commit(group.state, group, req)
-        elif gid in self.offsets:
+        if group is not None:
+            return type_of(group).validate_offset_commit(group, req)
+        if gid in self.offsets:
             validate_classic_commit(cg.EMPTY, None, req)  # the simple group
         elif generation >= 0:
             raise CoordinatorError(
@@ -176,9 +157,11 @@ class OffsetRules:
         if not req.group_id:
             raise CoordinatorError(Errors.INVALID_GROUP_ID, "The group id is empty.")
         group = self.ctx.groups.get(req.group_id)
-        if isinstance(group, ConsumerGroup) and (req.member_id or req.member_epoch >= 0):
-            check_member_epoch(group, req.member_id or "", req.member_epoch)
-        dead = isinstance(group, ClassicGroup) and group.state == cg.DEAD
+        dead = False
+        if group is not None:
+            row = type_of(group)
+            row.check_offset_fetch(group, req)
+            dead = row.is_dead(group)
         committed = {} if dead else self.offsets.get(req.group_id, {})
         if req.topics is None:
             by_topic: dict[str, list[m.OffsetFetchResponsePartition]] = {}
@@ -202,11 +185,7 @@ class OffsetRules:
         check_types(req)
         gid = req.group_id
         group = self._existing_group(gid)
-        if (
-            isinstance(group, ClassicGroup)
-            and group.state != cg.EMPTY
-            and group.protocol_type != PROTOCOL_TYPE
-        ):
+        if group is not None and not type_of(group).offsets_deletable(group):
             raise CoordinatorError(Errors.NON_EMPTY_GROUP, f"Group {gid} is not empty.")
         subscribed = self._subscribed_topics(group, strict=False) or set()
         committed = self.offsets.get(gid, {})
@@ -236,36 +215,30 @@ class OffsetRules:
                 results.append(m.DeletableGroupResult(gid, e.error, e.message))
         return m.DeleteGroupsResponse(results=results)
 
-    def _existing_group(self, gid: str) -> ConsumerGroup | ClassicGroup | None:
+    def _existing_group(self, gid: str) -> object | None:
         """The group an OffsetDelete or DeleteGroups acts on (``None``: known only by its
         offsets); INVALID_GROUP_ID or GROUP_ID_NOT_FOUND otherwise."""
         if not gid:
             raise CoordinatorError(Errors.INVALID_GROUP_ID, "The group id is empty.")
         group = self.ctx.groups.get(gid)
         if (group is None and gid not in self.offsets) or (
-            isinstance(group, ClassicGroup) and group.state == cg.DEAD
+            group is not None and type_of(group).is_dead(group)
         ):
             raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {gid} not found.")
         return group
 
     def _delete_group(self, gid: str) -> None:
         group = self._existing_group(gid)
-        if (isinstance(group, (ConsumerGroup, ConnectGroup)) and group.members) or (
-            isinstance(group, ClassicGroup) and group.state != cg.EMPTY
-        ):
+        row = type_of(group) if group is not None else None
+        if row is not None and not row.is_empty(group):
             raise CoordinatorError(Errors.NON_EMPTY_GROUP, f"Group {gid} is not empty.")
         for topic, partition in sorted(self.offsets.get(gid, {})):
             self.ctx.emit(Record(OffsetCommitKey(gid, topic, partition), None))
         if self._has_rebalance_history(gid):
             self.ctx.history.forget(gid)
-        if isinstance(group, ConsumerGroup):
-            for record in consumer_group_tombstones(group):
+        if row is not None:
+            for record in row.tombstones(group):
                 self.ctx.emit(record)
-        elif isinstance(group, ConnectGroup):
-            for record in group_tombstones(group):
-                self.ctx.emit(record)
-        elif isinstance(group, ClassicGroup):
-            self.ctx.emit(Record(GroupMetadataKey(gid), None))
 
     def _has_rebalance_history(self, gid: str) -> bool:
         """Whether ``gid``'s rebalances are remembered (kept per group id, apart from the
@@ -338,9 +311,7 @@ class OffsetRules:
             subscribed = self._subscribed_topics(group, strict=True)
             assert subscribed is not None  # _may_expire said the subscriptions are known
             empty_since = (
-                group.state_timestamp_ms
-                if isinstance(group, ClassicGroup) and group.state == cg.EMPTY
-                else None
+                type_of(group).offsets_empty_since_ms(group) if group is not None else None
             )
             for (topic, partition), value in sorted(self.offsets[gid].items()):
                 if topic in subscribed:
@@ -356,41 +327,18 @@ class OffsetRules:
                     if count >= limit:
                         return
 
-    def _may_expire(self, group: ConsumerGroup | ClassicGroup | None) -> bool:
-        """Kafka's ``offsetExpirationCondition`` is present: some offsets of the group may go."""
-        if not isinstance(group, ClassicGroup):
-            return True  # simple group, or a consumer group (unsubscribed topics only)
-        if group.state == cg.EMPTY:
-            return True
-        return (
-            group.state == cg.STABLE
-            and group.protocol_type == PROTOCOL_TYPE
-            and self._subscribed_topics(group, strict=True) is not None
-        )
+    def _may_expire(self, group: object | None) -> bool:
+        """Kafka's ``offsetExpirationCondition`` is present: some offsets of the group may go
+        (always for a simple group: it subscribes to nothing)."""
+        return group is None or type_of(group).may_expire_offsets(group)
 
-    def _subscribed_topics(
-        self, group: ConsumerGroup | ClassicGroup | None, strict: bool
-    ) -> set[str] | None:
-        """The topic names the group's members subscribe to (none for an empty group).
-
-        A classic group's subscriptions live in its members' protocol bytes, readable only for
-        the consumer protocol. ``strict``: ``None`` unless every member's bytes decode (expiry
-        must not guess); otherwise the union of those that do.
-        """
-        if isinstance(group, ConsumerGroup):
-            return group.subscribed_topic_names(self.ctx.image)
-        if not isinstance(group, ClassicGroup) or not group.members:
+    def _subscribed_topics(self, group: object | None, strict: bool) -> set[str] | None:
+        """The topic names the group's members subscribe to (none for a simple group).
+        ``strict``: ``None`` unless every member's subscription is known (expiry must not
+        guess); otherwise the union of those that are."""
+        if group is None:
             return set()
-        if group.protocol_type != PROTOCOL_TYPE:
-            return None if strict else set()
-        topics: set[str] = set()
-        for member in group.members.values():
-            try:
-                topics.update(decode_subscription(member.metadata_for(group.protocol_name)).topics)
-            except ConsumerProtocolError:
-                if strict:
-                    return None
-        return topics
+        return type_of(group).subscribed_topics(group, self.ctx.image, strict)
 
 
 # ------------------------------------------------------------------------------ helpers

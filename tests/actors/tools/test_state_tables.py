@@ -6,9 +6,13 @@ Classic groups are placed in the shard directly, as a loaded coordinator would h
 
 from __future__ import annotations
 
+import dataclasses
+
 import pyarrow as pa
 
+from actors.tools import state_tables
 from actors.tools.state_tables import SCHEMAS, TABLES, shard_tables
+from protocol import group_types
 from protocol import messages as m
 from protocol.classic.consumer_protocol import (
     Assignment,
@@ -288,3 +292,23 @@ def test_classic_workers_of_a_converted_connect_group_export_as_classic():
     sim.settle()
     members = rows(shard_tables(sim.shard)["members"], group_id=GROUP)
     assert sorted(r["protocol"] for r in members) == ["classic", "connect"]
+
+
+def test_a_group_type_without_a_writer_still_exports_its_groups_rows(monkeypatch):
+    """A new row of the group-type table shows in ``groups`` before the tools learn it."""
+    shard, _ = converged_shard()
+    new_type = dataclasses.replace(group_types.BY_NAME["consumer"], name="novel")
+    monkeypatch.setitem(group_types.BY_NAME, "novel", new_type)
+    monkeypatch.setattr(group_types, "GROUP_TYPES", (*group_types.GROUP_TYPES, new_type))
+    monkeypatch.setattr(state_tables, "GROUP_TYPES", group_types.GROUP_TYPES)
+    monkeypatch.setattr(type(shard.groups["g"]), "group_type", "novel")
+    tables = shard_tables(shard)
+    (row,) = tables["groups"].to_pylist()
+    group = shard.groups["g"]
+    assert row == {
+        "group_id": "g", "group_type": "novel", "protocol_type": "consumer",
+        "state": group.state, "group_epoch": group.group_epoch,
+        "assignment_epoch": group.assignment_epoch, "assignor": "", "member_count": 3,
+    }
+    assert tables["members"].num_rows == 0
+    assert tables["target_assignment"].num_rows == 0

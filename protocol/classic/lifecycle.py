@@ -1,0 +1,68 @@
+"""A classic group's answers to the lifecycle questions every group type answers.
+
+May an offset commit land, is the group empty, which records delete it, which topics its
+offsets may not expire for: the classic row of the group-type table
+(``protocol/group_types.py``) points here, so the offsets rules and DeleteGroups ask the row
+instead of asking "is this group classic?".
+
+A classic group's subscriptions live in its members' protocol bytes, readable only for the
+"consumer" embedded protocol (``consumer_protocol``); the rules below say what happens when
+they cannot be read.
+"""
+
+from __future__ import annotations
+
+from protocol import messages as m
+from protocol.classic import group as cg
+from protocol.classic.consumer_protocol import PROTOCOL_TYPE
+from protocol.classic.group import ClassicGroup
+from protocol.classic.subscriptions import subscribed_topic_names
+from protocol.offsets.commit_checks import validate_classic_commit
+from protocol.records import GroupMetadataKey, Record
+
+
+def validate_offset_commit(group: ClassicGroup, req: m.OffsetCommitRequest) -> None:
+    """Kafka's ``ClassicGroup.validateOffsetCommit``: refuse, or let every partition land."""
+    validate_classic_commit(group.state, group, req)
+
+
+def is_empty(group: ClassicGroup) -> bool:
+    """DeleteGroups deletes only an EMPTY classic group (Kafka's ``validateDeleteGroup``)."""
+    return group.state == cg.EMPTY
+
+
+def is_dead(group: ClassicGroup) -> bool:
+    """A DEAD group is as good as gone: no offsets fetched, no group to delete."""
+    return group.state == cg.DEAD
+
+
+def tombstones(group: ClassicGroup) -> list[Record]:
+    """Its one record, deleted (offsets and rebalance history are deleted apart)."""
+    return [Record(GroupMetadataKey(group.group_id), None)]
+
+
+def offsets_deletable(group: ClassicGroup) -> bool:
+    """OffsetDelete acts on an EMPTY group, or on one whose subscriptions can be read."""
+    return group.state == cg.EMPTY or group.protocol_type == PROTOCOL_TYPE
+
+
+def subscribed_topics(group: ClassicGroup, strict: bool) -> set[str] | None:
+    """Offsets of these topics never expire, nor may OffsetDelete delete them."""
+    return subscribed_topic_names(group, strict)
+
+
+def may_expire_offsets(group: ClassicGroup) -> bool:
+    """Kafka's ``offsetExpirationCondition`` is present: an EMPTY group, or a STABLE
+    "consumer" group whose subscriptions all decode."""
+    if group.state == cg.EMPTY:
+        return True
+    return (
+        group.state == cg.STABLE
+        and group.protocol_type == PROTOCOL_TYPE
+        and subscribed_topics(group, strict=True) is not None
+    )
+
+
+def offsets_empty_since_ms(group: ClassicGroup) -> int | None:
+    """An EMPTY group's offsets age from when it became empty (if later than the commit)."""
+    return group.state_timestamp_ms if group.state == cg.EMPTY else None
