@@ -135,6 +135,10 @@ class ConnectChaos(RuleBasedStateMachine):
         if len(self.sim.clients) <= 2:
             return
         c = self._client(i)
+        # A worker's own ownership deadline fires whether or not anything calls it: work it
+        # lost before dying stopped then (the client half records that, backdated to the
+        # deadline, on its next call; a dead worker has no next call, so make it now).
+        c.poll(self.sim.now)
         self.dead[c.member_id] = self.sim.now
         self.timelines += [dict(e, group_id=GROUP) for e in c.timeline]
         del self.sim.clients[c.member_id]
