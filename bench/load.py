@@ -38,7 +38,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from actors.runtime.loading import load_shard, load_shard_by_record
+from actors.runtime.loading import load_shard
 from actors.runtime.log import PartitionLog
 from protocol import messages as m
 from protocol.codec import encode_record
@@ -46,6 +46,7 @@ from protocol.config import CoordinatorConfig
 from protocol.metadata import MetadataImage, TopicMetadata
 from protocol.records import OffsetCommitKey, OffsetCommitValue, Record
 from protocol.shard import GroupCoordinatorShard
+from tests.actors.runtime.reference import load_shard_by_record
 
 CONFIG = CoordinatorConfig(
     group_consumer_session_timeout_ms=60_000, group_consumer_max_session_timeout_ms=120_000

@@ -289,6 +289,67 @@ class GroupCoordinatorShard:
             log.exception("request %s failed", type(req).__name__)
             return error_response(req, Errors.UNKNOWN_SERVER_ERROR, f"{type(e).__name__}: {e}")
 
+    # ---- runtime hooks: what the runtime (actors/runtime) asks the shard instead of knowing
+    # group types, their records or their requests itself.
+
+    def census(self) -> tuple[dict[str, int], dict[str, int]]:
+        """(groups per group type, consumer groups per state): the metrics' gauges."""
+        by_type: dict[str, int] = {}
+        consumer_by_state: dict[str, int] = {}
+        for group in self.groups.values():
+            by_type[group.group_type] = by_type.get(group.group_type, 0) + 1
+            if group.group_type == "consumer":
+                consumer_by_state[group.state] = consumer_by_state.get(group.state, 0) + 1
+        return by_type, consumer_by_state
+
+    def summarize(self, group_id: str) -> dict | None:
+        """State, epochs and member counts of one group (None: no such group)."""
+        from protocol.consumer.describe import summarize_group
+
+        return summarize_group(self.groups.get(group_id))
+
+    @staticmethod
+    def epoch_bumps(records: list[Record]) -> int:
+        """How many consumer group epoch bumps (rebalances, for the metrics) ``records`` hold."""
+        return sum(1 for r in records if type(r.key) is ConsumerGroupMetadataKey and r.value)
+
+    @staticmethod
+    def wakeable_members(requests: list[object]) -> list[tuple[str, str]]:
+        """The (group, member) pairs that ``requests`` heartbeat for: members whose client
+        may be woken when their target changes (``take_wake_ups``)."""
+        return [
+            (req.group_id, req.member_id)
+            for req in requests
+            if type(req) is m.ConsumerGroupHeartbeatRequest and req.member_id
+        ]
+
+    @staticmethod
+    def departed_members(records: list[Record]) -> list[tuple[str, str]]:
+        """The (group, member) pairs whose membership ``records`` deleted: never woken again."""
+        from protocol.records import ConsumerGroupMemberMetadataKey
+
+        return [
+            (r.key.group_id, r.key.member_id)
+            for r in records
+            if type(r.key) is ConsumerGroupMemberMetadataKey and r.value is None
+        ]
+
+    def bulk_loader(
+        self, keys: list[tuple], blobs: list[bytes | None]
+    ) -> tuple[object, list[bool]]:
+        """For a load of compacted records (``keys``, encoded ``blobs``; at most one per key):
+        a loader that builds the groups it can in bulk (``add(key, blob)``, ``add_all(keys,
+        blobs)``, ``finish()``), and for each record whether that loader takes it; the rest
+        go through ``replay`` one by one. The result equals replaying them all in order."""
+        from protocol.consumer.bulk_load import BulkGroups, eligible_groups
+        from protocol.records import CONSUMER_GROUP_TYPES
+
+        bulk = BulkGroups(
+            self.groups, self.timers, self.consumer.sessions.session_timeout_ms, self.now_ms
+        )
+        ids = eligible_groups(keys, blobs, self.groups)
+        return bulk, [key[0] in CONSUMER_GROUP_TYPES and key[1] in ids for key in keys]
+
 
 def _member_key(req: m.ConsumerGroupHeartbeatRequest) -> tuple[str, str] | None:
     """The (group, member) a heartbeat speaks for, when it names one (ids may be garbage)."""
