@@ -6,7 +6,8 @@ partition writes them (real records, batches as turns produce them), then loads 
 
 - ``bulk``: the partition's load path (``actors.runtime.loading.load_shard``);
 - ``reference``: every record decoded and replayed one by one, in order
-  (``load_shard_by_record``), which is what the bulk path must equal (checked here too);
+  (``load_shard_by_record``, in ``tests/actors/runtime/reference.py``), which is what the
+  bulk path must equal (checked here too);
 
 and prints records/s for both and their ratio, by the wall clock and by the process's CPU
 time (on a shared machine the wall clock also counts other processes' turns; the CPU figure
