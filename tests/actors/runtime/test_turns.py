@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from actors.runtime.controller import ControllerImage
+from actors.runtime.mailbox import MAX_QUEUED_REQUESTS, Event, refusal
 from actors.runtime.memory_storage import MemoryMedium, MemoryStorage
 from actors.runtime.metrics import protocol_counts
 from actors.runtime.turns import PartitionTurns
@@ -316,3 +317,20 @@ def test_metrics_count_each_group_type_under_its_own_label():
     assert sum(consumer_by_state.values()) == 1
     # Seed 000's tag for classic groups is "generic"; a Connect group is not a consumer group.
     assert protocol_counts(by_type) == {"consumer": 1, "connect": 1, "generic": 1}
+
+
+def test_a_query_counts_against_the_mailbox_bound_as_a_request_does():
+    assert Event(query=len).weight == 1
+    assert Event([object(), object()]).weight == 2
+    assert refusal("active", MAX_QUEUED_REQUESTS - 1, 0, 1) is None
+    assert refusal("active", MAX_QUEUED_REQUESTS, 0, 1) == Errors.COORDINATOR_NOT_AVAILABLE
+
+    async def scenario() -> None:
+        turns = await started(MemoryMedium())
+        turns.queued = MAX_QUEUED_REQUESTS  # a full mailbox, as the loop would see it
+        with pytest.raises(RuntimeError, match="mailbox full"):
+            await turns.query(lambda shard: 1)
+        turns.queued = 0
+        assert await turns.query(lambda shard: 1) == 1
+
+    run(scenario)
