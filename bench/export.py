@@ -103,6 +103,10 @@ class ShardHolder:
         assert self.tables is not None, "make_tables first"
         return self.tables
 
+    def query(self, fn: object) -> dict[str, pa.Table]:
+        """What ``actors.tools.export`` asks a partition (``fn``: ``shard_tables``)."""
+        return self.export_tables()
+
 
 def read_all(frames: dict) -> None:
     """Make Spark read every row and column of every DataFrame."""

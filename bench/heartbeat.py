@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import ray
 
 from actors.cluster import Cluster
+from actors.runtime.loading import load_shard
 from actors.runtime.log import PartitionLog
-from actors.runtime.partition import load_shard
 from protocol import messages as m
 from protocol.codec import encode_record
 from protocol.config import CoordinatorConfig

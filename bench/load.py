@@ -6,7 +6,8 @@ partition writes them (real records, batches as turns produce them), then loads 
 
 - ``bulk``: the partition's load path (``actors.runtime.loading.load_shard``);
 - ``reference``: every record decoded and replayed one by one, in order
-  (``load_shard_by_record``), which is what the bulk path must equal (checked here too);
+  (``load_shard_by_record``, in ``tests/actors/runtime/reference.py``), which is what the
+  bulk path must equal (checked here too);
 
 and prints records/s for both and their ratio, by the wall clock and by the process's CPU
 time (on a shared machine the wall clock also counts other processes' turns; the CPU figure
@@ -38,7 +39,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from actors.runtime.loading import load_shard, load_shard_by_record
+from actors.runtime.loading import load_shard
 from actors.runtime.log import PartitionLog
 from protocol import messages as m
 from protocol.codec import encode_record
@@ -46,6 +47,7 @@ from protocol.config import CoordinatorConfig
 from protocol.metadata import MetadataImage, TopicMetadata
 from protocol.records import OffsetCommitKey, OffsetCommitValue, Record
 from protocol.shard import GroupCoordinatorShard
+from tests.actors.runtime.reference import load_shard_by_record
 
 CONFIG = CoordinatorConfig(
     group_consumer_session_timeout_ms=60_000, group_consumer_max_session_timeout_ms=120_000

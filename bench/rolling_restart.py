@@ -44,6 +44,7 @@ import restart_phases
 from actors.cluster import Cluster
 from actors.tools.chaos import _read_timeline
 from actors.tools.invariants import check_exclusive_ownership, ownership_intervals, unowned_seconds
+from actors.tools.state_tables import shard_tables
 from protocol import messages as m
 from protocol.config import CoordinatorConfig
 
@@ -146,7 +147,7 @@ def run_mode(cluster: Cluster, mode: str, consumers: int, partitions: int, workd
     per_restart = [unowned_seconds(intervals, tps, r["start"], r["end"]) for r in restarts]
     phases = None
     if mode == "consumer":
-        table = ray.get(cluster.coordinator(group).export_tables.remote())["rebalances"]
+        table = ray.get(cluster.coordinator(group).query.remote(shard_tables))["rebalances"]
         history = [h for h in table.to_pylist() if h["group_id"] == group]
         phases = restart_phases.explain(events, restarts, history, cost_ms / 1000)
     return {

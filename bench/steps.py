@@ -47,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import ray
 
 from actors.cluster import Cluster
+from actors.tools.state_tables import shard_tables
 from protocol.config import CoordinatorConfig
 
 GROUP = TOPIC = "steps"
@@ -108,7 +109,7 @@ def _handoffs(timelines: list[list[dict]], since: float) -> list[float]:
 
 def _join_bump_s(cluster: Cluster) -> float:
     """When the coordinator bumped the epoch for the newest join (its monotonic clock)."""
-    table = ray.get(cluster.coordinator(GROUP).export_tables.remote())["rebalances"].to_pylist()
+    table = ray.get(cluster.coordinator(GROUP).query.remote(shard_tables))["rebalances"].to_pylist()
     joins = [r for r in table if r["group_id"] == GROUP and r["reason"] == "new member joined"]
     return joins[-1]["time_ms"] / 1000
 

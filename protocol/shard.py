@@ -276,14 +276,91 @@ class GroupCoordinatorShard:
         return api.handler(self, req)
 
     def _guard(self, req: object, fn):
-        """Run a handler; a refusal or a bug becomes an error reply, never an exception."""
+        """Run a handler atomically: a refusal (``CoordinatorError``) becomes its error reply and
+        must leave no trace, so a handler that refuses after it emitted records is a bug, with
+        one exception: a request that converted its group to another type (online migration)
+        keeps the conversion, a complete change of its own, as if an earlier event had made it
+        (docs/decisions.md). A bug (any other exception) is raised: the runtime fails the whole
+        turn and reloads the shard from its log, never answering over half-applied state."""
+        emitted = len(self._records)
+        group_type = self._type_of_group(req)
         try:
             return fn()
         except CoordinatorError as e:
+            converted = self._type_of_group(req) != group_type
+            if len(self._records) != emitted and not converted:
+                raise RuntimeError(
+                    f"{type(req).__name__} refused with {e.error.name} after it emitted "
+                    f"{len(self._records) - emitted} record(s)"
+                ) from e
             return error_response(req, e.error, e.message)
-        except Exception as e:  # invariant 6: no request crashes a partition
-            log.exception("request %s failed", type(req).__name__)
-            return error_response(req, Errors.UNKNOWN_SERVER_ERROR, f"{type(e).__name__}: {e}")
+
+    def _type_of_group(self, req: object) -> str | None:
+        """The type of the group ``req`` names, if it names one that exists."""
+        group_id = getattr(req, "group_id", None)
+        group = self.groups.get(group_id) if type(group_id) is str else None
+        return group.group_type if group is not None else None
+
+    # ---- runtime hooks: what the runtime (actors/runtime) asks the shard instead of knowing
+    # group types, their records or their requests itself.
+
+    def census(self) -> tuple[dict[str, int], dict[str, int]]:
+        """(groups per group type, consumer groups per state): the metrics' gauges."""
+        by_type: dict[str, int] = {}
+        consumer_by_state: dict[str, int] = {}
+        for group in self.groups.values():
+            by_type[group.group_type] = by_type.get(group.group_type, 0) + 1
+            if group.group_type == "consumer":
+                consumer_by_state[group.state] = consumer_by_state.get(group.state, 0) + 1
+        return by_type, consumer_by_state
+
+    def summarize(self, group_id: str) -> dict | None:
+        """State, epochs and member counts of one group (None: no such group)."""
+        from protocol.consumer.describe import summarize_group
+
+        return summarize_group(self.groups.get(group_id))
+
+    @staticmethod
+    def epoch_bumps(records: list[Record]) -> int:
+        """How many consumer group epoch bumps (rebalances, for the metrics) ``records`` hold."""
+        return sum(1 for r in records if type(r.key) is ConsumerGroupMetadataKey and r.value)
+
+    @staticmethod
+    def wakeable_members(requests: list[object]) -> list[tuple[str, str]]:
+        """The (group, member) pairs that ``requests`` heartbeat for: members whose client
+        may be woken when their target changes (``take_wake_ups``)."""
+        return [
+            (req.group_id, req.member_id)
+            for req in requests
+            if type(req) is m.ConsumerGroupHeartbeatRequest and req.member_id
+        ]
+
+    @staticmethod
+    def departed_members(records: list[Record]) -> list[tuple[str, str]]:
+        """The (group, member) pairs whose membership ``records`` deleted: never woken again."""
+        from protocol.records import ConsumerGroupMemberMetadataKey
+
+        return [
+            (r.key.group_id, r.key.member_id)
+            for r in records
+            if type(r.key) is ConsumerGroupMemberMetadataKey and r.value is None
+        ]
+
+    def bulk_loader(
+        self, keys: list[tuple], blobs: list[bytes | None]
+    ) -> tuple[object, list[bool]]:
+        """For a load of compacted records (``keys``, encoded ``blobs``; at most one per key):
+        a loader that builds the groups it can in bulk (``add(key, blob)``, ``add_all(keys,
+        blobs)``, ``finish()``), and for each record whether that loader takes it; the rest
+        go through ``replay`` one by one. The result equals replaying them all in order."""
+        from protocol.consumer.bulk_load import BulkGroups, eligible_groups
+        from protocol.records import CONSUMER_GROUP_TYPES
+
+        bulk = BulkGroups(
+            self.groups, self.timers, self.consumer.sessions.session_timeout_ms, self.now_ms
+        )
+        ids = eligible_groups(keys, blobs, self.groups)
+        return bulk, [key[0] in CONSUMER_GROUP_TYPES and key[1] in ids for key in keys]
 
 
 def _member_key(req: m.ConsumerGroupHeartbeatRequest) -> tuple[str, str] | None:

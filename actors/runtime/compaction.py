@@ -22,7 +22,7 @@ import itertools
 import operator
 from itertools import compress
 
-from protocol.codec import key_identity, peek_key, split_records_typed
+from protocol.codec import key_identity, split_records_typed
 from protocol.records import GROUP_TOMBSTONE_SCOPE, OffsetCommitKey, Record
 
 # A scoped record type (one a group's metadata tombstone takes with it) -> that metadata type.
@@ -52,12 +52,6 @@ class CompactedState:
     def add(self, record: Record, data: bytes) -> None:
         """A record the partition just wrote (and holds decoded)."""
         self._put(key_identity(record.key), data, record.value is None)
-
-    def add_encoded(self, data: bytes) -> None:
-        """A record read back from the log: compacted before it is decoded, so a load only
-        builds the records that survive."""
-        identity, tombstone = peek_key(data)
-        self._put(identity, data, tombstone)
 
     def add_batch(self, batch: list[bytes]) -> None:
         """A batch read back from the log, as if each record were added in turn.

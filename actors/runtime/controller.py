@@ -4,7 +4,9 @@ every partition.
 Kafka keeps topics and configs in its metadata log (KRaft), and Kafka Connect keeps its
 connectors in its config topic; here one detached actor owns all three (Cohort's stand-in for
 the config topic: the coordinator sees connector changes directly, seed 004) and writes them
-to its own ``PartitionLog`` under ``<storage_path>/controller``. Every change bumps a
+to its own log (a ``PartitionStorage``: the local ``PartitionLog`` under
+``<storage_path>/controller``), one change at a time, each write in a worker thread so the
+event loop keeps answering reads (``actors.runtime.one_change``). Every change bumps a
 version and is pushed to each ``OffsetsPartition``; a partition that was down at push time
 pulls the current image when it loads, and ignores any push older than what it has. Group
 configs are keyed by group id only (seed 000): they can be set before the group exists and
@@ -27,6 +29,8 @@ import ray
 
 from actors.runtime.controller_security import SecurityStore
 from actors.runtime.log import PartitionLog
+from actors.runtime.one_change import ChangeLock, one_change_at_a_time
+from actors.runtime.storage import PartitionStorage
 from protocol.config import CoordinatorConfig, GroupConfig
 from protocol.errors import CoordinatorError, Errors
 from protocol.metadata import ConnectorMetadata, MetadataImage, TopicMetadata
@@ -71,7 +75,7 @@ class ControllerImage:
 
 
 @ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=-1)
-class Controller(SecurityStore):
+class Controller(SecurityStore, ChangeLock):
     """The cluster's metadata: topics, Connect connectors, dynamic group configs, users and
     ACLs, and the partition count.
 
@@ -94,7 +98,7 @@ class Controller(SecurityStore):
         self._connectors: dict[str, dict[str, int]] = {}
         self._version = 0
         self._init_security()  # ACLs and users: actors/runtime/controller_security.py
-        self._log = PartitionLog(Path(storage_path) / "controller")
+        self._log: PartitionStorage = PartitionLog(Path(storage_path) / "controller")
         loaded = self._log.load()
         for data in loaded.snapshot:
             self._replay(data)
@@ -132,6 +136,7 @@ class Controller(SecurityStore):
 
     # --------------------------------------------------------------------- topics
 
+    @one_change_at_a_time()
     async def create_topic(
         self, name: str, num_partitions: int, racks: list[list[str]] | None = None
     ) -> str:
@@ -144,6 +149,7 @@ class Controller(SecurityStore):
         await self._commit([_topic_record(topic)])
         return topic_id
 
+    @one_change_at_a_time()
     async def add_partitions(
         self, name: str, total: int, racks: list[list[str]] | None = None
     ) -> None:
@@ -167,6 +173,7 @@ class Controller(SecurityStore):
             new_racks = [sorted(r) for r in old.partition_racks] + list(added)
         await self._commit([_topic_record(_topic(old.topic_id, name, total, new_racks))])
 
+    @one_change_at_a_time()
     async def delete_topic(self, name: str) -> None:
         self._known(name)
         await self._commit([_encode("topic", name, None)])
@@ -176,6 +183,7 @@ class Controller(SecurityStore):
 
     # --------------------------------------------------------- Connect connectors
 
+    @one_change_at_a_time()
     async def create_connector(self, group_id: str, name: str, tasks: int) -> None:
         """A new connector of Connect cluster ``group_id`` running ``tasks`` tasks."""
         _check_connect_group(group_id)
@@ -188,12 +196,14 @@ class Controller(SecurityStore):
             )
         await self._commit([_encode("connector", group_id, [name, tasks])])
 
+    @one_change_at_a_time()
     async def alter_connector(self, group_id: str, name: str, tasks: int) -> None:
         """Change a connector's task count (Connect's tasks.max after a reconfiguration)."""
         self._known_connector(group_id, name)
         _check_task_count(tasks)
         await self._commit([_encode("connector", group_id, [name, tasks])])
 
+    @one_change_at_a_time()
     async def delete_connector(self, group_id: str, name: str) -> None:
         self._known_connector(group_id, name)
         await self._commit([_encode("connector", group_id, [name, None])])
@@ -212,6 +222,7 @@ class Controller(SecurityStore):
 
     # -------------------------------------------------------------- group configs
 
+    @one_change_at_a_time()
     async def set_group_config(
         self,
         group_id: str,
@@ -244,14 +255,14 @@ class Controller(SecurityStore):
         return topic
 
     async def _commit(self, records: list[bytes]) -> None:
-        """Durable first, then applied, then pushed: a partition never sees an unsaved topic."""
+        """Durable first, then applied (then pushed, by ``one_change_at_a_time``): a partition
+        never sees an unsaved topic. Called under the change lock; writes in a worker thread."""
         records = [*records, _encode("version", "", self._version + 1)]
-        self._log.append(records)
+        await asyncio.to_thread(self._log.append, records)
         for data in records:
             self._replay(data)
         if self._log.bytes_since_snapshot > SNAPSHOT_AFTER_BYTES:
-            self._log.write_snapshot(self._compacted())
-        await self._push()
+            await asyncio.to_thread(self._log.write_snapshot, self._compacted())
 
     async def _push(self) -> None:
         image = self.image()

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import msgpack
 import ray
 
+from actors.runtime.one_change import one_change_at_a_time
 from protocol.errors import CoordinatorError, Errors
 from protocol.security.acls import AclBinding, AclFilter, check_binding
 from protocol.security.scram import MAX_ITERATIONS, MIN_ITERATIONS, ScramCredential
@@ -44,8 +45,9 @@ class SecurityImage:
 
 
 class SecurityStore:
-    """Mixed into ``Controller``: needs its ``_commit``, ``_encode``-style records and
-    ``_version``; adds ``_acls`` and ``_users``."""
+    """Mixed into ``Controller``: needs its ``_commit``, ``_push``, change lock
+    (``one_change_at_a_time``), ``_encode``-style records and ``_version``; adds ``_acls`` and
+    ``_users``."""
 
     def _init_security(self) -> None:
         self._acls: dict[tuple, AclBinding] = {}
@@ -53,6 +55,7 @@ class SecurityStore:
 
     # --------------------------------------------------------------------------- ACLs
 
+    @one_change_at_a_time(gateway=True)
     async def add_acls(self, bindings: list[AclBinding]) -> int:
         """Store ``bindings`` (already stored ones are kept once); how many were new."""
         checked = [check_binding(b) for b in bindings]
@@ -60,13 +63,14 @@ class SecurityStore:
         if len(self._acls) + len(new) > MAX_ACLS:
             raise CoordinatorError(Errors.INVALID_REQUEST, f"at most {MAX_ACLS} ACLs")
         if new:
-            await self._commit_security([_acl_record(b, b) for b in new.values()])
+            await self._commit([_acl_record(b, b) for b in new.values()])
         return len(new)
 
+    @one_change_at_a_time(gateway=True)
     async def remove_acls(self, flt: AclFilter) -> list[AclBinding]:
         gone = [b for b in self._acls.values() if flt.matches(b)]
         if gone:
-            await self._commit_security([_acl_record(b, None) for b in gone])
+            await self._commit([_acl_record(b, None) for b in gone])
         return sorted(gone)
 
     def list_acls(self, flt: AclFilter | None = None) -> list[AclBinding]:
@@ -74,6 +78,7 @@ class SecurityStore:
 
     # -------------------------------------------------------------------------- users
 
+    @one_change_at_a_time(gateway=True)
     async def set_user(self, name: str, credential: ScramCredential) -> None:
         if not isinstance(name, str) or not 0 < len(name) <= USER_NAME_MAX_CHARS:
             raise CoordinatorError(Errors.INVALID_REQUEST, "a user name is 1-255 characters")
@@ -82,12 +87,13 @@ class SecurityStore:
                                    f"iterations must be in [{MIN_ITERATIONS}, {MAX_ITERATIONS}]")
         if name not in self._users and len(self._users) >= MAX_USERS:
             raise CoordinatorError(Errors.INVALID_REQUEST, f"at most {MAX_USERS} users")
-        await self._commit_security([self._security_record("user", name, credential.as_list())])
+        await self._commit([self._security_record("user", name, credential.as_list())])
 
+    @one_change_at_a_time(gateway=True)
     async def delete_user(self, name: str) -> None:
         if name not in self._users:
             raise CoordinatorError(Errors.INVALID_REQUEST, f"no user {name!r}")
-        await self._commit_security([self._security_record("user", name, None)])
+        await self._commit([self._security_record("user", name, None)])
 
     def user_names(self) -> list[str]:
         return sorted(self._users)
@@ -100,10 +106,6 @@ class SecurityStore:
 
     def _security_record(self, kind: str, name: str, payload: object) -> bytes:
         return msgpack.packb([kind, name, payload], use_bin_type=True)
-
-    async def _commit_security(self, records: list[bytes]) -> None:
-        await self._commit(records)
-        await self._push_gateway()
 
     async def _push_gateway(self) -> None:
         """Push the image to every running gateway (``gateway``, ``gateway-<name>``)."""

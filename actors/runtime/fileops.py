@@ -1,16 +1,14 @@
-"""The partition log's boundary with the disk, and a disk that fails on demand.
+"""The partition log's boundary with the disk.
 
 Everything the log writes goes through a ``FileOps``: ``write`` and ``fsync`` are where a full
-disk (ENOSPC) or a failing device (EIO) shows up. Replacing it is how the tests, and anyone
-rehearsing a disk fault on a running cluster, make those calls fail without root or a real
-broken disk.
+disk (ENOSPC) or a failing device (EIO) shows up. Replacing it is how the tests (their
+``FlagFileFaults``, in ``tests/actors/runtime/faults.py``), and anyone rehearsing a disk fault
+on a running cluster, make those calls fail without root or a real broken disk.
 """
 
 from __future__ import annotations
 
-import errno
 import os
-from pathlib import Path
 from typing import BinaryIO
 
 
@@ -21,33 +19,4 @@ class FileOps:
         return f.write(data)
 
     def fsync(self, fd: int) -> None:
-        os.fsync(fd)
-
-
-class FlagFileFaults(FileOps):
-    """A disk that fails every write and fsync while ``flag`` exists (ENOSPC by default).
-
-    The switch is a file, so it works across processes: a test (or an operator) creates and
-    removes it while a partition actor, in another process, runs with this ``FileOps``.
-    ``partial`` makes a failing write put half its bytes on disk first, as a disk that fills
-    up mid-write does.
-    """
-
-    def __init__(self, flag: str | os.PathLike[str], error: int = errno.ENOSPC,
-                 partial: bool = False) -> None:
-        self.flag = Path(flag)
-        self.error = error
-        self.partial = partial
-
-    def write(self, f: BinaryIO, data: bytes | memoryview) -> int:
-        if self.flag.exists():
-            if self.partial and len(data) > 1:
-                f.write(data[: len(data) // 2])
-                f.flush()
-            raise OSError(self.error, f"{os.strerror(self.error)} (injected: {self.flag} exists)")
-        return f.write(data)
-
-    def fsync(self, fd: int) -> None:
-        if self.flag.exists():
-            raise OSError(self.error, f"{os.strerror(self.error)} (injected: {self.flag} exists)")
         os.fsync(fd)

@@ -8,13 +8,17 @@ dict operation over many records, rather than one decoded object and one ``repla
    record per key kept by ``dict.update``; an overwritten record is never decoded.
 2. The survivors' offset commits (most of a real ``__consumer_offsets`` log) are decoded in
    bulk and built into the offsets map directly (``GroupCoordinatorShard.replay_offsets``).
-3. Consumer groups are built in bulk: values decoded per record type, each member built once,
-   owners, static members and timers derived once per group (``protocol.consumer.bulk_load``);
-   the records of any other group are decoded and replayed one by one, in log order.
+3. The groups the shard can build in bulk (``GroupCoordinatorShard.bulk_loader``: consumer
+   groups, values decoded per record type, each member built once) are; the records of any
+   other group are decoded and replayed one by one, in log order. This module knows no group
+   type: which records go in bulk is the shard's answer.
 
-The result equals replaying every record of the log in order (``load_shard_by_record``, the
-reference path, kept for the tests and ``bench/load.py``): records are the truth, compaction
-keeps the latest of each key, and offsets are independent of group records.
+The result equals replaying every record of the log in order (the reference path,
+``tests/actors/runtime/reference.py``, which the tests and ``bench/load.py`` check it against):
+records are the truth, compaction keeps the latest of each key, and offsets are independent of
+group records.
+
+It reads through the ``PartitionStorage`` interface, so it loads a local log or any other.
 
 The cyclic garbage collector is paused while the load allocates its millions of objects (none
 of them garbage), then the loaded state is moved out of its sight (``gc.freeze``): a full
@@ -28,26 +32,14 @@ import gc
 import itertools
 import operator
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from actors.runtime.compaction import CompactedState
-from actors.runtime.log import PartitionLog
-from protocol.codec import (
-    decode_key,
-    decode_record,
-    decode_value,
-    offset_commits,
-    split_records,
-)
+from actors.runtime.storage import PartitionStorage
+from protocol.codec import decode_key, decode_value, offset_commits, split_records
 from protocol.config import CoordinatorConfig
-from protocol.consumer.bulk_load import BulkGroups, eligible_groups
 from protocol.metadata import MetadataImage
-from protocol.records import (
-    CONSUMER_GROUP_TYPES,
-    GroupRebalanceHistoryKey,
-    OffsetCommitKey,
-    Record,
-)
+from protocol.records import GroupRebalanceHistoryKey, OffsetCommitKey, Record
 from protocol.shard import GroupCoordinatorShard
 
 # Records per bulk step for a snapshot, which the log hands over as one long list.
@@ -63,17 +55,20 @@ def now_ms() -> int:
 
 
 def load_shard(
-    log: PartitionLog,
+    log: PartitionStorage,
     config: CoordinatorConfig,
     metadata: MetadataImage,
     seed: int = 0,
     recover: bool = False,
+    clock_ms: Callable[[], int] = now_ms,
 ) -> tuple[GroupCoordinatorShard, CompactedState, dict]:
-    """Snapshot + log -> a shard whose clock (and so every session timer) starts now, the
-    compacted state (what the next snapshot writes) and figures for the load's stats.
+    """Snapshot + log -> a shard whose clock (and so every session timer) starts now
+    (``clock_ms()``), the compacted state (what the next snapshot writes) and figures for the
+    load's stats.
 
-    ``recover``: the log was loaded before and a write failed since (``PartitionLog.recover``);
-    the caller has dropped its old shard, which the collector may now reclaim (``gc.unfreeze``).
+    ``recover``: the storage was loaded before and a write failed (or a turn broke the shard)
+    since (``PartitionStorage.recover``); the caller has dropped its old shard, which the
+    collector may now reclaim (``gc.unfreeze``).
     """
     started = time.perf_counter()
     gc.unfreeze()
@@ -85,7 +80,7 @@ def load_shard(
         for batch in loaded.batches:
             compacted.add_batch(batch)
         compacted_at = time.perf_counter()
-        shard = GroupCoordinatorShard(config, metadata, now_ms=now_ms(), seed=seed)
+        shard = GroupCoordinatorShard(config, metadata, now_ms=clock_ms(), seed=seed)
         replay_compacted(shard, compacted.records())
     seconds = time.perf_counter() - started
     return shard, compacted, {
@@ -105,8 +100,8 @@ def replay_compacted(shard: GroupCoordinatorShard, records: list[bytes]) -> None
 
     Offset commits go in as one bulk step at the place of the first of them: nothing a group
     record's replay does depends on offsets or the other way round, but the retention timer
-    they arm keeps its place among the members' session timers. Consumer groups are built in
-    bulk (``protocol.consumer.bulk_load``), each taking its place among the groups at its
+    they arm keeps its place among the members' session timers. The groups the shard builds in
+    bulk (``GroupCoordinatorShard.bulk_loader``) each take their place among the groups at their
     first record; the records of any other group are replayed one by one, in order.
     """
     keys: list[tuple] = []
@@ -121,11 +116,7 @@ def replay_compacted(shard: GroupCoordinatorShard, records: list[bytes]) -> None
     other_keys = list(itertools.compress(keys, others))
     other_blobs = list(itertools.compress(blobs, others))
     before = others[:first_offset].count(True)  # group records before the first commit
-    bulk = BulkGroups(
-        shard.groups, shard.timers, shard.consumer.sessions.session_timeout_ms, shard.now_ms
-    )
-    bulk_ids = eligible_groups(other_keys, other_blobs, shard.groups)
-    in_bulk = [key[0] in CONSUMER_GROUP_TYPES and key[1] in bulk_ids for key in other_keys]
+    bulk, in_bulk = shard.bulk_loader(other_keys, other_blobs)
     apart = list(map(operator.not_, in_bulk))
     if set(itertools.compress(map(_TYPE_OF, other_keys), apart)) <= _NO_GROUP_TYPES:
         # No other group is replayed record by record, so the bulk groups take their places
@@ -150,27 +141,9 @@ def replay_compacted(shard: GroupCoordinatorShard, records: list[bytes]) -> None
     bulk.finish()
 
 
-def load_shard_by_record(
-    log: PartitionLog, config: CoordinatorConfig, metadata: MetadataImage, seed: int = 0
-) -> tuple[GroupCoordinatorShard, dict]:
-    """The reference load: every record of the log decoded and replayed in order, nothing
-    compacted or batched. Slow; the bulk path must build the same shard."""
-    started = time.perf_counter()
-    loaded = log.load()
-    shard = GroupCoordinatorShard(config, metadata, now_ms=now_ms(), seed=seed)
-    for batch in [loaded.snapshot, *loaded.batches]:
-        for data in batch:
-            shard.replay(decode_record(data))
-    seconds = time.perf_counter() - started
-    return shard, {
-        "records": loaded.records,
-        "records_per_s": loaded.records / seconds if seconds > 0 else 0.0,
-    }
-
-
 def _replay_each(
     shard: GroupCoordinatorShard,
-    bulk: BulkGroups,
+    bulk,
     keys: list[tuple],
     blobs: list[bytes | None],
     in_bulk: list[bool],

@@ -29,7 +29,6 @@ import os
 import re
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -39,6 +38,7 @@ import msgpack
 from actors.runtime.fencing import Fence, LogFencedError
 from actors.runtime.fileops import FileOps
 from actors.runtime.log_frames import FRAME_HEADER, FRAME_HEADER_BYTES, MAX_BATCH_BYTES, scan_frames
+from actors.runtime.storage import LoadedLog, PartitionStorage
 
 __all__ = ["FileOps", "LoadedLog", "LogCorruptError", "LogFencedError", "PartitionLog"]
 
@@ -65,24 +65,6 @@ class LogCorruptError(Exception):
     is only ever published whole (os.replace), so damage to it is lost acknowledged state that
     truncation cannot repair: loading stops rather than serve a partial state.
     """
-
-
-@dataclass(frozen=True)
-class LoadedLog:
-    """What a restarting partition replays: `snapshot` first, then `batches` in order."""
-
-    snapshot: list[bytes]
-    batches: list[list[bytes]]
-    records: int
-    seconds: float
-    truncated_bytes: int
-
-    @property
-    def records_per_s(self) -> float:
-        """Load speed, the number that bounds how long a restarted partition is unavailable."""
-        if self.records == 0:
-            return 0.0
-        return self.records / self.seconds if self.seconds > 0 else float("inf")
 
 
 def encode_frame(records: list[bytes]) -> bytes:
@@ -115,8 +97,10 @@ def _numbered(directory: Path, pattern: re.Pattern[str]) -> list[tuple[int, Path
     return sorted((int(m.group(1)), p) for m, p in found)
 
 
-class PartitionLog:
+class PartitionLog(PartitionStorage):
     """Segments plus snapshot for one partition; one writer (the partition actor) at a time.
+
+    The local-disk ``PartitionStorage``: a directory, fenced by an epoch file and ``flock``.
 
     `append` is the group commit: one write and one fsync per mailbox turn, however many records
     the turn produced. After a failed write or fsync the log refuses further appends until

@@ -2,7 +2,9 @@
 
 The admission rule (``refusal``) is pure and bounded (TigerStyle): a partition that is not
 serving, or whose mailbox or owed replies would pass their bounds, turns requests away with a
-retriable Kafka error, never a hang.
+retriable Kafka error, never a hang. Every entry counts against the bounds by its ``weight``:
+a request one, a read of the shard (a query) one. Controller images take no entry: at most
+one waits, the newest (``PartitionTurns.update_image``).
 """
 
 from __future__ import annotations
@@ -11,15 +13,15 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from actors.runtime.controller import ControllerImage
 from protocol.errors import Errors
 from protocol.shard import GroupCoordinatorShard
 
-# Bounds (TigerStyle): how much one turn takes from the mailbox, how big the mailbox grows.
+# Bounds (TigerStyle): how much one turn takes from the mailbox, how big the mailbox grows
+# (in ``Event.weight``: requests and queries).
 MAX_REQUESTS_PER_TURN = 20_000
 MAX_QUEUED_REQUESTS = 200_000
 # Replies owed at once: requests in the mailbox plus those taken into a turn and not answered
-# yet (``_waiting``). A classic JoinGroup or SyncGroup stays owed until its group completes
+# yet (``OwedReplies``). A classic JoinGroup or SyncGroup stays owed until its group completes
 # the phase or a timer ends it (up to a rebalance timeout), so this bounds the delayed ones;
 # a turn's own requests count too while it writes. Beyond it requests are refused with
 # COORDINATOR_NOT_AVAILABLE, as a full mailbox refuses them: clients back off and retry, and
@@ -49,13 +51,59 @@ def refusal(state: str, queued: int, waiting: int, incoming: int) -> Errors | No
 
 @dataclass
 class Event:
-    """One mailbox entry: requests to apply (answered together), a new controller image, or
-    a read of the shard (answered, like requests, only once the turn's records are durable)."""
+    """One mailbox entry: requests to apply (answered together), or a read of the shard
+    (answered, like requests, only once the turn's records are durable)."""
 
     requests: list[object] = field(default_factory=list)
-    image: ControllerImage | None = None
     query: Callable[[GroupCoordinatorShard], object] | None = None
     done: asyncio.Future | None = None
     # Requests' replies as they come: a delayed one (JoinGroup, SyncGroup) turns later.
     replies: list[object] = field(default_factory=list)
     remaining: int = 0
+
+    @property
+    def weight(self) -> int:
+        """What this entry counts against the mailbox's bounds: its requests, or one."""
+        return len(self.requests) or 1
+
+
+class OwedReplies:
+    """The replies owed to requests taken into a turn, matched to them by identity.
+
+    A request is owed from the turn that takes it until a turn's records behind its reply are
+    durable (``settle``) or the partition gives up on it (``refuse_all``); a classic JoinGroup
+    or SyncGroup may stay owed over several turns. An event's future resolves once all its
+    requests are answered, in their order.
+    """
+
+    def __init__(self) -> None:
+        # id(request) -> (its event, its index in the event)
+        self._owed: dict[int, tuple[Event, int]] = {}
+
+    def __len__(self) -> int:
+        return len(self._owed)
+
+    def owe(self, event: Event) -> None:
+        event.replies, event.remaining = [None] * len(event.requests), len(event.requests)
+        for i, req in enumerate(event.requests):
+            self._owed[id(req)] = (event, i)
+
+    def settle(self, completed: list[tuple[object, object]]) -> None:
+        """Hand out ``completed`` (request, reply) pairs, now durable; others are skipped."""
+        for req, reply in completed:
+            entry = self._owed.pop(id(req), None)
+            if entry is not None:
+                _answer(*entry, reply)
+
+    def refuse_all(self, refuse: Callable[[object], object]) -> None:
+        """Answer every owed request with ``refuse(request)``."""
+        owed, self._owed = self._owed, {}
+        for event, i in owed.values():
+            _answer(event, i, refuse(event.requests[i]))
+
+
+def _answer(event: Event, i: int, reply: object) -> None:
+    event.replies[i] = reply
+    event.remaining -= 1
+    if event.remaining == 0 and event.done is not None and not event.done.done():
+        event.done.set_result(event.replies)

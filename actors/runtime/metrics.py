@@ -23,8 +23,11 @@ RATE_WINDOW_S = 30.0
 # Bound on remembered rebalance timestamps (TigerStyle: every history has a limit).
 RATE_HISTORY_MAX = 100_000
 
-# Seed 000 names the tag values consumer|generic (Kafka 4 later renamed generic to classic).
-GROUP_PROTOCOLS = ("consumer", "generic")
+# Seed 000 names the tag values consumer|generic (Kafka 4 later renamed generic to classic);
+# Connect groups (seed 004) are counted apart, under their own type.
+GROUP_PROTOCOLS = ("consumer", "generic", "connect")
+# A group type (``group.group_type``) -> its ``protocol`` tag, where the two differ.
+PROTOCOL_OF_TYPE = {"classic": "generic"}
 PARTITION_STATES = ("loading", "active", "recovering", "fenced", "failed")
 CONSUMER_GROUP_STATES = ("empty", "assigning", "reconciling", "stable", "dead")
 
@@ -103,9 +106,36 @@ class PartitionMetrics:
         total = max(now - self._started, 1e-9)
         self.idle_ratio_avg.set(max(0.0, 1.0 - self._busy_s / total), self.tags)
 
-    def groups(self, by_protocol: dict[str, int], consumer_by_state: dict[str, int]) -> None:
+    def groups(self, by_type: dict[str, int], consumer_by_state: dict[str, int]) -> None:
+        """Groups per group type (``GroupCoordinatorShard.census``), consumer groups per state."""
+        by_protocol = protocol_counts(by_type)
         for p in GROUP_PROTOCOLS:
             self.group_count.set(float(by_protocol.get(p, 0)), {**self.tags, "protocol": p})
         for s in CONSUMER_GROUP_STATES:
             value = float(consumer_by_state.get(s, 0))
             self.consumer_group_count.set(value, {**self.tags, "state": s})
+
+
+def protocol_counts(by_type: dict[str, int]) -> dict[str, int]:
+    """Groups per group type -> groups per ``protocol`` tag value (each type its own)."""
+    by_protocol: dict[str, int] = {}
+    for group_type, count in by_type.items():
+        protocol = PROTOCOL_OF_TYPE.get(group_type, group_type)
+        by_protocol[protocol] = by_protocol.get(protocol, 0) + count
+    return by_protocol
+
+
+class NoMetrics:
+    """Metrics that go nowhere: for a partition's turn logic run outside Ray (tests)."""
+
+    def set_state(self, state: str) -> None:
+        pass
+
+    def loaded(self, seconds: float) -> None:
+        pass
+
+    def turn(self, busy_s: float, queue_size: int, rebalances: int) -> None:
+        pass
+
+    def groups(self, by_type: dict[str, int], consumer_by_state: dict[str, int]) -> None:
+        pass

@@ -9,47 +9,58 @@ hands its handle along with its batched heartbeats, and once a turn's records ar
 partition sends that actor one fire-and-forget ``wake(member_ids)`` naming the members the
 turn gave a reason to heartbeat now: a new target they were not told of, or released
 partitions they wait for. The client heartbeats for those members at once. Whom to wake is
-the pure shard's decision (``protocol/consumer/wake_ups.py``, ``shard.take_wake_ups()``); a
-group with nothing in progress wakes nobody, so stable members send exactly the heartbeats
-they would without this; clients that give no handle (the Kafka wire gateway's real clients)
-are unaffected.
+the pure shard's decision (``shard.take_wake_ups()``), and so is which requests speak for a
+member that may be woken (``shard.wakeable_members``) and which records end a membership
+(``shard.departed_members``): this module knows no group type. A group with nothing in
+progress wakes nobody, so stable members send exactly the heartbeats they would without this;
+clients that give no handle (the Kafka wire gateway's real clients) are unaffected.
 
 Only the runtime knows actors, so the sending lives here, with the map from members to the
-client actors that host them.
+client actors that host them. The map is bounded (``MAX_WAKER_MEMBERS``): a member is noted
+when its heartbeat arrives, before the shard decides on it, so members the shard refused (or
+that vanished without a record) would otherwise stay for good; past the bound the member
+heard from longest ago goes first. Forgetting one only costs it its wake-ups (a hint).
 """
 
 from __future__ import annotations
 
 import logging
 
-from protocol.consumer.messages import ConsumerGroupHeartbeatRequest
-from protocol.records import ConsumerGroupMemberMetadataKey, Record
-
 log = logging.getLogger(__name__)
+
+# Members (group, member) whose client actor is remembered: beyond it, the least recently
+# heard from is forgotten.
+MAX_WAKER_MEMBERS = 200_000
 
 
 class Wakers:
     """Per (group, member): the client actor to wake when its target changes."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_members: int = MAX_WAKER_MEMBERS) -> None:
+        assert max_members > 0
+        self._max_members = max_members
+        # Insertion order = the order members were last heard from (oldest first).
         self._by_member: dict[tuple[str, str], object] = {}
 
     def __len__(self) -> int:
         return len(self._by_member)
 
-    def note(self, waker: object, requests: list[object]) -> None:
-        """A batch arrived from client actor ``waker``: its heartbeating members are its."""
-        for key in _heartbeating(requests):
-            self._by_member[key] = waker
+    def note(self, waker: object, members: list[tuple[str, str]]) -> None:
+        """Client actor ``waker`` heartbeats for ``members`` (group id, member id)."""
+        by_member = self._by_member
+        for key in members:
+            by_member.pop(key, None)  # moves it to the end: heard from last
+            by_member[key] = waker
+        while len(by_member) > self._max_members:
+            del by_member[next(iter(by_member))]
+        assert len(by_member) <= self._max_members
 
-    def forget(self, records: list[Record]) -> None:
-        """Forget the members whose metadata ``records`` (a durable turn's) deleted."""
+    def forget(self, members: list[tuple[str, str]]) -> None:
+        """Forget ``members`` (a durable turn deleted them)."""
         if not self._by_member:
             return
-        for record in records:
-            key = record.key
-            if type(key) is ConsumerGroupMemberMetadataKey and record.value is None:
-                self._by_member.pop((key.group_id, key.member_id), None)
+        for key in members:
+            self._by_member.pop(key, None)
 
     def wake(self, members: list[tuple[str, str]]) -> int:
         """Wake the client actors hosting ``members`` (group id, member id), one call per
@@ -68,11 +79,3 @@ class Wakers:
             except Exception:  # a wake-up is a hint, never a failure
                 log.debug("wake-up not sent", exc_info=True)
         return sum(map(len, due.values()))
-
-
-def _heartbeating(requests: list[object]) -> list[tuple[str, str]]:
-    return [
-        (req.group_id, req.member_id)
-        for req in requests
-        if type(req) is ConsumerGroupHeartbeatRequest and req.member_id
-    ]

@@ -44,9 +44,9 @@ import pyarrow as pa
 import ray
 
 from actors.runtime.controller import partition_handles
-from actors.tools.state_tables import SCHEMAS, TABLES
+from actors.tools.state_tables import SCHEMAS, TABLES, shard_tables
 
-# The offsets partition actors, ``offsets-0`` first: anything answering ``export_tables``.
+# The offsets partition actors, ``offsets-0`` first: anything answering ``query(shard_tables)``.
 Partitions = Sequence[Any]
 
 PARTITION_COLUMN = "offsets_partition"
@@ -138,7 +138,7 @@ def table_refs(partitions: Partitions) -> dict[str, list[ray.ObjectRef]]:
     """Per table, one object reference per offsets partition (nothing comes to the driver)."""
     refs: dict[str, list[ray.ObjectRef]] = {name: [] for name in TABLES}
     for p, handle in enumerate(partitions):
-        tables = handle.export_tables.remote()
+        tables = handle.query.remote(shard_tables)
         split = _tag_partition.options(num_returns=len(TABLES)).remote(tables, p)
         for name, ref in zip(TABLES, split, strict=True):
             refs[name].append(ref)
@@ -233,7 +233,7 @@ def spark_blocks(partitions: Partitions, num_blocks: int | None = None
     ``MAX_BLOCKS``; ``num_blocks`` runs if given), and a zero-CPU task per run writes each
     table's rows of the run as one block. A table with no rows in a run gets no block.
     """
-    tables = [handle.export_tables.remote() for handle in partitions]
+    tables = [handle.query.remote(shard_tables) for handle in partitions]
     counts = ray.get([_row_counts.remote(t) for t in tables])
     out: dict[str, tuple[list[ray.ObjectRef], int]] = {name: ([], 0) for name in TABLES}
     for run in _runs([sum(c.values()) for c in counts], num_blocks):

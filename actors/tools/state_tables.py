@@ -1,4 +1,4 @@
-"""A shard's state as seven Arrow tables: what ``OffsetsPartition.export_tables`` returns.
+"""A shard's state as seven Arrow tables: what ``OffsetsPartition.query(shard_tables)`` returns.
 
 Six are shared by every group type; Connect groups add rows to ``groups`` and ``members`` and
 have ``connect_assignment`` for their connectors and tasks (``actors.tools.connect_tables``).

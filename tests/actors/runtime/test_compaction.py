@@ -23,6 +23,7 @@ from protocol.records import (
     OffsetCommitValue,
     Record,
 )
+from tests.actors.runtime.reference import add_encoded
 
 GROUPS = st.sampled_from(["g", "h"])
 MEMBERS = st.sampled_from(["a", "b"])
@@ -70,7 +71,7 @@ def one_by_one(batches: list[list[bytes]]) -> CompactedState:
     state = CompactedState()
     for batch in batches:
         for data in batch:
-            state.add_encoded(data)
+            add_encoded(state, data)
     return state
 
 
@@ -84,7 +85,7 @@ def test_a_batch_compacts_as_its_records_do_one_by_one(batches, data):
             bulk.add_batch(batch)
         else:
             for d in batch:
-                bulk.add_encoded(d)
+                add_encoded(bulk, d)
     expected = one_by_one(encoded)
     assert in_order(bulk) == in_order(expected)
     assert bulk.size_bytes == expected.size_bytes == sum(map(len, expected.records()))

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from actors.runtime.fileops import FileOps, FlagFileFaults
+from actors.runtime.fileops import FileOps
 from actors.runtime.log import PartitionLog
+from tests.actors.runtime.faults import FlagFileFaults
 
 
 class FailingFsync(FileOps):

@@ -20,14 +20,14 @@ from hypothesis import strategies as st
 from hypothesis.stateful import rule, run_state_machine_as_test
 
 from actors.runtime.compaction import CompactedState
-from actors.runtime.loading import load_shard_by_record
+from actors.runtime.loading import load_shard
 from actors.runtime.log import PartitionLog
-from actors.runtime.partition import load_shard
 from protocol import messages as m
 from protocol.codec import encode_record
 from protocol.offsets.timers import RetentionCheck
 from protocol.records import OffsetCommitKey, OffsetCommitValue, Record
 from protocol.shard import GroupCoordinatorShard
+from tests.actors.runtime.reference import load_shard_by_record
 from tests.protocol.test_replay import ReplayedEvents, assert_same_groups
 
 SETTINGS = settings(

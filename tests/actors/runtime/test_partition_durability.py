@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 import ray
 
-from actors.runtime.fileops import FlagFileFaults
 from actors.runtime.partition import OffsetsPartition
 from protocol import messages as m
 from protocol.errors import Errors
 from tests.actors.ray_helpers import eventually
+from tests.actors.runtime.faults import FlagFileFaults
 from tests.conftest import RAY_TEST_CONFIG
 
 pytestmark = pytest.mark.ray
