@@ -36,7 +36,13 @@ from protocol.migration.connect_conversion import ConnectMigration
 from protocol.migration.conversion import Migration
 from protocol.offsets.rules import OffsetRules
 from protocol.offsets.timers import OffsetsTimer
-from protocol.records import GroupRebalanceHistoryKey, OffsetCommitKey, OffsetCommitValue, Record
+from protocol.records import (
+    ConsumerGroupMetadataKey,
+    GroupRebalanceHistoryKey,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    Record,
+)
 from protocol.timers import Timers
 
 log = logging.getLogger(__name__)
