@@ -283,29 +283,19 @@ class GroupCoordinatorShard:
 
     def _guard(self, req: object, fn):
         """Run a handler atomically: a refusal (``CoordinatorError``) becomes its error reply and
-        must leave no trace, so a handler that refuses after it emitted records is a bug, with
-        one exception: a request that converted its group to another type (online migration)
-        keeps the conversion, a complete change of its own, as if an earlier event had made it
-        (docs/decisions.md). A bug (any other exception) is raised: the runtime fails the whole
-        turn and reloads the shard from its log, never answering over half-applied state."""
+        must leave no trace, so a handler that refuses after it emitted records is a bug. A bug
+        (any other exception) is raised: the runtime fails the whole turn and reloads the shard
+        from its log, never answering over half-applied state (docs/decisions.md)."""
         emitted = len(self._records)
-        group_type = self._type_of_group(req)
         try:
             return fn()
         except CoordinatorError as e:
-            converted = self._type_of_group(req) != group_type
-            if len(self._records) != emitted and not converted:
+            if len(self._records) != emitted:
                 raise RuntimeError(
                     f"{type(req).__name__} refused with {e.error.name} after it emitted "
                     f"{len(self._records) - emitted} record(s)"
                 ) from e
             return error_response(req, e.error, e.message)
-
-    def _type_of_group(self, req: object) -> str | None:
-        """The type of the group ``req`` names, if it names one that exists."""
-        group_id = getattr(req, "group_id", None)
-        group = self.groups.get(group_id) if type(group_id) is str else None
-        return group.group_type if group is not None else None
 
     # ---- runtime hooks: what the runtime (actors/runtime) asks the shard instead of knowing
     # group types, their records or their requests itself.

@@ -1,10 +1,9 @@
 """The shard's half of atomic turns (``GroupCoordinatorShard._guard``), for both KIP-848 types.
 
 A refusal leaves no trace; a refusal after the handler emitted records is a bug (raised, so the
-runtime fails the turn); the one exception is a request that converted its group to another
-type (online migration) before it was refused: the conversion is kept, as if an earlier event
-had made it (docs/decisions.md, "A conversion completes on its own"). Replaying the records
-still rebuilds the same state.
+runtime fails the turn), a conversion of the group included (docs/decisions.md, "Atomic
+turns"). Only a join converts a classic group, so a stray heartbeat or leave naming one is a
+plain refusal that changes nothing.
 """
 
 from __future__ import annotations
@@ -26,7 +25,6 @@ from tests.protocol.migration.test_connect_migration import (
     fresh_shard,
     new_worker_join,
 )
-from tests.protocol.test_replay import assert_same_groups, loaded
 
 
 def refuse_after(monkeypatch: pytest.MonkeyPatch, rules: type, method: str) -> None:
@@ -40,29 +38,34 @@ def refuse_after(monkeypatch: pytest.MonkeyPatch, rules: type, method: str) -> N
     monkeypatch.setattr(rules, method, then_refuse)
 
 
-def test_consumer_a_leave_that_converts_an_empty_classic_group_keeps_the_conversion():
+@pytest.mark.parametrize("epoch", [-1, -2, 3])
+def test_a_consumer_heartbeat_that_is_not_a_join_leaves_an_empty_classic_group_alone(epoch):
     shard = GroupCoordinatorShard(metadata=image(foo=2))
     empty = Record(GroupMetadataKey("g"), GroupMetadataValue("consumer", 3, None, None, 0))
     shard.replay(empty)
-    leave = m.ConsumerGroupHeartbeatRequest(group_id="g", member_id="stranger", member_epoch=-1)
-    result = shard.handle(leave)
-    assert result.response.error_code == Errors.UNKNOWN_MEMBER_ID
-    assert result.records == [Record(GroupMetadataKey("g"), None)]
-    assert "g" not in shard.groups
-    assert_same_groups(shard, loaded(shard, [empty, *result.records]))
+    req = m.ConsumerGroupHeartbeatRequest(group_id="g", member_id="stranger", member_epoch=epoch,
+                                          instance_id="i1" if epoch == -2 else None)
+    result = shard.handle(req)
+    assert result.response.error_code == Errors.GROUP_ID_NOT_FOUND
+    assert result.records == []
+    assert shard.groups["g"].group_type == "classic"
 
 
-def test_connect_a_join_that_converts_a_classic_group_keeps_the_conversion(monkeypatch):
+def test_a_consumer_join_converts_an_empty_classic_group():
+    shard = GroupCoordinatorShard(metadata=image(foo=2))
+    empty = Record(GroupMetadataKey("g"), GroupMetadataValue("consumer", 3, None, None, 0))
+    shard.replay(empty)
+    reply = Member(shard, "m1").join()
+    assert reply.error_code == Errors.NONE
+    assert shard.groups["g"].group_type == "consumer"
+
+
+def test_connect_a_refusal_after_a_conversion_is_a_bug_too(monkeypatch):
     shard = fresh_shard()
     classic_connect_group(shard, WORK)
-    before = shard.groups[GROUP].to_record()
     refuse_after(monkeypatch, ConnectGroupRules, "heartbeat")
-    result = new_worker_join(shard)
-    assert result.response.error_code == Errors.INVALID_REQUEST
-    assert result.records[0] == Record(GroupMetadataKey(GROUP), None)
-    assert shard.groups[GROUP].group_type == "connect"
-    assert_same_groups(shard, loaded(shard, [Record(GroupMetadataKey(GROUP), before),
-                                             *result.records]))
+    with pytest.raises(RuntimeError, match="after it emitted"):
+        new_worker_join(shard)
 
 
 def test_connect_a_refusal_after_records_without_a_conversion_is_a_bug(monkeypatch):

@@ -137,10 +137,14 @@ class MigrationSim:
                       + [(c, t) for c, n in self.connectors.items() for t in range(n)])
 
     def converged(self) -> bool:
+        """Settled for the workers and for the coordinator alike: a rebalance the coordinator
+        began (a leave just handled) is news no worker has heard yet."""
         live = list(self.clients.values())
         used = sorted(u for c in live for u in units(c))
+        group = self.shard.groups.get(GROUP)
         return (
             used == self.all_units()
+            and (group is None or group.state == "stable")
             and all(c.state == "stable" for c in live)
             and not any(getattr(c, "pending", None) for c in live)
             and not any(getattr(c, "_rejoin_at", None) is not None for c in live)
