@@ -365,6 +365,7 @@ class ClassicLifecycles(RuleBasedStateMachine):
         self.records: list[Record] = []
         self.outstanding: dict[int, Pending] = {}
         self.turn = 0
+        self.replaced_in_turn: set[str] = set()
         self.highest_generation = 0
         self.topics = {"foo": 4, "bar": 2}
         self.mix: tuple[str, str] = MIXES[0]
@@ -383,8 +384,16 @@ class ClassicLifecycles(RuleBasedStateMachine):
         for client, req, lose in calls:
             self.outstanding[id(req)] = Pending(req, client, client.incarnation, lose, self.turn)
         reqs = [req for _, req, _ in calls]
+        # Static members whose new process joins in this turn: a reply the turn gave their old
+        # member id earlier (a SyncGroup answered before the JoinGroup replaced the id) is
+        # checked against the state at the turn's end, where that id is already gone.
+        self.replaced_in_turn = {
+            req.group_instance_id for req in reqs
+            if isinstance(req, m.JoinGroupRequest) and req.group_instance_id is not None
+        }
         res = self.shard.handle(reqs[0]) if len(reqs) == 1 else self.shard.handle_batch(reqs)
         self._deliver(res)
+        self.replaced_in_turn = set()
         return res
 
     def _deliver(self, res: CoordinatorResult) -> None:
@@ -415,7 +424,10 @@ class ClassicLifecycles(RuleBasedStateMachine):
             assert group is not None and resp.generation_id == group.generation_id, resp
         elif isinstance(req, (m.SyncGroupRequest, m.HeartbeatRequest)):
             assert group is not None and req.generation_id == group.generation_id, (req, resp)
-            assert req.member_id in group.members, (req, resp)
+            assert req.member_id in group.members or (
+                req.group_instance_id in self.replaced_in_turn
+                and group.static_members.get(req.group_instance_id) != req.member_id
+            ), (req, resp)
 
     def _next_call(self, client: Client, lose: bool = False) -> tuple | None:
         """The request the client sends next, if any."""
