@@ -80,9 +80,17 @@ def deliver(assignors: Sequence[Assignor], member_id: str, error: int, version: 
         a.on_assignment(MemberAssignment(member_id, error, version, metadata))
 
 
-def _readable(version: int) -> int | None:
-    """A PrepareAssignment's ``maximum_version`` (-1 or 0: not known) as the assignors read it."""
-    return version if version > 0 else None
+def _member(mem: Any, maximum_version: int) -> dict[str, Any]:
+    """What every flavour's assignor reads of a PrepareAssignment member: its ids and its
+    assignor's state (``maximum_version`` -1 or 0: not known)."""
+    return {
+        "member_id": mem.member_id,
+        "instance_id": mem.instance_id,
+        "reason": mem.assignor.reason,
+        "version": mem.assignor.version,
+        "metadata": bytes(mem.assignor.metadata),
+        "maximum_version": maximum_version if maximum_version > 0 else None,
+    }
 
 
 class ConnectFlavour:
@@ -95,12 +103,7 @@ class ConnectFlavour:
         resp: m.ConnectGroupPrepareAssignmentResponse = prepared
         members = tuple(
             ConnectGroupMember(
-                member_id=mem.member_id,
-                instance_id=mem.instance_id,
-                reason=mem.assignor.reason,
-                version=mem.assignor.version,
-                metadata=bytes(mem.assignor.metadata),
-                maximum_version=_readable(mem.maximum_version),
+                **_member(mem, mem.maximum_version),
                 owned_connectors=frozenset(mem.connectors_and_tasks.connectors),
                 owned_tasks=frozenset(
                     (t.connector, t.task) for t in mem.connectors_and_tasks.tasks
@@ -149,12 +152,7 @@ class PartitionFlavour:
         resp: m.ConsumerGroupPrepareAssignmentResponse = prepared
         members = tuple(
             PartitionGroupMember(
-                member_id=mem.member_id,
-                instance_id=mem.instance_id,
-                reason=mem.assignor.reason,
-                version=mem.assignor.version,
-                metadata=bytes(mem.assignor.metadata),
-                maximum_version=_readable(resp.maximum_version),
+                **_member(mem, resp.maximum_version),
                 subscribed_topic_ids=frozenset(mem.subscribed_topic_ids),
                 owned_partitions=frozenset(pm.pairs(pm.from_wire(mem.topic_partitions))),
             )
