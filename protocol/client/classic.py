@@ -36,12 +36,8 @@ from protocol.classic.consumer_protocol import (
 )
 from protocol.classic.group import TOPIC_METADATA_CHANGE
 from protocol.client.classic_leader import COOPERATIVE, EAGER, grouped, lead
-from protocol.client.classic_member import (
-    NO_GENERATION,
-    TERMINAL,
-    ClassicGroupMember,
-    SentRequest,
-)
+from protocol.client.classic_member import NO_GENERATION, TERMINAL, ClassicGroupMember
+from protocol.client.member import Sent
 from protocol.client.ownership import Callback, PartitionOwnership, TopicPartition
 from protocol.client.timeline import DEFAULT_MAX_EVENTS
 from protocol.errors import Errors
@@ -154,7 +150,7 @@ class ClassicMemberClient(ClassicGroupMember):
         self._leader, self._leader_metadata = False, None
         return [m.JoinGroupRequestProtocol(name, metadata) for name in self.assignors]
 
-    def _lead(self, now_s: float, sent: SentRequest, resp: m.JoinGroupResponse) -> bool:
+    def _lead(self, now_s: float, sent: Sent, resp: m.JoinGroupResponse) -> bool:
         self._leader = bool(resp.leader) and resp.leader == self.member_id
         if self._leader:
             try:

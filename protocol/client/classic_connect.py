@@ -51,8 +51,9 @@ from protocol.classic.connect_protocol import (
     join_protocols,
 )
 from protocol.client.classic_connect_leader import ConnectLeader
-from protocol.client.classic_member import TERMINAL, ClassicGroupMember, SentRequest
+from protocol.client.classic_member import TERMINAL, ClassicGroupMember
 from protocol.client.connect_ownership import WorkCallback, WorkOwnership
+from protocol.client.member import Sent
 from protocol.client.timeline import DEFAULT_MAX_EVENTS
 
 # What the worker has read of the config: (config offset, {connector: task count}).
@@ -148,7 +149,7 @@ class ClassicConnectWorkerClient(ClassicGroupMember):
         offered = join_protocols(self.connect_protocol, state)
         return [m.JoinGroupRequestProtocol(n, b) for n, b in offered]
 
-    def _lead(self, now_s: float, sent: SentRequest, resp: m.JoinGroupResponse) -> bool:
+    def _lead(self, now_s: float, sent: Sent, resp: m.JoinGroupResponse) -> bool:
         if self.eager:
             # The group runs eager: a worker that joined incrementally (the group has just
             # changed protocol) stops everything now, as eager workers did before joining.

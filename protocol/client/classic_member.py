@@ -52,9 +52,6 @@ NO_GENERATION = -1
 RETRIABLE = COORDINATOR_UNAVAILABLE | {Errors.UNKNOWN_SERVER_ERROR, Errors.UNRELEASED_INSTANCE_ID}
 
 
-SentRequest = Sent  # "join" | "sync" | "heartbeat" | "leave"
-
-
 class ClassicGroupMember(GroupMember):
     """One member of one classic group: what to send when, and what it owns meanwhile.
 
@@ -221,7 +218,7 @@ class ClassicGroupMember(GroupMember):
     def _left(self) -> None:
         self._state = "stopped"
 
-    def _joined(self, now_s: float, sent: SentRequest, resp: m.JoinGroupResponse) -> None:
+    def _joined(self, now_s: float, sent: Sent, resp: m.JoinGroupResponse) -> None:
         if resp.generation_id != self._joined_generation:
             # The join phase just ended (held replies are read as soon as they are sent): it
             # restarted our session and gave us the rebalance timeout to sync. A repeat of a
@@ -237,7 +234,7 @@ class ClassicGroupMember(GroupMember):
         if self._lead(now_s, sent, resp):
             self._state, self._due = "syncing", now_s
 
-    def _synced(self, now_s: float, sent: SentRequest, resp: m.SyncGroupResponse) -> None:
+    def _synced(self, now_s: float, sent: Sent, resp: m.SyncGroupResponse) -> None:
         try:
             assignment = self._decode(resp.assignment)
         except self.PROTOCOL_ERROR:
@@ -265,14 +262,14 @@ class ClassicGroupMember(GroupMember):
         self._due = now_s if self._rejoin_requested else now_s + self.heartbeat_interval_ms / 1000
         self._settled(now_s, revoked, assignment)
 
-    def _heartbeat_ok(self, now_s: float, sent: SentRequest) -> None:
+    def _heartbeat_ok(self, now_s: float, sent: Sent) -> None:
         self._alive_until = sent.at_s + self._session_bound_s()
         self._retries = 0
         if self._state == "stable":
             interval_s = self.heartbeat_interval_ms / 1000
             self._due = now_s if self._rejoin_requested else now_s + interval_s
 
-    def _on_error(self, now_s: float, sent: SentRequest, code: int, resp: object) -> None:
+    def _on_error(self, now_s: float, sent: Sent, code: int, resp: object) -> None:
         """Kafka's AbstractCoordinator: the same codes mean the same for every request."""
         if self._state == "leaving":
             return
@@ -328,7 +325,7 @@ class ClassicGroupMember(GroupMember):
         """The JoinGroup's protocols (and whatever the half gives up before joining)."""
         raise NotImplementedError
 
-    def _lead(self, now_s: float, sent: SentRequest, resp: m.JoinGroupResponse) -> bool:
+    def _lead(self, now_s: float, sent: Sent, resp: m.JoinGroupResponse) -> bool:
         """Lead the round if elected (the SyncGroup's ``_sync_assignments``); False if the
         member failed instead."""
         raise NotImplementedError
