@@ -19,7 +19,9 @@ from protocol.classic.consumer_protocol import (
     decode_subscription,
     encode_assignment,
 )
-from protocol.client.classic_state import COOPERATIVE, TopicPartition
+from protocol.client.ownership import TopicPartition
+
+EAGER, COOPERATIVE = "eager", "cooperative"
 
 
 def lead(

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from assignors.client.interfaces import (
     Assignment,
@@ -80,106 +80,105 @@ def deliver(assignors: Sequence[Assignor], member_id: str, error: int, version: 
         a.on_assignment(MemberAssignment(member_id, error, version, metadata))
 
 
-def _readable(version: int) -> int | None:
-    """A PrepareAssignment's ``maximum_version`` (-1 or 0: not known) as the assignors read it."""
-    return version if version > 0 else None
+class _Flavour:
+    """What both flavours do alike: the three steps' requests, the same fields around each
+    member. A flavour names its request classes and how one member is read (``_member_in``,
+    with ``_group`` around them) and written (``_member_out``)."""
+
+    PREPARE: ClassVar[type]
+    INSTALL: ClassVar[type]
+
+    def prepare_request(self, group_id: str, member_id: str, member_epoch: int) -> object:
+        return self.PREPARE(group_id, member_id, member_epoch)
+
+    def assignor_input(self, prepared: Any, now_ms: int) -> Any:
+        members = tuple(self._member_in(mem, prepared) for mem in prepared.members)
+        return self._group(prepared, members, now_ms)
+
+    def install_request(
+        self, group_id: str, member_id: str, member_epoch: int, prepared: Any, result: Assignment
+    ) -> object:
+        return self.INSTALL(
+            group_id=group_id,
+            member_id=member_id,
+            member_epoch=member_epoch,
+            group_epoch=prepared.group_epoch,
+            error=result.error,
+            members=[self._member_out(a) for a in result.members],
+        )
+
+    def _member_in(self, mem: Any, prepared: Any) -> Any:
+        raise NotImplementedError
+
+    def _group(self, prepared: Any, members: tuple, now_ms: int) -> Any:
+        raise NotImplementedError
+
+    def _member_out(self, a: Any) -> object:
+        raise NotImplementedError
 
 
-class ConnectFlavour:
+def _member(mem: Any, maximum_version: int) -> dict[str, Any]:
+    """What every flavour's assignor reads of a PrepareAssignment member: its ids and its
+    assignor's state (``maximum_version`` -1 or 0: not known)."""
+    return {
+        "member_id": mem.member_id,
+        "instance_id": mem.instance_id,
+        "reason": mem.assignor.reason,
+        "version": mem.assignor.version,
+        "metadata": bytes(mem.assignor.metadata),
+        "maximum_version": maximum_version if maximum_version > 0 else None,
+    }
+
+
+class ConnectFlavour(_Flavour):
     """Connect workers: connectors and tasks (seed 004's Connect* requests)."""
 
-    def prepare_request(self, group_id: str, member_id: str, member_epoch: int) -> object:
-        return m.ConnectGroupPrepareAssignmentRequest(group_id, member_id, member_epoch)
+    PREPARE = m.ConnectGroupPrepareAssignmentRequest
+    INSTALL = m.ConnectGroupInstallAssignmentRequest
 
-    def assignor_input(self, prepared: Any, now_ms: int) -> ConnectGroup:
-        resp: m.ConnectGroupPrepareAssignmentResponse = prepared
-        members = tuple(
-            ConnectGroupMember(
-                member_id=mem.member_id,
-                instance_id=mem.instance_id,
-                reason=mem.assignor.reason,
-                version=mem.assignor.version,
-                metadata=bytes(mem.assignor.metadata),
-                maximum_version=_readable(mem.maximum_version),
-                owned_connectors=frozenset(mem.connectors_and_tasks.connectors),
-                owned_tasks=frozenset(
-                    (t.connector, t.task) for t in mem.connectors_and_tasks.tasks
-                ),
-            )
-            for mem in resp.members
+    def _member_in(self, mem: Any, prepared: Any) -> ConnectGroupMember:
+        owned = mem.connectors_and_tasks
+        return ConnectGroupMember(
+            **_member(mem, mem.maximum_version),
+            owned_connectors=frozenset(owned.connectors),
+            owned_tasks=frozenset((t.connector, t.task) for t in owned.tasks),
         )
-        connectors = {c.name: c.task_count for c in resp.connectors}
+
+    def _group(self, prepared: Any, members: tuple, now_ms: int) -> ConnectGroup:
+        connectors = {c.name: c.task_count for c in prepared.connectors}
         return ConnectGroup(members=members, connectors=connectors, now_ms=now_ms)
 
-    def install_request(
-        self, group_id: str, member_id: str, member_epoch: int, prepared: Any, result: Assignment
-    ) -> object:
-        members = []
-        for a in result.members:
-            connectors = sorted(getattr(a, "connectors", ()))
-            tasks = sorted(getattr(a, "tasks", ()))
-            members.append(
-                m.ConnectInstallAssignmentMember(
-                    member_id=a.member_id,
-                    error=a.error,
-                    connectors_and_tasks=m.ConnectorsAndTasks(
-                        connectors, [m.ConnectorTaskId(c, t) for c, t in tasks]
-                    ),
-                    metadata_version=a.version,
-                    metadata_bytes=a.metadata,
-                )
-            )
-        return m.ConnectGroupInstallAssignmentRequest(
-            group_id=group_id,
-            member_id=member_id,
-            member_epoch=member_epoch,
-            group_epoch=prepared.group_epoch,
-            error=result.error,
-            members=members,
+    def _member_out(self, a: Any) -> m.ConnectInstallAssignmentMember:
+        tasks = sorted(getattr(a, "tasks", ()))
+        work = m.ConnectorsAndTasks(
+            sorted(getattr(a, "connectors", ())), [m.ConnectorTaskId(c, t) for c, t in tasks]
+        )
+        return m.ConnectInstallAssignmentMember(
+            member_id=a.member_id, error=a.error, connectors_and_tasks=work,
+            metadata_version=a.version, metadata_bytes=a.metadata,
         )
 
 
-class PartitionFlavour:
+class PartitionFlavour(_Flavour):
     """Consumers: topic partitions (seed 000's ConsumerGroup* requests)."""
 
-    def prepare_request(self, group_id: str, member_id: str, member_epoch: int) -> object:
-        return m.ConsumerGroupPrepareAssignmentRequest(group_id, member_id, member_epoch)
+    PREPARE = m.ConsumerGroupPrepareAssignmentRequest
+    INSTALL = m.ConsumerGroupInstallAssignmentRequest
 
-    def assignor_input(self, prepared: Any, now_ms: int) -> PartitionGroup:
-        resp: m.ConsumerGroupPrepareAssignmentResponse = prepared
-        members = tuple(
-            PartitionGroupMember(
-                member_id=mem.member_id,
-                instance_id=mem.instance_id,
-                reason=mem.assignor.reason,
-                version=mem.assignor.version,
-                metadata=bytes(mem.assignor.metadata),
-                maximum_version=_readable(resp.maximum_version),
-                subscribed_topic_ids=frozenset(mem.subscribed_topic_ids),
-                owned_partitions=frozenset(pm.pairs(pm.from_wire(mem.topic_partitions))),
-            )
-            for mem in resp.members
+    def _member_in(self, mem: Any, prepared: Any) -> PartitionGroupMember:
+        return PartitionGroupMember(
+            **_member(mem, prepared.maximum_version),
+            subscribed_topic_ids=frozenset(mem.subscribed_topic_ids),
+            owned_partitions=frozenset(pm.pairs(pm.from_wire(mem.topic_partitions))),
         )
-        topics = tuple(TopicMetadata(t.topic_id, t.num_partitions) for t in resp.topics)
+
+    def _group(self, prepared: Any, members: tuple, now_ms: int) -> PartitionGroup:
+        topics = tuple(TopicMetadata(t.topic_id, t.num_partitions) for t in prepared.topics)
         return PartitionGroup(members=members, topics=topics)
 
-    def install_request(
-        self, group_id: str, member_id: str, member_epoch: int, prepared: Any, result: Assignment
-    ) -> object:
-        return m.ConsumerGroupInstallAssignmentRequest(
-            group_id=group_id,
-            member_id=member_id,
-            member_epoch=member_epoch,
-            group_epoch=prepared.group_epoch,
-            error=result.error,
-            members=[
-                m.InstallAssignmentMember(
-                    member_id=a.member_id,
-                    error=a.error,
-                    topic_partitions=pm.to_wire(pm.from_pairs(getattr(a, "partitions", ()))),
-                    metadata_version=a.version,
-                    metadata_bytes=a.metadata,
-                )
-                for a in result.members
-            ],
+    def _member_out(self, a: Any) -> m.InstallAssignmentMember:
+        parts = pm.to_wire(pm.from_pairs(getattr(a, "partitions", ())))
+        return m.InstallAssignmentMember(
+            member_id=a.member_id, error=a.error, topic_partitions=parts,
+            metadata_version=a.version, metadata_bytes=a.metadata,
         )

@@ -4,9 +4,9 @@ Both Connect client halves (the new protocol's ``ConnectWorkerClient`` and the c
 ``ClassicConnectWorkerClient``) move the same thing, a set of connectors and tasks, through the
 same three doors: work is *assigned* (start it), *revoked* (stop it, then tell the
 coordinator) or *lost* (stop it without telling anyone: the worker may no longer be in the
-group). This module is that bookkeeping, written once: the callback of a change runs while the
-work is still listed as running (a host stops a task before the worker says it stopped), and
-every change goes on the bounded timeline in one format::
+group). This module is that unit: the bookkeeping itself is ``protocol/client/ownership.py`` (the
+callback of a change runs while the work is still listed as running, so a host stops a task
+before the worker says it stopped), and every change goes on the bounded timeline as::
 
     {"t": at_s, "event": "assigned" | "revoked" | "lost", "connectors": [name, ...],
      "tasks": [(connector, task), ...], "epoch": int, "member_id": str}
@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from protocol import messages as m
 from protocol.classic.connect_protocol import Work
-from protocol.client.timeline import DEFAULT_MAX_EVENTS, Timeline
+from protocol.client.ownership import Ownership
 
 Task = tuple[str, int]
 # on_assigned / on_revoked / on_lost(connectors, tasks), both sorted.
@@ -41,64 +41,25 @@ def work_to_wire(work: Work) -> m.ConnectorsAndTasks:
     )
 
 
-class WorkOwnership:
-    """The work one worker runs now, with its callbacks and timeline.
+class WorkOwnership(Ownership[Work]):
+    """The work one worker runs now: connectors and tasks, shown to the callbacks as
+    ``(connectors, tasks)``, both sorted, and on the timeline as their two lists. Built as
+    ``WorkOwnership(on_assigned, on_revoked, on_lost, timeline_max_events)``."""
 
-    Guarantees: ``owned`` changes only through ``assign`` and ``end``; ``end`` calls its
-    callback before the work leaves ``owned`` (even if the callback raises); every change is
-    recorded, oldest events dropped first beyond ``timeline_max_events``.
-    """
+    EMPTY = Work()
 
-    def __init__(
-        self,
-        on_assigned: WorkCallback | None = None,
-        on_revoked: WorkCallback | None = None,
-        on_lost: WorkCallback | None = None,
-        timeline_max_events: int = DEFAULT_MAX_EVENTS,
-    ) -> None:
-        self.on_assigned, self.on_revoked, self.on_lost = on_assigned, on_revoked, on_lost
-        self.owned = Work()
-        self.timeline = Timeline(timeline_max_events)
+    def callback_args(self, units: Work) -> tuple:
+        return _sorted(units)
 
-    def assign(self, at_s: float, work: Work, epoch: int, member_id: str) -> None:
-        work = work - self.owned
-        if not work:
-            return
-        self.owned = self.owned | work
-        self.record(at_s, "assigned", work, epoch, member_id)
-        if self.on_assigned is not None:
-            self.on_assigned(*_sorted(work))
-
-    def end(self, at_s: float, event: str, work: Work, epoch: int, member_id: str) -> None:
-        """Stop ``work`` (``event`` "revoked" or "lost"); what is not owned is ignored."""
-        work = work & self.owned
-        if not work:
-            return
-        self.record(at_s, event, work, epoch, member_id)
-        callback = self.on_revoked if event == "revoked" else self.on_lost
-        try:
-            if callback is not None:
-                callback(*_sorted(work))
-        finally:
-            self.owned = self.owned - work
-
-    def record(self, at_s: float, event: str, work: Work, epoch: int, member_id: str) -> None:
-        connectors, tasks = _sorted(work)
-        self.timeline.append(
-            {
-                "t": at_s,
-                "event": event,
-                "connectors": connectors,
-                "tasks": tasks,
-                "epoch": epoch,
-                "member_id": member_id,
-            }
-        )
-
-    def as_dict(self) -> dict[str, list]:
-        """``{"connectors": [...], "tasks": [(connector, task), ...]}``, sorted."""
-        connectors, tasks = _sorted(self.owned)
+    def fields(self, units: Work) -> dict:
+        connectors, tasks = _sorted(units)
         return {"connectors": connectors, "tasks": tasks}
+
+    def view(self) -> dict[str, list]:
+        """``{"connectors": [...], "tasks": [(connector, task), ...]}``, sorted."""
+        return self.fields(self.owned)
+
+    as_dict = view
 
 
 def _sorted(work: Work) -> tuple[list[str], list[Task]]:

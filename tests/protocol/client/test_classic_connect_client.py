@@ -19,6 +19,7 @@ from protocol.classic.connect_protocol import (
     WorkerState,
     decode_assignment,
     decode_metadata,
+    encode_assignment,
     encode_metadata,
 )
 from protocol.client.classic_connect import ClassicConnectWorkerClient
@@ -424,3 +425,55 @@ def test_a_stalled_worker_s_work_moves_only_after_its_deadline_and_it_records_th
     assert set(taken["tasks"]) == set(lost["tasks"]) and taken["connectors"] == lost["connectors"]
     assert lost["t"] < taken["t"]
     assert {n: c.state for n, c in machine.sim.clients.items()} == {"w0": "stable", "w1": "stable"}
+
+
+# ------------------------------------------------------- one classic client core, both halves
+# The classic consumer's rules, now the classic Connect worker's too (docs/decisions.md, "One
+# classic client core"); the consumer's own tests are in test_classic_client.py.
+
+SESSION_S = SESSION_MS / 1000
+WORK = Work.of(["c"], [("c", 0)])
+
+
+def lone_worker() -> ClassicConnectWorkerClient:
+    return ClassicConnectWorkerClient(
+        GROUP, "w", config=lambda: (1, {"c": 1}), session_timeout_ms=SESSION_MS,
+        rebalance_timeout_ms=5_000, heartbeat_interval_ms=HEARTBEAT_MS,
+    )
+
+
+def join_reply(generation: int) -> m.JoinGroupResponse:
+    return m.JoinGroupResponse(generation_id=generation, protocol_name="sessioned",
+                               leader="other", member_id="w-1")
+
+
+def sync_reply(work: Work) -> m.SyncGroupResponse:
+    return m.SyncGroupResponse(assignment=encode_assignment(ConnectAssignment(2, assigned=work)))
+
+
+def test_a_repeated_join_reply_of_the_same_generation_restarts_no_clock_for_a_worker():
+    w = lone_worker()
+    w.poll(0.0)
+    w.on_response(0.0, join_reply(5))
+    w.poll(0.0)
+    w.on_response(0.0, sync_reply(WORK))
+    assert w.owned == WORK and w.ownership_deadline == SESSION_S
+    w._rejoin_at = -1.0  # the leader scheduled a rebalance
+    assert isinstance(w.poll(1.0), m.JoinGroupRequest)
+    w.on_response(1.5, join_reply(6))
+    assert w.ownership_deadline == 1.5 + SESSION_S
+    assert isinstance(w.poll(1.5), m.SyncGroupRequest)
+    w.on_failure(1.6)  # the SyncGroup never arrived; the rebalance timeout runs on
+    again = w.next_due()
+    assert again < 2.5 and isinstance(w.poll(again), m.JoinGroupRequest)
+    w.on_response(2.5, join_reply(6))  # the coordinator repeats its reply
+    assert w.ownership_deadline == 1.5 + SESSION_S
+
+
+def test_a_workers_sync_reply_read_after_the_session_could_have_ended_is_not_trusted():
+    w = lone_worker()
+    w.poll(0.0)
+    w.on_response(0.0, join_reply(5))
+    w.poll(0.0)
+    w.on_response(SESSION_S + 1, sync_reply(WORK))
+    assert w.owned == Work() and w.timeline == [] and w.state == "unjoined"
