@@ -12,7 +12,8 @@ A row (``GroupType``) holds, for one type:
 - ``group_class`` and ``states`` (the states ListGroups may filter on);
 - ``record_keys``: the record key types its rules replay (``replayer`` applies one);
 - ``timer_key``: the base type of its timer keys; ``rules`` (shard -> its rules object, which
-  answers ``on_timer``, ``on_metadata`` and ``finish_turn``);
+  answers ``on_timer`` and ``on_metadata``; a KIP-848-style type's ``epoch_turn`` ends each
+  turn);
 - the lifecycle answers: ``validate_offset_commit`` (refuse, or return the KIP-848 member whose
   partitions bound the commit), ``check_offset_fetch``, ``is_empty`` (DeleteGroups),
   ``is_dead``, ``tombstones`` (the records that delete it), ``offsets_deletable``,

@@ -14,8 +14,9 @@ from __future__ import annotations
 import base64
 import logging
 import random
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from protocol import messages as m
 from protocol.api import api_of, error_response
@@ -113,7 +114,12 @@ class GroupCoordinatorShard:
             GroupRebalanceHistoryKey: self.history.replay,
             **{key: row.replayer(self) for row in GROUP_TYPES for key in row.record_keys},
         }
-        self._turn_rules = tuple(row.rules(self) for row in GROUP_TYPES)
+        # The end of a turn settles the epoch turn of each KIP-848-style type that was marked
+        # (classic groups have none: their leader computes the assignment).
+        self._epoch_turns = tuple(
+            turn for row in GROUP_TYPES
+            if (turn := getattr(row.rules(self), "epoch_turn", None)) is not None
+        )
 
     # ------------------------------------------------------------------ public API
 
@@ -136,7 +142,7 @@ class GroupCoordinatorShard:
                 if member_key is not None and member_key in in_turn:
                     self._complete(admitted, replies)  # same member twice: finish the first
                     in_turn.clear()
-                outcome = self._guard(req, lambda r=req: self.consumer.admit(r))
+                outcome = self._guard(req, self.consumer.admit, req)
                 if isinstance(outcome, Admitted):
                     admitted.append((i, outcome))
                     in_turn.add((outcome.group_id, outcome.member_id))
@@ -145,7 +151,7 @@ class GroupCoordinatorShard:
             else:
                 self._complete(admitted, replies)
                 in_turn.clear()
-                replies[i] = self._guard(req, lambda r=req: self._dispatch(r))
+                replies[i] = self._guard(req, self._dispatch, req)
                 self._finish_turn()
         self._complete(admitted, replies)
         answered = [(q, r) for q, r in zip(requests, replies, strict=True) if r is not None]
@@ -227,7 +233,8 @@ class GroupCoordinatorShard:
         return group if group is not None and group.group_type == group_type else None
 
     def consumer_group(self, group_id: str) -> ConsumerGroup | None:
-        return self.group_of(group_id, "consumer")
+        group = self.groups.get(group_id)  # group_of, inlined: every heartbeat asks
+        return group if group is not None and group.group_type == "consumer" else None
 
     def classic_group(self, group_id: str) -> ClassicGroup | None:
         return self.group_of(group_id, "classic")
@@ -265,13 +272,14 @@ class GroupCoordinatorShard:
     def _complete(self, admitted: list[tuple[int, Admitted]], replies: list[object | None]) -> None:
         self._finish_turn()
         for i, a in admitted:
-            replies[i] = self._guard(a.request, lambda a=a: self.consumer.complete(a))
+            replies[i] = self._guard(a.request, self.consumer.complete, a)
         admitted.clear()
         self._finish_turn()
 
     def _finish_turn(self) -> None:
-        for rules in self._turn_rules:
-            rules.finish_turn()
+        for turn in self._epoch_turns:
+            if turn.touched:
+                turn.finish()
 
     def _dispatch(self, req: object) -> object:
         api = api_of(req)
@@ -281,14 +289,14 @@ class GroupCoordinatorShard:
             )
         return api.handler(self, req)
 
-    def _guard(self, req: object, fn):
+    def _guard(self, req: object, fn: Callable[[Any], object], arg: object) -> object:
         """Run a handler atomically: a refusal (``CoordinatorError``) becomes its error reply and
         must leave no trace, so a handler that refuses after it emitted records is a bug. A bug
         (any other exception) is raised: the runtime fails the whole turn and reloads the shard
         from its log, never answering over half-applied state (docs/decisions.md)."""
         emitted = len(self._records)
         try:
-            return fn()
+            return fn(arg)
         except CoordinatorError as e:
             if len(self._records) != emitted:
                 raise RuntimeError(

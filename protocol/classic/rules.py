@@ -49,10 +49,6 @@ class ClassicGroupRules:
     def on_timer(self, key: ClassicTimer) -> None:
         self.rebalances.on_timer(key)
 
-    def finish_turn(self) -> None:
-        """Nothing to do at the end of a turn: a classic group's leader computes its
-        assignment, not the coordinator (the shard ends every type's turn alike)."""
-
     def on_metadata(self, groups: list[ClassicGroup]) -> None:
         self._load.on_metadata(groups)
 

@@ -52,7 +52,7 @@ class ConnectGroupRules(ModernRules):
 
     def __init__(self, ctx: ShardContext) -> None:
         super().__init__(ctx)
-        self.epochs = ConnectEpochs(ctx)
+        self.epochs = self.epoch_turn = ConnectEpochs(ctx)
         self.sessions = WorkerTimers(ctx, self.fence)
         self.compute = ConnectClientAssignment(ctx)
 

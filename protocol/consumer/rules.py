@@ -78,7 +78,7 @@ class ConsumerGroupRules(ModernRules):
 
     def __init__(self, ctx: ShardContext) -> None:
         super().__init__(ctx)
-        self.turn = EpochTurn(ctx)
+        self.turn = self.epoch_turn = EpochTurn(ctx)
         self.sessions = MemberTimers(ctx, self.fence)
         self.wake_ups = WakeUps()  # whom a turn gives a reason to heartbeat now
 
@@ -88,7 +88,8 @@ class ConsumerGroupRules(ModernRules):
         self, req: m.ConsumerGroupHeartbeatRequest
     ) -> Admitted | m.ConsumerGroupHeartbeatResponse:
         validate_heartbeat(req, self.ctx.config)
-        self.ctx.migration.before_consumer_heartbeat(req)  # a classic group converts first
+        if req.member_epoch == JOIN_EPOCH:
+            self.ctx.migration.before_consumer_heartbeat(req)  # a classic group converts first
         group = self.ctx.consumer_group(req.group_id)
         if group is None and req.group_id in self.ctx.groups:
             other = self.ctx.groups[req.group_id].group_type
@@ -182,8 +183,10 @@ class ConsumerGroupRules(ModernRules):
             self.emit_metadata(group.group_id, updated)
             if subscription_changed(member, updated):
                 self.turn.mark(group.group_id, "member subscription changed", updated)
-        # Touched even when unchanged: a target that could not be computed earlier is retried.
-        self.turn.mark(group.group_id, None)
+        if group.group_epoch > group.assignment_epoch:
+            # A target that could not be computed earlier is retried (a steady heartbeat of a
+            # group whose target is current touches nothing).
+            self.turn.mark(group.group_id, None)
         self.sessions.reset_session(group.group_id, member.member_id)
 
     def _leave(

@@ -28,7 +28,7 @@ from protocol.classic.consumer_protocol import (
 )
 from protocol.classic.group import ClassicGroup, ClassicMember
 from protocol.consumer.group import ConsumerGroup, group_tombstones
-from protocol.consumer.member import JOIN_EPOCH, ConsumerGroupMember, MemberState
+from protocol.consumer.member import ConsumerGroupMember, MemberState
 from protocol.migration.conversion_driver import (
     POLICIES,
     ConversionDriver,
@@ -69,10 +69,10 @@ class Migration(ConversionDriver[ConsumerGroup]):
 
     def before_consumer_heartbeat(self, req: m.ConsumerGroupHeartbeatRequest) -> None:
         """A new-protocol join names a classic group: convert it, or say why not. Only a join
-        converts (Kafka's ``getOrMaybeCreateConsumerGroup`` with ``createIfNotExists``): any
-        other heartbeat naming a classic group is refused by the consumer rules
-        (GROUP_ID_NOT_FOUND) and changes nothing."""
-        if req.member_epoch != JOIN_EPOCH or type(req.group_id) is not str:
+        comes here and converts (Kafka's ``getOrMaybeCreateConsumerGroup`` with
+        ``createIfNotExists``); any other heartbeat naming a classic group is refused by the
+        consumer rules (GROUP_ID_NOT_FOUND) and changes nothing."""
+        if type(req.group_id) is not str:
             return
         group = self.ctx.classic_group(req.group_id)
         if group is None:

@@ -30,18 +30,20 @@ class EpochTurn:
     def __init__(self, ctx: ShardContext) -> None:
         self.ctx = ctx
         self._causes: dict[str, tuple[str, Any]] = {}  # groups to bump: first cause, member
-        self._touched: set[str] = set()  # groups whose target may need computing
+        # Groups whose target may need computing; empty when the turn has nothing to settle
+        # (the shard then skips this type's end of turn).
+        self.touched: set[str] = set()
 
     def mark(self, group_id: str, reason: str | None, member: Any = None) -> None:
         """Note a change of ``group_id``; ``reason`` None: no bump, but a target not computed
         yet is retried."""
-        self._touched.add(group_id)
+        self.touched.add(group_id)
         if reason is not None:
             self._causes.setdefault(group_id, (reason, member))
 
     def finish(self) -> None:
-        causes, touched = self._causes, self._touched
-        self._causes, self._touched = {}, set()
+        causes, touched = self._causes, self.touched
+        self._causes, self.touched = {}, set()
         ctx = self.ctx
         for group_id in sorted(causes):
             group = self._group(group_id)
