@@ -10,6 +10,7 @@ one waits, the newest (``PartitionTurns.update_image``).
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -100,6 +101,19 @@ class OwedReplies:
         owed, self._owed = self._owed, {}
         for event, i in owed.values():
             _answer(event, i, refuse(event.requests[i]))
+
+
+def distinct(requests: list[object]) -> list[object]:
+    """``requests`` with each repeated object copied: replies are matched to requests by
+    identity (``OwedReplies``), so the same object sent twice must be two requests."""
+    seen: set[int] = set()
+    out = []
+    for req in requests:
+        if id(req) in seen:
+            req = copy.copy(req)
+        seen.add(id(req))
+        out.append(req)
+    return out
 
 
 def _answer(event: Event, i: int, reply: object) -> None:

@@ -27,9 +27,8 @@ A turn fails three ways, and none leaves memory unlike the storage:
 - a newer incarnation loaded the storage (Ray restarted the actor while this process, cut off,
   still ran): its writes are refused; it becomes "fenced" and answers NOT_COORDINATOR for good.
 
-Bounds: ``MAX_QUEUED_REQUESTS`` mailbox entries (a request or a query counts one),
-``MAX_WAITING_REPLIES`` replies owed, ``MAX_REQUESTS_PER_TURN`` per turn, one pending image (a
-newer one replaces it), ``MAX_WAKER_MEMBERS`` wake-up handles.
+Bounds: ``MAX_QUEUED_REQUESTS`` mailbox entries (a request or a query counts one), at most
+``MAX_WAITING_REPLIES`` owed, ``MAX_REQUESTS_PER_TURN``, one pending image, ``MAX_WAKER_MEMBERS``.
 """
 
 from __future__ import annotations
@@ -37,7 +36,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import copy
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -51,6 +49,7 @@ from actors.runtime.mailbox import (
     MAX_WAITING_REPLIES,
     Event,
     OwedReplies,
+    distinct,
     refusal,
 )
 from actors.runtime.metrics import NoMetrics, PartitionMetrics
@@ -163,15 +162,7 @@ class PartitionTurns:
         if waker is not None:
             members = GroupCoordinatorShard.wakeable_members([requests[i] for i in mine])
             self._wakers.note(waker, members)
-        # Replies are matched to requests by identity: the same object twice is two.
-        seen: set[int] = set()
-        batch = []
-        for i in mine:
-            req = requests[i]
-            if id(req) in seen:
-                req = copy.copy(req)
-            seen.add(id(req))
-            batch.append(req)
+        batch = distinct([requests[i] for i in mine])
         event = Event(batch, done=asyncio.get_running_loop().create_future())
         self._enqueue(event)
         for i, reply in zip(mine, await event.done, strict=True):
