@@ -71,9 +71,11 @@ class GroupCoordinatorShard:
     """The groups of one ``__consumer_offsets`` partition: every rule, no I/O.
 
     It dispatches each request through ``protocol.api``'s table to the rules of the group
-    type it concerns, fires timers by their key's type, and guarantees that no request raises
-    (invariant 6: a refusal or a bug becomes an error reply) and that every state change is a
-    record applied at once (so replay rebuilds the same state).
+    type it concerns and replays, ticks and ends turns through the group-type table
+    (``protocol.group_types``). It guarantees that every state change is a record applied at
+    once (so replay rebuilds the same state) and that a handler is atomic: a refusal
+    (``CoordinatorError``, how bad input is answered: invariant 6) becomes its error reply and
+    leaves no record; a bug raises, and the runtime fails the turn and reloads from its log.
     """
 
     def __init__(
