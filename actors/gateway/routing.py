@@ -12,6 +12,11 @@ it stale retries (which fence the member once its epoch moved on). Past the budg
 client gets the retriable error at once, as a Kafka broker answers while a coordinator
 loads, and retries on its own.
 
+A call that fails because the actor died is never resent: the dead actor may have applied it
+(durably) before dying, and a resend would be answered as an ordinary request, its first
+reply lost; the client gets COORDINATOR_NOT_AVAILABLE and resends in full, as after a broker's
+disconnect.
+
 A call to an actor that Ray is restarting does not fail: it waits for the restart, seconds
 on a busy machine, holding the client's connection. So each partition is watched: a
 ``ready()`` probe every ``WATCH_EVERY_S``; one that takes longer than ``SUSPECT_AFTER_S``, or a
@@ -91,8 +96,17 @@ class Router:
                     if not _retriable(resp):
                         return resp
                 except RayActorError as e:
-                    log.info("offsets-%d is down: %s", p, e)
+                    # The actor died with the request in hand: it may have applied it and made
+                    # it durable before dying. A resend would be answered as an ordinary,
+                    # successful request, and the reply that carried what the first one changed
+                    # (a KIP-848 member's new assignment) would be lost for good, leaving the
+                    # client stuck. Answered retriable instead, as a broker that drops the
+                    # connection: the client resends in full and learns its state.
+                    log.info("offsets-%d died with a request in hand: %s", p, e)
                     self._up[p] = False
+                    return error_response(
+                        request, Errors.COORDINATOR_NOT_AVAILABLE,
+                        f"offsets-{p} died with the request in hand; retry")
             wait_s = backoff_s(retries)
             if time.monotonic() + wait_s > deadline:
                 return resp if resp is not None else error_response(
