@@ -7,7 +7,7 @@ source scripts/env.sh
 
 ruff check .
 set +e
-python -m pytest "$@"
+python -m pytest --durations=30 "$@"
 rc=$?
 set -e
 if [ "$rc" -eq 5 ]; then
