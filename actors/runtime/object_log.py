@@ -25,6 +25,14 @@ writes, so a frozen process blocks no one.
   are the slots it covers deleted (best effort). A snapshot whose marker never landed is
   ignored by loads. ``bytes_since_snapshot`` counts each slot as ``SLOT_WEIGHT_BYTES`` on top
   of its bytes, so the caller's byte trigger also fires on object count.
+- **Deleting never reopens a slot to a zombie.** A deleted key can be created again, so two
+  rules keep an old incarnation from writing into the range a snapshot deleted. (1) Fence
+  slots are never deleted (one per incarnation): an old writer's next slot, once someone else
+  wrote it, is always a newer incarnation's fence (any other writer of that slot would have
+  had to write the slot before it, which is the old writer's), so its put-if-absent keeps
+  failing. (2) An opener that froze between its listing and its fence could land that fence in
+  a deleted range: after the fence it lists the snapshots, and one past its slot means its
+  view was stale: it reads again (``load``) or is fenced (``recover``).
 """
 
 from __future__ import annotations
@@ -51,7 +59,7 @@ from actors.runtime.object_slots import (
     snapshot_bytes,
     unframe,
 )
-from actors.runtime.storage import LoadedLog, PartitionStorage
+from actors.runtime.storage import LoadedLog, PartitionStorage, require_writable
 
 log = logging.getLogger(__name__)
 
@@ -73,8 +81,12 @@ class ObjectLog(PartitionStorage):
         self._next = 0  # the next slot this writer writes
         self._failed = False
         self._closed = False
+        self._fenced = False
         self._bytes = 0
         self._slots = 0  # slots a load would read after the snapshot
+        # Slots known not to be fences (read at load or written here): what a snapshot may
+        # delete. Fences are never deleted (see the module doc: they stop zombies).
+        self._deletable: list[int] = []
 
     # ------------------------------------------------------------------ the seam
 
@@ -112,6 +124,7 @@ class ObjectLog(PartitionStorage):
         if not records:
             return
         self._write_slot(encode_slot(BATCH, self._epoch, frame(records)))
+        self._deletable.append(self._next - 1)
         self._bytes += sum(map(len, records))
         self._slots += 1
 
@@ -120,9 +133,8 @@ class ObjectLog(PartitionStorage):
         means fenced."""
         if self._epoch is None:
             raise RuntimeError("ObjectLog.load() must be called first")
-        if self._closed or self._ops.exists(self._store, self._slot_key(self._next)):
-            raise LogFencedError(f"{self.name}: epoch {self._epoch} fenced (slot {self._next} "
-                                 "taken by a newer incarnation)")
+        if self._fenced or self._ops.exists(self._store, self._slot_key(self._next)):
+            self._fence(f"slot {self._next} taken by a newer incarnation")
 
     def write_snapshot(self, records: Iterable[bytes]) -> None:
         self._require_writable()
@@ -131,10 +143,11 @@ class ObjectLog(PartitionStorage):
         self._ops.put(self._store, key, snapshot_bytes(records), create=False)
         self._write_slot(encode_slot(MARKER, self._epoch, key.encode()))
         self._bytes, self._slots = 0, 0  # the marker is read with the snapshot
+        covered, self._deletable = self._deletable, [seq]
         try:
-            self._delete_covered(seq, key)
+            self._delete_covered(covered, seq, key)
         except OSError:
-            log.warning("%s: slots before snapshot %d not deleted (a later snapshot will)",
+            log.warning("%s: slots before snapshot %d not deleted (left in the store)",
                         self.name, seq, exc_info=True)
 
     def close(self) -> None:
@@ -143,12 +156,9 @@ class ObjectLog(PartitionStorage):
     # ------------------------------------------------------------------ writing
 
     def _require_writable(self) -> None:
-        if self._epoch is None:
-            raise RuntimeError("ObjectLog.load() must be called before writing")
-        if self._failed:
-            raise RuntimeError("an earlier write failed; recover() first")
-        if self._closed:
-            raise RuntimeError("ObjectLog is closed")
+        if self._fenced:
+            self._fence("fenced earlier")
+        require_writable("ObjectLog", self._epoch, self._failed, self._closed)
 
     def _slot_key(self, seq: int) -> str:
         return f"{self.name}/log/{seq:020d}"
@@ -176,14 +186,17 @@ class ObjectLog(PartitionStorage):
         if found == data:
             return
         if found is not None:
-            self._closed = True
-            raise LogFencedError(f"{self.name}: epoch {self._epoch} fenced at {key}")
+            self._fence(f"{key} holds another writer's bytes")
         self._failed = True
         raise OSError(f"{self.name}: write of {key} failed ({ambiguous or 'vanished'})")
 
-    def _delete_covered(self, seq: int, snapshot_key: str) -> None:
-        old_slots = [k for k in self._ops.list(self._store, f"{self.name}/log/")
-                     if _seq_of(k) < seq]
+    def _fence(self, why: str) -> None:
+        self._fenced = True
+        raise LogFencedError(f"{self.name}: epoch {self._epoch} fenced ({why})")
+
+    def _delete_covered(self, covered: list[int], seq: int, snapshot_key: str) -> None:
+        """The non-fence slots before ``seq`` and the older snapshots: a load reads neither."""
+        old_slots = [self._slot_key(s) for s in covered if s < seq]
         old_snapshots = [k for k in self._ops.list(self._store, f"{self.name}/snapshot/")
                          if _seq_of(k) < seq and k != snapshot_key]
         if old_slots or old_snapshots:
@@ -197,28 +210,37 @@ class ObjectLog(PartitionStorage):
         started = time.perf_counter()
         for _ in range(OPEN_ATTEMPTS):
             try:
-                loaded, next_seq, newest_epoch = self._read(started)
+                loaded, next_seq, newest_epoch, deletable = self._read(started)
             except FileNotFoundError:
                 continue  # a slot went away under us: a newer snapshot's deletion
             except SlotCorruptError as e:
                 raise LogCorruptError(str(e)) from None
             if keep_epoch and newest_epoch > self._epoch:
-                self._closed = True
-                raise LogFencedError(f"{self.name}: epoch {self._epoch} fenced by a newer "
-                                     f"incarnation ({newest_epoch})")
+                self._fence(f"a newer incarnation's epoch {newest_epoch} is in the log")
             epoch = self._epoch if keep_epoch else newest_epoch + 1
             try:
                 self._ops.put(self._store, self._slot_key(next_seq), encode_slot(FENCE, epoch),
                               create=True)
             except AlreadyExistsError:
                 continue  # someone wrote that slot after our listing: read again
-            self._epoch, self._next = epoch, next_seq + 1
+            if self._superseded(next_seq):
+                if keep_epoch:
+                    self._fence("a newer snapshot than this writer's view of the log")
+                continue  # our listing was stale: read again
+            self._epoch, self._next, self._deletable = epoch, next_seq + 1, deletable
             self._slots += 1  # the fence
             return loaded
         raise OSError(f"{self.name}: could not claim a slot in {OPEN_ATTEMPTS} tries")
 
-    def _read(self, started: float) -> tuple[LoadedLog, int, int]:
-        """What is durable, the next free slot and the newest epoch written."""
+    def _superseded(self, claimed: int) -> bool:
+        """A snapshot past the slot just claimed: the listing this claim came from is stale
+        (a frozen opener: the slot it claimed was written and deleted meanwhile)."""
+        return any(_seq_of(k) > claimed
+                   for k in self._ops.list(self._store, f"{self.name}/snapshot/"))
+
+    def _read(self, started: float) -> tuple[LoadedLog, int, int, list[int]]:
+        """What is durable, the next free slot, the newest epoch written and the slots read
+        that are not fences."""
         slots = sorted(_seq_of(k) for k in self._ops.list(self._store, f"{self.name}/log/"))
         snapshots = sorted(self._ops.list(self._store, f"{self.name}/snapshot/"), reverse=True)
         present = set(slots)
@@ -241,9 +263,12 @@ class ObjectLog(PartitionStorage):
             bodies = list(pool.map(self._get, map(self._slot_key, tail)))
         batches: list[list[bytes]] = []
         newest_epoch, size = base_epoch, 0
+        deletable = [] if base is None else [base]
         for seq, data in zip(tail, bodies, strict=True):
             where = self._slot_key(seq)
             kind, epoch, body = decode_slot(data, where)
+            if kind != FENCE:
+                deletable.append(seq)
             if kind == BATCH:
                 for batch in unframe(body, where):
                     batches.append(batch)
@@ -252,7 +277,7 @@ class ObjectLog(PartitionStorage):
         self._bytes, self._slots = size, len(tail)
         records = len(snapshot) + sum(map(len, batches))
         loaded = LoadedLog(snapshot, batches, records, time.perf_counter() - started, 0)
-        return loaded, (slots[-1] + 1 if slots else 0), newest_epoch
+        return loaded, (slots[-1] + 1 if slots else 0), newest_epoch, deletable
 
     def _get(self, key: str) -> bytes:
         return self._ops.get(self._store, key)

@@ -151,7 +151,8 @@ def test_a_snapshot_deletes_the_slots_it_covers_and_a_zombies_snapshot_is_ignore
     log.write_snapshot([b"k0=9", b"k1=7", b"k2=8"])
     store = open_store(url)
     slots = ObjectOps().list(store, "offsets-0/log/")
-    assert len(slots) == 1  # only the marker: the covered slots are gone
+    # the covered slots are gone; the fence (slot 0, kept: it stops zombies) and the marker stay
+    assert slots == ["offsets-0/log/00000000000000000000", "offsets-0/log/00000000000000000011"]
     log.append([b"k0=10"])
     newer = open_log(url)
     loaded = newer.load()
@@ -160,6 +161,52 @@ def test_a_snapshot_deletes_the_slots_it_covers_and_a_zombies_snapshot_is_ignore
     with pytest.raises(LogFencedError):
         log.write_snapshot([b"zombie=1"])  # its snapshot object lands, its marker cannot
     assert open_log(url).load().snapshot == [b"k0=9", b"k1=7", b"k2=8"]
+
+
+class FrozenOpener(ObjectOps):
+    """An opener that freezes between its listing and its fence: ``meanwhile`` runs then."""
+
+    def __init__(self, meanwhile) -> None:
+        self.meanwhile = meanwhile
+
+    def put(self, store, key, data, create):
+        if self.meanwhile is not None and "/log/" in key:
+            run, self.meanwhile = self.meanwhile, None
+            run()
+        super().put(store, key, data, create)
+
+
+def test_an_opener_frozen_while_a_snapshot_deleted_its_slot_reads_again_not_empty(url):
+    writer = open_log(url)
+    writer.load()
+
+    def meanwhile() -> None:  # the slot the opener listed as next is written, then deleted
+        for n in range(3):
+            writer.append([f"w{n}".encode()])
+        writer.write_snapshot([b"w0", b"w1", b"w2"])
+
+    opener = open_log(url, FrozenOpener(meanwhile))
+    assert records(opener.load()) == [b"w0", b"w1", b"w2"]  # never an empty log
+    with pytest.raises(LogFencedError):
+        writer.append([b"zombie"])
+    opener.append([b"o1"])
+    assert records(open_log(url).load()) == [b"w0", b"w1", b"w2", b"o1"]
+
+
+def test_a_zombie_whose_next_slot_a_snapshot_covered_is_still_fenced(url):
+    old = open_log(url)
+    old.load()
+    old.append([b"a"])
+    new = open_log(url)
+    new.load()  # its fence takes old's next slot
+    for n in range(3):
+        new.append([f"n{n}".encode()])
+    new.write_snapshot([b"a", b"n0", b"n1", b"n2"])  # deletes what it covers, not fences
+    with pytest.raises(LogFencedError):
+        old.append([b"zombie"])
+    with pytest.raises(LogFencedError):
+        old.check_fence()
+    assert records(open_log(url).load()) == [b"a", b"n0", b"n1", b"n2"]
 
 
 def test_storage_marker_is_written_once_and_adopted(url):
