@@ -13,7 +13,6 @@ actor), up to a deadline, backing off as every Cohort client does (``protocol/re
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -32,6 +31,8 @@ from actors.runtime.controller import (
 from actors.runtime.partition import OffsetsPartition
 from actors.runtime.ray_driver import get_unwrapped as _get
 from actors.runtime.ray_driver import init_ray, named_actor_exists, wait_released
+from actors.runtime.storage_factory import actor_runtime_env
+from actors.runtime.storage_marker import claim_marker, normalize_storage_path
 from protocol import messages as m
 from protocol.api import group_ids_of, reply_error_codes, routing_error
 from protocol.config import CoordinatorConfig
@@ -109,10 +110,14 @@ class Cluster(ClientSpawner):
             if adopted:
                 controller = ray.get_actor(CONTROLLER_NAME, namespace=NAMESPACE)
                 num_partitions = ray.get(controller.info.remote())["num_partitions"]
-        storage = os.path.abspath(storage_path)
+        storage = normalize_storage_path(storage_path)  # a URL stays a URL
+        # The storage marker: reachable, writable, and Cohort's (storage_marker.py); a running
+        # Cohort keeps the storage (and id) it was started with.
+        cluster_id = None if adopted else claim_marker(storage)
         controller = Controller.options(
-            name=CONTROLLER_NAME, namespace=NAMESPACE, lifetime="detached", get_if_exists=True
-        ).remote(num_partitions, storage, config)
+            name=CONTROLLER_NAME, namespace=NAMESPACE, lifetime="detached", get_if_exists=True,
+            runtime_env=actor_runtime_env(storage),
+        ).remote(num_partitions, storage, config, cluster_id)
         info = ray.get(controller.info.remote())
         if info["num_partitions"] != num_partitions:
             raise ValueError(
@@ -124,7 +129,9 @@ class Cluster(ClientSpawner):
                 namespace=NAMESPACE,
                 lifetime="detached",
                 get_if_exists=True,
-            ).remote(p, num_partitions, info["storage_path"], info["config"])
+                runtime_env=actor_runtime_env(info["storage_path"]),  # the AWS_* variables
+            ).remote(p, num_partitions, info["storage_path"], info["config"],
+                     cluster_id=info.get("cluster_id"))
         cluster = cls(num_partitions, info["config"], info["storage_path"], owns_ray)
         cluster.adopted = adopted
         cluster.wait_ready()
@@ -153,8 +160,11 @@ class Cluster(ClientSpawner):
         while pending:
             for p in list(pending):
                 try:
-                    if ray.get(self._partitions[p].ready.remote(), timeout=10) == "active":
+                    state = ray.get(self._partitions[p].ready.remote(), timeout=10)
+                    if state == "active":
                         pending.discard(p)
+                    elif state.startswith("failed"):  # for good: say why now, not at the deadline
+                        raise RuntimeError(f"partition {p} cannot serve ({state}); see its log")
                 except (RayActorError, GetTimeoutError):
                     pass
             if pending and time.monotonic() > deadline:
