@@ -45,7 +45,9 @@ def cluster(tmp_path_factory):
     # Coordinators are a service: at Ray's default nice 15 a busy machine starves them
     # (docs/decisions.md, "Cohort's processes run at nice 0"); scripts/env.sh says the same.
     os.environ.setdefault("RAY_worker_niceness", "0")
-    ray.init(namespace="cohort", include_dashboard=False, log_to_driver=False,
+    # address="local": a Ray started elsewhere on this machine (`ray start`, a bench) is
+    # never joined; the session owns its own.
+    ray.init(address="local", namespace="cohort", include_dashboard=False, log_to_driver=False,
              num_cpus=2, object_store_memory=256 << 20)
     c = Cluster.start(
         num_partitions=RAY_TEST_PARTITIONS,
