@@ -204,8 +204,13 @@ class ModernMemberClient(GroupMember):
         if code in self.SUCCESS:
             self._on_success(now_s, sent.at_s, response)
             return
+        was_member = self.member_epoch > 0  # the request was not a join
         self._check_deadline(now_s)
-        if code in FENCED:
+        if code in FENCED or (code == Errors.GROUP_ID_NOT_FOUND and was_member):
+            # GROUP_ID_NOT_FOUND to a member that had joined: while it was away its group
+            # became a classic one (the last new-protocol member left a mixed group), which
+            # Kafka answers so to a heartbeat that is not a join. It is no longer a member:
+            # as fenced, it rejoins at epoch 0 (a join may upgrade the group again).
             self._lose(sent.at_s)  # the coordinator may have acted on it as soon as it arrived
             self._maybe_member = False  # it removed us (or never had us)
         elif code in RETRIABLE:

@@ -457,6 +457,28 @@ def test_fencing_reply_drops_everything_and_rejoins_with_the_same_id(error):
     assert (rejoin.member_id, rejoin.member_epoch, rejoin.topic_partitions) == ("a", 0, [])
 
 
+def test_member_whose_group_became_classic_while_away_rejoins_instead_of_failing():
+    # The last new-protocol member left a mixed group, which became classic; a heartbeat
+    # that is not a join is answered GROUP_ID_NOT_FOUND (Kafka's answer). The member is out.
+    a = ConsumerMemberClient(GROUP, "a", topics=["foo"], topic_names=NAMES)
+    a.poll(0.0)
+    a.on_response(0.0, reply(3, [0, 1]))
+    a.poll(0.0)
+    a.on_response(0.0, reply(3))
+    a.poll(1.0)
+    a.on_response(1.5, reply(0, error=Errors.GROUP_ID_NOT_FOUND))
+    assert a.timeline[-1]["event"] == "lost"
+    assert a.state == "joining" and a.error is None
+    assert a.poll(1.5).member_epoch == 0
+
+
+def test_join_refused_with_group_id_not_found_is_a_failure():
+    a = ConsumerMemberClient(GROUP, "a", topics=["foo"], topic_names=NAMES)
+    a.poll(0.0)
+    a.on_response(0.0, reply(0, error=Errors.GROUP_ID_NOT_FOUND))
+    assert a.state == "failed" and a.error == Errors.GROUP_ID_NOT_FOUND
+
+
 # ---------------------------------------------------------------------------- errors
 
 
