@@ -35,6 +35,7 @@ from protocol.consumer.client_assignment import install_assignment, prepare_assi
 from protocol.consumer.describe import describe_groups
 from protocol.errors import Errors
 from protocol.listing import list_groups
+from protocol.share import admin as share_admin
 from protocol.wire import classic, consumer, offsets
 
 # (shard, request) -> reply, or None while the reply is delayed (JoinGroup, SyncGroup).
@@ -116,6 +117,7 @@ _DESCRIBED = PerGroupReply("groups", m.DescribedGroup)
 _CONNECT_DESCRIBED = PerGroupReply("groups", m.ConnectDescribedGroup)
 _CLASSIC_DESCRIBED = PerGroupReply("groups", m.DescribeGroupsResponseGroup)
 _DELETED = PerGroupReply("results", m.DeletableGroupResult)
+_SHARE_DESCRIBED = PerGroupReply("groups", m.ShareDescribedGroup)
 
 # fmt: off
 ROWS: tuple[Api, ...] = (
@@ -152,6 +154,16 @@ ROWS: tuple[Api, ...] = (
            offsets.delete_request, offsets.delete_response),
     _kafka(42,  _V(0, 2),  m.DeleteGroupsRequest,                   m.DeleteGroupsResponse,                   "groups_names", lambda s, r: s.offsets.delete_groups(r),
            offsets.delete_groups_request, offsets.delete_groups_response, _DELETED),
+    # Share groups (KIP-932): Kafka's keys 76-79 and 90-92. Until the wire halves land
+    # (protocol/wire, helper sharewire) they are rows the shard answers and the wire does not.
+    _cohort(m.ShareGroupHeartbeatRequest,                           m.ShareGroupHeartbeatResponse,            "group_id",     lambda s, r: s.share.heartbeat(r)),
+    _cohort(m.ShareGroupDescribeRequest,                            m.ShareGroupDescribeResponse,             "group_ids",    lambda s, r: s.share.describe(r),
+            _SHARE_DESCRIBED),
+    _cohort(m.ShareFetchRequest,                                    m.ShareFetchResponse,                     "group_id",     lambda s, r: s.share.partitions.fetch(r)),
+    _cohort(m.ShareAcknowledgeRequest,                              m.ShareAcknowledgeResponse,               "group_id",     lambda s, r: s.share.partitions.acknowledge(r)),
+    _cohort(m.DescribeShareGroupOffsetsRequest,                     m.DescribeShareGroupOffsetsResponse,      "group_id",     share_admin.describe_offsets),
+    _cohort(m.AlterShareGroupOffsetsRequest,                        m.AlterShareGroupOffsetsResponse,         "group_id",     share_admin.alter_offsets),
+    _cohort(m.DeleteShareGroupOffsetsRequest,                       m.DeleteShareGroupOffsetsResponse,        "group_id",     share_admin.delete_offsets),
     # The gateway's own: the broker it plays. Produce is listed because clients refuse a broker
     # that lacks it; it is answered with an error (``protocol.wire.stream``).
     _gateway(0,  _V(3, 11), "Produce"),
