@@ -37,6 +37,7 @@ from protocol.errors import Errors
 from protocol.listing import list_groups
 from protocol.share import admin as share_admin
 from protocol.wire import classic, consumer, offsets
+from protocol.wire import share as share_wire
 
 # (shard, request) -> reply, or None while the reply is delayed (JoinGroup, SyncGroup).
 Handler = Callable[[Any, Any], Any]
@@ -154,13 +155,17 @@ ROWS: tuple[Api, ...] = (
            offsets.delete_request, offsets.delete_response),
     _kafka(42,  _V(0, 2),  m.DeleteGroupsRequest,                   m.DeleteGroupsResponse,                   "groups_names", lambda s, r: s.offsets.delete_groups(r),
            offsets.delete_groups_request, offsets.delete_groups_response, _DELETED),
-    # Share groups (KIP-932): Kafka's keys 76-79 and 90-92. Until the wire halves land
-    # (protocol/wire, helper sharewire) they are rows the shard answers and the wire does not.
-    _cohort(m.ShareGroupHeartbeatRequest,                           m.ShareGroupHeartbeatResponse,            "group_id",     lambda s, r: s.share.heartbeat(r)),
-    _cohort(m.ShareGroupDescribeRequest,                            m.ShareGroupDescribeResponse,             "group_ids",    lambda s, r: s.share.describe(r),
-            _SHARE_DESCRIBED),
-    _cohort(m.ShareFetchRequest,                                    m.ShareFetchResponse,                     "group_id",     lambda s, r: s.share.partitions.fetch(r)),
-    _cohort(m.ShareAcknowledgeRequest,                              m.ShareAcknowledgeResponse,               "group_id",     lambda s, r: s.share.partitions.acknowledge(r)),
+    # Share groups (KIP-932): Kafka's keys 76-79 on the wire (protocol/wire/share.py; the
+    # gateway keeps the share sessions); the share-offset admin APIs (90-92) are not on the
+    # wire yet: rows the shard answers and the wire does not.
+    _kafka(76,  _V(1, 1),  m.ShareGroupHeartbeatRequest,            m.ShareGroupHeartbeatResponse,            "group_id",     lambda s, r: s.share.heartbeat(r),
+           share_wire.heartbeat_request, share_wire.heartbeat_response),
+    _kafka(77,  _V(1, 1),  m.ShareGroupDescribeRequest,             m.ShareGroupDescribeResponse,             "group_ids",    lambda s, r: s.share.describe(r),
+           share_wire.describe_request, share_wire.describe_response, _SHARE_DESCRIBED),
+    _kafka(78,  _V(1, 2),  m.ShareFetchRequest,                     m.ShareFetchResponse,                     "group_id",     lambda s, r: s.share.partitions.fetch(r),
+           share_wire.fetch_request, share_wire.fetch_response),
+    _kafka(79,  _V(1, 2),  m.ShareAcknowledgeRequest,               m.ShareAcknowledgeResponse,               "group_id",     lambda s, r: s.share.partitions.acknowledge(r),
+           share_wire.acknowledge_request, share_wire.acknowledge_response),
     _cohort(m.DescribeShareGroupOffsetsRequest,                     m.DescribeShareGroupOffsetsResponse,      "group_id",     share_admin.describe_offsets),
     _cohort(m.AlterShareGroupOffsetsRequest,                        m.AlterShareGroupOffsetsResponse,         "group_id",     share_admin.alter_offsets),
     _cohort(m.DeleteShareGroupOffsetsRequest,                       m.DeleteShareGroupOffsetsResponse,        "group_id",     share_admin.delete_offsets),

@@ -71,16 +71,17 @@ def test_a_dispatch_that_disagrees_with_the_table_refuses_to_load(monkeypatch, c
     if change == "a row without a handler":
         del by_name["Metadata"]
     else:
-        by_name["ShareGroupHeartbeat"] = dispatch.api_versions
+        by_name["AlterReplicaLogDirs"] = dispatch.api_versions
     monkeypatch.setattr(dispatch, "BY_NAME", by_name)
     with pytest.raises(ImportError, match="Metadata" if "without a handler" in change
-                       else "ShareGroupHeartbeat"):
+                       else "AlterReplicaLogDirs"):
         dispatch._handlers()
 
 
 def _decode(api, body: dict, version: int):
     extra = {"JoinGroup": ("client", "host"), "OffsetFetch": (version,),
-             "ConsumerGroupHeartbeat": (TopicIndex(), "client", "host")}.get(api.name, ())
+             "ConsumerGroupHeartbeat": (TopicIndex(), "client", "host"),
+             "ShareFetch": (TopicIndex(),), "ShareAcknowledge": (TopicIndex(),)}.get(api.name, ())
     return api.decode(body, *extra)
 
 
@@ -88,7 +89,9 @@ def _encode(api, request, body: dict, version: int) -> dict:
     if api.name == "OffsetFetch":  # answered per group, assembled from the groups' entries
         return api.encode([fetch_refused(r, Errors.NOT_COORDINATOR) for r in request], version)
     reply = error_response(request, Errors.NOT_COORDINATOR, "moved")
-    extra = {"LeaveGroup": (version,), "OffsetCommit": (body,)}.get(api.name, ())
+    extra = {"LeaveGroup": (version,), "OffsetCommit": (body,),
+             "ShareFetch": (lambda t, first, last: b"", 0),
+             "ShareAcknowledge": (0,)}.get(api.name, ())
     return api.encode(reply, *extra)
 
 
