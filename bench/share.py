@@ -75,9 +75,14 @@ def run_cohort(records: int, rate: float, kill: bool) -> dict:
     from actors.cluster import Cluster
     from protocol.config import CoordinatorConfig
 
-    ray.init(namespace="cohort", include_dashboard=False, log_to_driver=False)
+    # A Ray of its own (address="local"): never join a cluster someone else started.
+    ray.init(address="local", namespace="cohort", include_dashboard=False, log_to_driver=False)
+    config = CoordinatorConfig(group_share_heartbeat_interval_ms=500,
+                               group_share_min_heartbeat_interval_ms=100,
+                               group_share_session_timeout_ms=10_000,
+                               group_share_min_session_timeout_ms=1_000)
     cluster = Cluster.start(num_partitions=2, storage_path=tempfile.mkdtemp(prefix="bench-"),
-                            config=CoordinatorConfig())
+                            config=config)
     try:
         cluster.create_topic(TOPIC, PARTITIONS)
         bootstrap = cluster.start_gateway(port=0, records_per_s=rate, batch_interval_ms=50)
@@ -98,7 +103,7 @@ def run_cohort(records: int, rate: float, kill: bool) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--records", type=int, default=3000)
-    ap.add_argument("--rate", type=float, default=5000.0,
+    ap.add_argument("--rate", type=float, default=50_000.0,
                     help="Cohort's stream: records per second per partition")
     ap.add_argument("--kill", action="store_true",
                     help="kill the group's partition actor midway (Cohort)")
