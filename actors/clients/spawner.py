@@ -90,6 +90,18 @@ class ClientSpawner:
         self._clients.append(handle)
         return handle
 
+    def spawn_share_consumer(self, group_id: str, topics: list[str], **options: Any):
+        """One ``num_cpus=0`` ``ShareConsumer`` actor: a share group member (KIP-932) that
+        acquires records of the synthetic stream and acknowledges them. Options:
+        ``member_id``, ``max_records``, ``records_per_s`` / ``batch_interval_ms`` /
+        ``stream_anchor_ms`` (the stream; the gateway's by default)."""
+        from actors.clients.share_consumer import ShareConsumer
+
+        handle = ShareConsumer.options(namespace=NAMESPACE).remote(
+            group_id, self.num_partitions, list(topics), **options)
+        self._clients.append(handle)
+        return handle
+
     def _bounded_classic_session_ms(self, wanted: int) -> int:
         cfg = self.config
         return min(max(wanted, cfg.group_min_session_timeout_ms), cfg.group_max_session_timeout_ms)

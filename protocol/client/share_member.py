@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from protocol import messages as m
 from protocol.errors import COORDINATOR_UNAVAILABLE, Errors
+from protocol.share.messages import ACK_ACCEPT
 
 JOIN_EPOCH, LEAVE_EPOCH = 0, -1
 FENCED = frozenset({Errors.FENCED_MEMBER_EPOCH, Errors.UNKNOWN_MEMBER_ID})
@@ -70,7 +71,7 @@ class ShareMemberClient:
     def poll_heartbeat(self, now_s: float) -> m.ShareGroupHeartbeatRequest | None:
         if self._heartbeat_in_flight or self.state == "stopped" or now_s < self._next_heartbeat_s:
             return None
-        if self.state == "leaving" and self._fetch_in_flight:
+        if self.state == "leaving" and (self._fetch_in_flight or self._pending):
             return None  # the session closes (acknowledgements apply) before the member leaves
         self._heartbeat_in_flight = True
         full = self.epoch == JOIN_EPOCH or not self._subscription_sent
@@ -180,7 +181,7 @@ class ShareMemberClient:
         self._sent = {}
         self._retry_fetch_at_s = now_s + RETRY_S
 
-    def acknowledge(self, records: Acquired, ack_type: int = m.ACK_ACCEPT) -> None:
+    def acknowledge(self, records: Acquired, ack_type: int = ACK_ACCEPT) -> None:
         """Acknowledge a processed range; sent with the next fetch."""
         self._pending.setdefault((records.topic_id, records.partition), []).append(
             m.AcknowledgementBatch(records.first_offset, records.last_offset, [ack_type]))
