@@ -10,7 +10,9 @@ acquires nothing waits for the stream's next batch. A dead or restarting coordin
 failed call: the client retries shortly; what it held is released by lock expiry if the
 acknowledgement was lost.
 
-``timeline()`` lists what it was assigned, acquired and had acknowledged (with topic names).
+``timeline()`` lists what it was assigned, acquired and had acknowledged (with topic names);
+with ``timeline_path`` the events are also appended to a JSON-lines file as they happen, so a
+chaos run can read the history of a consumer it killed.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import ray
 from ray.exceptions import RayError
 
 from actors.clients.consumer import new_member_id
+from actors.clients.timeline import TimelineSink
 from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE, partition_actor_name
 from protocol.client.share_member import ShareMemberClient
 from protocol.placement import partition_for
@@ -41,7 +44,7 @@ class ShareConsumer:
     def __init__(self, group_id: str, num_partitions: int, topics: list[str],
                  member_id: str | None = None, max_records: int = 500,
                  records_per_s: float = 50.0, batch_interval_ms: int = 200,
-                 stream_anchor_ms: int = 0) -> None:
+                 stream_anchor_ms: int = 0, timeline_path: str | None = None) -> None:
         self._client = ShareMemberClient(group_id, member_id or new_member_id(), topics,
                                          max_records=max_records)
         self._stream = SyntheticStream(stream_anchor_ms, records_per_s, batch_interval_ms)
@@ -49,6 +52,7 @@ class ShareConsumer:
             partition_actor_name(partition_for(group_id, num_partitions)), namespace=NAMESPACE)
         self._controller = ray.get_actor(CONTROLLER_NAME, namespace=NAMESPACE)
         self._names: dict[str, str] = {}
+        self._sink = TimelineSink(timeline_path)
         self.acquired = 0
         self.failed_calls = 0
         self._task = asyncio.get_running_loop().create_task(self._run())
@@ -113,10 +117,18 @@ class ShareConsumer:
                         got += records.last_offset - records.first_offset + 1
                         self._client.acknowledge(records)
             self.acquired += got
+            self._flush_timeline()
             if not got and hb is None:
                 now_ms = int(time.time() * 1000)
                 await asyncio.sleep(min(self._stream.next_batch_in_ms(now_ms) / 1000, 0.2)
                                     if fetch is not None else IDLE_S)
+        self._flush_timeline()
+
+    def _flush_timeline(self) -> None:
+        """Append new timeline events to ``timeline_path`` (it outlives this actor)."""
+        c = self._client
+        self._sink.collect(c.member_id, c.events_recorded, lambda: list(c.timeline))
+        self._sink.write()
 
     def _end_offset(self) -> int:
         return self._stream.end_offset(int(time.time() * 1000))

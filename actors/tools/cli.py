@@ -65,6 +65,8 @@ examples:
                        help="Kafka Connect worker groups on the new protocol")
     chaos.add_argument("--classic-connect-groups", type=int, default=1,
                        help="classic Kafka Connect worker groups (sessioned)")
+    chaos.add_argument("--share-groups", type=int, default=0,
+                       help="share groups (KIP-932) of Ray share consumers")
     chaos.add_argument("--consumers", type=int, default=3,
                        help="initial consumers (and Connect workers) per group")
     chaos.add_argument("--topic-partitions", type=int, default=6)
@@ -109,6 +111,15 @@ def _chaos(args: argparse.Namespace) -> int:
         from actors.tools.chaos_kafka import run_chaos as with_kafka
 
         run_chaos = partial(with_kafka, kafka_clients=args.kafka_clients)
+    if getattr(args, "share_groups", 0):  # share groups too (actors/tools/chaos_share)
+        from functools import partial
+
+        if getattr(args, "kafka_clients", 0):
+            raise SystemExit("--share-groups and --kafka-clients do not combine (yet)")
+
+        from actors.tools.chaos_share import run_chaos as with_shares
+
+        run_chaos = partial(with_shares, share_groups=args.share_groups)
 
     cluster = Cluster.start(num_partitions=args.partitions, storage_path=args.storage_path,
                             config=DEMO_CONFIG)

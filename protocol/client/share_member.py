@@ -57,6 +57,7 @@ class ShareMemberClient:
         self.interval_s = 0.0
         self.state = "joining"  # joining, stable, leaving, stopped
         self.timeline: deque[dict] = deque(maxlen=timeline_max_events)
+        self.events_recorded = 0  # every event ever recorded (the timeline keeps the newest)
         self._next_heartbeat_s = 0.0
         self._heartbeat_in_flight = False
         self._fetch_in_flight = False
@@ -203,4 +204,6 @@ class ShareMemberClient:
         return self.state == "stopped"
 
     def _event(self, now_s: float, event: str, **fields) -> None:
-        self.timeline.append({"t": now_s, "event": event, **fields})
+        self.timeline.append({"t": now_s, "event": event, "member_id": self.member_id,
+                              **fields})
+        self.events_recorded += 1

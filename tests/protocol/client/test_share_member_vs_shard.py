@@ -62,6 +62,8 @@ class Sim:
                 self.acked |= {r for r in sent if self._ack_ok(resp, r)}
             for rec in sent:
                 self.held.pop(rec, None)
+            if fetch.close_session:  # the session closed: the shard released the rest
+                self.held = {r: h for r, h in self.held.items() if h != name}
             for a in c.on_fetch(now_s, resp):
                 for o in range(a.first_offset, a.last_offset + 1):
                     rec = (a.topic_id, a.partition, o)
