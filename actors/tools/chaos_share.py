@@ -52,6 +52,7 @@ class ShareChaosRun(ChaosRun):
         self.share_kills = 0
         self.share_partition_kills = 0
         self.share_events = 0
+        self.share_acquired = 0
 
     def run(self, seconds: float | None = None, steps: int | None = None) -> ChaosReport:
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -106,13 +107,14 @@ class ShareChaosRun(ChaosRun):
             killed = {s.member_id for s in mine if s.killed}
             self.report.violations += check_share(events, starts, limit, killed)
             self.share_events += len(events)
+            self.share_acquired += sum(e["last_offset"] - e["first_offset"] + 1
+                                       for e in events if e["event"] == "acquired")
 
     def share_summary(self) -> str:
-        acquired = sum(1 for s in self.share_consumers for e in _read(s.path)
-                       if e["event"] == "acquired")
         return (f"share groups: {len(self.share_groups)}, share consumers: "
                 f"{len(self.share_consumers)} ({self.share_kills} killed), share-group "
-                f"partition kills: {self.share_partition_kills}, acquisitions: {acquired}, "
+                f"partition kills: {self.share_partition_kills}, records acquired: "
+                f"{self.share_acquired}, "
                 f"timeline events: {self.share_events}")
 
 

@@ -200,12 +200,19 @@ def _describe(args: argparse.Namespace) -> int:
         ),
         "state": (admin_groups.describe_state, admin_groups.STATE_COLUMNS),
     }[view]
-    connect_ids = set()
+    connect_ids, share_ids = set(), set()
     if view != "state":  # a Connect group's workers, with their connectors and tasks
         listed = {g.group_id: g for g in cluster.list_groups()}
         connect_ids = {g for g in group_ids if g in listed and is_connect_group(listed[g])}
-    rows, notes, workers, worker_notes = [], [], [], []
+        if view == "offsets":  # a share group's share-partitions (start offset, lag)
+            share_ids = {g for g in group_ids if g in listed and listed[g].group_type == "share"}
+    rows, notes, workers, worker_notes, shares = [], [], [], [], []
     for g in group_ids:
+        if g in share_ids:
+            got, said = admin_groups.describe_share_offsets(cluster, g)
+            shares += got
+            notes += said
+            continue
         if g in connect_ids:
             described = admin_connectors.describe(cluster, g)
             workers += admin_connectors.worker_rows(described)
@@ -215,9 +222,11 @@ def _describe(args: argparse.Namespace) -> int:
         rows += got
         notes += said
     if args.json:
-        print_result(to_json(rows + workers))
+        print_result(to_json(rows + shares + workers))
         return 0
-    if rows or notes or not workers:
+    if shares:
+        emit(args, admin_groups.SHARE_OFFSETS_COLUMNS, shares, [])
+    if rows or notes or not (workers or shares):
         emit(args, columns, rows, notes)
     if workers or worker_notes:
         emit(args, admin_connectors.WORKERS_COLUMNS, workers, worker_notes)

@@ -11,8 +11,10 @@ b. while a record is acquired no other consumer gets it: every acquisition of a 
    share one delivery);
 c. a record is delivered at most ``share.delivery.count.limit`` times;
 d. none is skipped or lost: every offset from the first one acquired up to the start offset
-   was acquired, and was acknowledged, or archived at the limit, or last held by a consumer
-   that was killed (its acknowledgement may have applied without its timeline saying so).
+   was acquired, and was acknowledged, or archived at the limit, or its acknowledgement was
+   sent in a request whose reply was lost (a partition killed holding it may have applied it
+   durably: ``acknowledging`` events), or it was last held by a consumer that was killed (its
+   acknowledgement may have applied without its timeline saying so).
 
 Pure functions over plain events: tests feed them hand-made histories.
 """
@@ -43,11 +45,12 @@ def _acquisitions(events: Iterable[dict]) -> dict[Record, list[tuple[float, int,
     return out
 
 
-def _acknowledged(events: Iterable[dict]) -> dict[Record, float]:
-    """Each record's first confirmed acknowledgement time."""
+def _acknowledged(events: Iterable[dict], kind: str = "acknowledged") -> dict[Record, float]:
+    """Each record's first confirmed acknowledgement time (``kind="acknowledging"``: the first
+    time an acknowledgement of it was sent, confirmed or not)."""
     out: dict[Record, float] = {}
     for e in events:
-        if e["event"] != "acknowledged":
+        if e["event"] != kind:
             continue
         for first, last, _ in e["ranges"]:
             for o in range(first, last + 1):
@@ -62,6 +65,7 @@ def check_share(events: list[dict], start_offsets: dict[tuple[str, int], int],
     found: list[str] = []
     acquired = _acquisitions(events)
     acked = _acknowledged(events)
+    sent = _acknowledged(events, "acknowledging")
     for rec, history in acquired.items():
         at = acked.get(rec)
         if at is not None and any(t > at for t, _, _ in history):
@@ -81,7 +85,8 @@ def check_share(events: list[dict], start_offsets: dict[tuple[str, int], int],
             history = acquired.get(rec)
             if history is None:
                 found.append(f"7d: {rec} below the start offset was never delivered (skipped)")
-            elif (rec not in acked and max(n for _, n, _ in history) < delivery_limit
+            elif (rec not in acked and rec not in sent
+                  and max(n for _, n, _ in history) < delivery_limit
                   and history[-1][2] not in killed):
                 found.append(f"7d: {rec} below the start offset was neither acknowledged nor "
                              f"archived (lost)")

@@ -142,6 +142,9 @@ class ShareMemberClient:
                 p, list(self._pending.get((tid, p), [])), fetch=(tid, p) in wanted,
                 log_end_offset=log_end_offset))
         self._sent, self._pending = self._pending, {}
+        for (tid, p), batches in self._sent.items():  # sent: they may apply, reply or not
+            self._event(now_s, "acknowledging", topic_id=tid, partition=p, ranges=[
+                (b.first_offset, b.last_offset, b.acknowledge_types[0]) for b in batches])
         self._fetch_in_flight = True
         return m.ShareFetchRequest(
             group_id=self.group_id, member_id=self.member_id,

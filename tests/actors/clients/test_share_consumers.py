@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 import ray
 
+from actors.tools import admin_groups
 from protocol import messages as m
 from tests.actors.ray_helpers import eventually
 
@@ -31,6 +32,13 @@ def test_two_share_consumers_acquire_and_acknowledge_the_stream_and_leave(cluste
     timelines = eventually(both_acknowledged, timeout_s=90)
     described = cluster.call(m.ShareGroupDescribeRequest(group_ids=[group])).groups[0]
     assert len(described.members) == 2
+    # cohort groups --describe: the share-partitions' start offsets and lag, the group's type
+    rows, _ = admin_groups.describe_share_offsets(cluster, group)
+    assert [(r["topic"], r["partition"]) for r in rows] == [("share-ray", 0), ("share-ray", 1)]
+    assert all(r["start_offset"] is not None and 0 <= r["lag"] <= r["log_end_offset"]
+               for r in rows)
+    (state,), _ = admin_groups.describe_state(cluster, group)
+    assert state["type"] == "share" and state["members"] == 2
     acked = [r for t in timelines for r in _acked_ranges(t)]
     for t in timelines:
         for e in t:

@@ -61,3 +61,9 @@ def test_an_unacknowledged_record_below_the_start_is_lost_unless_its_holder_was_
 def test_an_archived_record_below_the_start_is_not_lost():
     events = [acq(i, f"m{i}", 0, 0, count=i) for i in range(1, LIMIT + 1)]
     assert check_share(events, {("T", 0): 1}, LIMIT, set()) == []
+
+
+def test_an_acknowledgement_sent_whose_reply_was_lost_may_have_applied():
+    events = [acq(1, "a", 0, 2), {"event": "acknowledging", "t": 2, "member_id": "a",
+                                  "topic_id": "T", "partition": 0, "ranges": [(0, 2, 1)]}]
+    assert check_share(events, {("T", 0): 3}, LIMIT, set()) == []
