@@ -133,9 +133,11 @@ def _leader(node_id: int) -> dict:
     return {"leader_id": node_id, "leader_epoch": NO_LEADER_EPOCH}
 
 
-def fetch_response(resp: m.ShareFetchResponse, records_of: RecordsOf, node_id: int,
-                   endpoints: list[dict] | None = None) -> dict:
-    """The wire reply: each partition's acquired ranges and the records they cover."""
+def _reply(resp: m.ShareFetchResponse | m.ShareAcknowledgeResponse,
+           partition: Callable[[str, object], dict], node_id: int,
+           endpoints: list[dict] | None) -> dict:
+    """The envelope ShareFetch and ShareAcknowledge replies share; ``partition(topic_id, p)``
+    writes a partition's own fields."""
     return {
         "throttle_time": 0,
         "error_code": kafka_error(resp.error_code),
@@ -145,16 +147,27 @@ def fetch_response(resp: m.ShareFetchResponse, records_of: RecordsOf, node_id: i
             "partition_index": p.partition,
             "error_code": kafka_error(p.error_code),
             "error_message": p.error_message,
-            "acknowledge_error_code": kafka_error(p.acknowledge_error_code),
-            "acknowledge_error_message": p.acknowledge_error_message,
             "current_leader": _leader(node_id),
-            "records": b"".join(records_of(t.topic_id, a.first_offset, a.last_offset)
-                                for a in p.acquired),
-            "acquired_records": [{"first_offset": a.first_offset, "last_offset": a.last_offset,
-                                  "delivery_count": a.delivery_count} for a in p.acquired],
+            **partition(t.topic_id, p),
         } for p in t.partitions]} for t in resp.topics],
         "node_endpoints": endpoints or [],
     }
+
+
+def fetch_response(resp: m.ShareFetchResponse, records_of: RecordsOf, node_id: int,
+                   endpoints: list[dict] | None = None) -> dict:
+    """The wire reply: each partition's acquired ranges and the records they cover."""
+    def partition(topic_id: str, p: m.ShareFetchResponsePartition) -> dict:
+        return {
+            "acknowledge_error_code": kafka_error(p.acknowledge_error_code),
+            "acknowledge_error_message": p.acknowledge_error_message,
+            "records": b"".join(records_of(topic_id, a.first_offset, a.last_offset)
+                                for a in p.acquired),
+            "acquired_records": [{"first_offset": a.first_offset, "last_offset": a.last_offset,
+                                  "delivery_count": a.delivery_count} for a in p.acquired],
+        }
+
+    return _reply(resp, partition, node_id, endpoints)
 
 
 def acknowledge_request(body: dict, index: TopicIndex) -> m.ShareAcknowledgeRequest:
@@ -171,19 +184,7 @@ def acknowledge_request(body: dict, index: TopicIndex) -> m.ShareAcknowledgeRequ
 
 def acknowledge_response(resp: m.ShareAcknowledgeResponse, node_id: int,
                          endpoints: list[dict] | None = None) -> dict:
-    return {
-        "throttle_time": 0,
-        "error_code": kafka_error(resp.error_code),
-        "error_message": resp.error_message,
-        "acquisition_lock_timeout": resp.acquisition_lock_timeout_ms,
-        "responses": [{"topic_id": topic_uuid(t.topic_id), "partitions": [{
-            "partition_index": p.partition,
-            "error_code": kafka_error(p.error_code),
-            "error_message": p.error_message,
-            "current_leader": _leader(node_id),
-        } for p in t.partitions]} for t in resp.topics],
-        "node_endpoints": endpoints or [],
-    }
+    return _reply(resp, lambda topic_id, p: {}, node_id, endpoints)
 
 
 def refused(error_code: int, message: str) -> dict:
