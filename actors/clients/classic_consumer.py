@@ -26,6 +26,7 @@ from typing import Any
 
 import ray
 
+from actors.clients.owner_watch import watch_owner
 from actors.clients.timeline import TimelineSink
 from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE, partition_actor_name
 from protocol import messages as m
@@ -63,6 +64,7 @@ class ClassicConsumer:
         topics: list[str] | None = None,
         instance_id: str | None = None,
         timeline_path: str | None = None,
+        owner: Any = None,
         **options: Any,
     ) -> None:
         """``options`` go to ``ClassicMemberClient``: ``assignors``, ``session_timeout_ms``,
@@ -70,7 +72,8 @@ class ClassicConsumer:
         and the ``on_revoke`` / ``on_assign`` / ``on_lost`` callbacks; and the actor's own
         ``revocation_cost_ms``: what revoking one partition costs (a real consumer commits
         and flushes it), paid before the request that follows the revocation (JoinGroup,
-        LeaveGroup) goes out, with the actor still answering calls meanwhile."""
+        LeaveGroup) goes out, with the actor still answering calls meanwhile. ``owner``: the
+        spawner's ``OwnerAnchor``; when it dies the member leaves (``owner_watch.py``)."""
         if not topics:
             raise ValueError("a classic consumer subscribes to a list of topic names")
         revocation_cost_ms = options.pop("revocation_cost_ms", 0)
@@ -98,6 +101,7 @@ class ClassicConsumer:
         self._stopping = False
         self._stats = {"calls": 0, "failed_calls": 0, "joins": 0, "syncs": 0, "heartbeats": 0}
         self._task = asyncio.get_running_loop().create_task(self._run())
+        self._owner_watch = watch_owner(owner, self._owner_gone)
 
     # ------------------------------------------------------------------ the contract
 
@@ -157,6 +161,12 @@ class ClassicConsumer:
             if req is not None:
                 await self._call(req, LEAVE_TIMEOUT_S)
         self._flush_timeline()
+
+    async def _owner_gone(self) -> None:
+        """The driver that spawned this actor exited (``owner_watch``): leave, unless
+        already stopped."""
+        if not self._stopping:
+            await self.stop(leave=True)
 
     # ------------------------------------------------------------------ the loop
 

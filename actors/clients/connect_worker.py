@@ -31,6 +31,7 @@ from typing import Any
 
 import ray
 
+from actors.clients.owner_watch import watch_owner
 from actors.clients.timeline import TimelineSink
 from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE, partition_actor_name
 from assignors.connect import DEFAULT_MAX_DELAY_MS, IncrementalCooperativeAssignor
@@ -79,11 +80,13 @@ class ConnectWorker:
         timeline_path: str | None = None,
         records_per_s: float = 50.0,
         report_interval_s: float = 1.0,
+        owner: Any = None,
         **options: Any,
     ) -> None:
         """``options`` go to the client half: ``session_timeout_ms``,
         ``rebalance_timeout_ms``; for ``protocol="classic"`` also ``heartbeat_interval_ms``
-        and ``connect_protocol`` (``eager`` | ``compatible`` | ``sessioned``)."""
+        and ``connect_protocol`` (``eager`` | ``compatible`` | ``sessioned``). ``owner``: the
+        spawner's ``OwnerAnchor``; when it dies the worker leaves (``owner_watch.py``)."""
         if protocol not in PROTOCOLS:
             raise ValueError(f"unknown protocol {protocol!r}: 'connect' or 'classic'")
         self.group_id, self.protocol = group_id, protocol
@@ -121,6 +124,7 @@ class ConnectWorker:
         self._stopping = False
         self._stats = {"calls": 0, "failed_calls": 0}
         self._task = asyncio.get_running_loop().create_task(self._run())
+        self._owner_watch = watch_owner(owner, self._owner_gone)
 
     # ------------------------------------------------------------------ the contract
 
@@ -170,6 +174,12 @@ class ConnectWorker:
             await self._task
         self.work.stop_all(time.monotonic())
         self._flush()
+
+    async def _owner_gone(self) -> None:
+        """The driver that spawned this actor exited (``owner_watch``): leave, unless
+        already stopped."""
+        if not self._stopping:
+            await self.stop(leave=True)
 
     # ------------------------------------------------------------------ the work
 

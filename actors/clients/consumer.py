@@ -28,6 +28,7 @@ from typing import Any
 import ray
 from ray.exceptions import RayActorError
 
+from actors.clients.owner_watch import watch_owner
 from actors.clients.timeline import TimelineSink
 from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE, partition_actor_name
 from assignors.client.interfaces import PartitionAssignor
@@ -92,6 +93,7 @@ class ConsumerClient:
         n: int = 1,
         instance_id: str | None = None,
         timeline_path: str | None = None,
+        owner: Any = None,
         **member_options: Any,
     ) -> None:
         """``member_options`` go to every hosted ``ConsumerMemberClient``: ``topics`` or
@@ -107,7 +109,8 @@ class ConsumerClient:
         leave) go out, without holding up the other members of the actor; ``wake_ups``
         (default on): hand the coordinator this actor's handle, so that it can wake a member
         whose target changed instead of waiting for its next heartbeat
-        (``actors/runtime/wakers.py``)."""
+        (``actors/runtime/wakers.py``). ``owner``: the spawner's ``OwnerAnchor``; when it dies
+        the members leave and the actor exits (``owner_watch.py``)."""
         if not 0 < n <= MAX_MEMBERS_PER_ACTOR:
             raise ValueError(f"n must be in 1..{MAX_MEMBERS_PER_ACTOR}")
         self.group_id = group_id
@@ -165,6 +168,7 @@ class ConsumerClient:
         self._heartbeats = 0  # requests that were heartbeats (the rest: offset commits, fetches)
         self._failed_calls = 0
         self._task = asyncio.get_running_loop().create_task(self._run())
+        self._owner_watch = watch_owner(owner, self._owner_gone)
 
     # ------------------------------------------------------------------ the contract
 
@@ -227,6 +231,12 @@ class ConsumerClient:
             "failed_calls": self._failed_calls,
             "pid": os.getpid(),
         }
+
+    async def _owner_gone(self) -> None:
+        """The driver that spawned this actor exited (``owner_watch``): leave, unless
+        already stopped."""
+        if not self._stopping:
+            await self.stop(leave=True)
 
     # ------------------------------------------------------------------ the loop
 

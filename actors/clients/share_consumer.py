@@ -21,11 +21,13 @@ import asyncio
 import contextlib
 import logging
 import time
+from typing import Any
 
 import ray
 from ray.exceptions import RayError
 
 from actors.clients.consumer import new_member_id
+from actors.clients.owner_watch import watch_owner
 from actors.clients.timeline import TimelineSink
 from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE, partition_actor_name
 from protocol.client.share_member import ShareMemberClient
@@ -44,7 +46,10 @@ class ShareConsumer:
     def __init__(self, group_id: str, num_partitions: int, topics: list[str],
                  member_id: str | None = None, max_records: int = 500,
                  records_per_s: float = 50.0, batch_interval_ms: int = 200,
-                 stream_anchor_ms: int = 0, timeline_path: str | None = None) -> None:
+                 stream_anchor_ms: int = 0, timeline_path: str | None = None,
+                 owner: Any = None) -> None:
+        """``owner``: the spawner's ``OwnerAnchor``; when it dies the member closes its
+        session, leaves and the actor exits (``owner_watch.py``)."""
         self._client = ShareMemberClient(group_id, member_id or new_member_id(), topics,
                                          max_records=max_records)
         self._stream = SyntheticStream(stream_anchor_ms, records_per_s, batch_interval_ms)
@@ -55,7 +60,9 @@ class ShareConsumer:
         self._sink = TimelineSink(timeline_path)
         self.acquired = 0
         self.failed_calls = 0
+        self._stopping = False
         self._task = asyncio.get_running_loop().create_task(self._run())
+        self._owner_watch = watch_owner(owner, self._owner_gone)
 
     # ------------------------------------------------------------------ the contract
 
@@ -85,6 +92,7 @@ class ShareConsumer:
     async def stop(self, leave: bool = True) -> None:
         """Stop; with ``leave``, close the share session (pending acknowledgements apply) and
         leave the group first."""
+        self._stopping = True
         if leave:
             self._client.leave(time.monotonic())
             deadline = time.monotonic() + LEAVE_TIMEOUT_S
@@ -93,6 +101,11 @@ class ShareConsumer:
         self._task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
+
+    async def _owner_gone(self) -> None:
+        """The driver that spawned this actor exited: leave, unless already stopped."""
+        if not self._stopping:
+            await self.stop(leave=True)
 
     # -------------------------------------------------------------------- the loop
 

@@ -4,14 +4,27 @@ settings the coordinator will apply to their group.
 A mixin so that ``Cluster`` stays a facade of one screenful per concern; it needs the
 cluster's ``config``, ``num_partitions``, ``_controller`` and the ``_clients`` list it
 appends every spawned handle to (``Cluster.close`` kills them).
+
+Client actors leave their group when the process that spawned them exits
+(``owner_watch.py``): they are detached actors watching an ``OwnerAnchor`` this handle owns,
+not actors Ray kills with their owner (which would kill them without a goodbye, leaving
+their members in the group for a session timeout). ``detached=True`` keeps a client running
+after its spawner exits, until it is stopped (``stop()``) or killed (``ray.kill``).
+Arguments the actor would refuse are refused here, at the call (``spawn_checks.py``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from actors.clients.owner_watch import owner_anchor
+from actors.clients.spawn_checks import check_consumer_spawn, check_worker_spawn
 from actors.runtime.controller import NAMESPACE
 from actors.runtime.ray_driver import get_unwrapped as _get
+
+# Every client actor is out of Ray's fate-sharing: it either watches its owner's anchor (and
+# leaves when the owner exits) or was asked to stay (``detached=True``).
+CLIENT_ACTOR = {"namespace": NAMESPACE, "lifetime": "detached"}
 
 
 class ClientSpawner:
@@ -19,45 +32,45 @@ class ClientSpawner:
 
     def spawn_consumer(self, group_id: str, topics: list[str] | None = None,
                        protocol: str = "consumer", instance_id: str | None = None,
-                       rack_id: str | None = None, **options: Any):
+                       rack_id: str | None = None, detached: bool = False, **options: Any):
         """One consumer actor hosting one member (see ``spawn_consumers`` for many)."""
-        return self.spawn_consumers(group_id, 1, topics, protocol, instance_id, rack_id, **options)
+        return self.spawn_consumers(group_id, 1, topics, protocol, instance_id, rack_id,
+                                    detached, **options)
 
     def spawn_consumers(self, group_id: str, n: int, topics: list[str] | None = None,
                         protocol: str = "consumer", instance_id: str | None = None,
-                        rack_id: str | None = None, **options: Any):
+                        rack_id: str | None = None, detached: bool = False, **options: Any):
         """One ``num_cpus=0`` actor hosting ``n`` members whose heartbeats share one call.
 
         ``protocol="classic"`` spawns a JoinGroup/SyncGroup consumer instead (one member per
         actor; ``assignors=("range",)`` eager by default, ``("cooperative-sticky",)`` for
         the cooperative protocol, ``join_reason="restart"`` for a bounced static member).
+        The members leave the group when this process exits, unless ``detached``.
         """
+        check_consumer_spawn(protocol, n, topics, options)
         if protocol == "classic":
-            if n != 1:
-                raise ValueError("a classic consumer actor hosts exactly one member")
             from actors.clients.classic_consumer import ClassicConsumer
 
             options.setdefault("session_timeout_ms", self._classic_session_timeout_ms(group_id))
-            handle = ClassicConsumer.options(namespace=NAMESPACE).remote(
+            handle = ClassicConsumer.options(**CLIENT_ACTOR).remote(
                 group_id, self.num_partitions, topics=topics, instance_id=instance_id,
-                rack_id=rack_id, **options,
+                rack_id=rack_id, **self._owned(detached, options),
             )
             self._clients.append(handle)
             return handle
-        if protocol != "consumer":
-            raise ValueError(f"unknown protocol {protocol!r}: 'consumer' or 'classic'")
         from actors.clients.consumer import ConsumerClient
 
-        handle = ConsumerClient.options(namespace=NAMESPACE).remote(
+        handle = ConsumerClient.options(**CLIENT_ACTOR).remote(
             group_id, self.num_partitions, n=n, topics=topics, instance_id=instance_id,
-            rack_id=rack_id, session_timeout_ms=self._session_timeout_ms(group_id), **options,
+            rack_id=rack_id, session_timeout_ms=self._session_timeout_ms(group_id),
+            **self._owned(detached, options),
         )
         self._clients.append(handle)
         return handle
 
     def spawn_worker(self, group_id: str, protocol: str = "connect",
                      instance_id: str | None = None, assignor_versions: tuple[int, int] = (1, 2),
-                     **options: Any):
+                     detached: bool = False, **options: Any):
         """One ``num_cpus=0`` ``ConnectWorker`` actor: a Connect worker of ``group_id`` running
         the synthetic work it is given. ``protocol="connect"``: ConnectGroupHeartbeat (seed
         004), its assignor speaking metadata versions ``assignor_versions``; ``"classic"``:
@@ -66,7 +79,10 @@ class ClientSpawner:
         ``connect.scheduled.rebalance.max.delay.ms`` unless ``scheduled_rebalance_max_delay_ms``
         is given. Other options: ``worker_id``, ``session_timeout_ms``,
         ``rebalance_timeout_ms``, ``heartbeat_interval_ms``, ``timeline_path``,
-        ``records_per_s``."""
+        ``records_per_s``. The worker leaves the group when this process exits, unless
+        ``detached``. ``ValueError`` at the call for ``assignor_versions`` outside what the
+        Connect assignor implements (metadata versions 1..2, minimum <= maximum)."""
+        check_worker_spawn(protocol, assignor_versions, options)
         from actors.clients.connect_worker import ConnectWorker
 
         cfg = _get(self._controller.group_config.remote(group_id))
@@ -81,26 +97,38 @@ class ClientSpawner:
                 self.config.group_connect_session_timeout_ms))
             options.setdefault("heartbeat_interval_ms",
                                self.config.group_connect_heartbeat_interval_ms)
-        else:
-            raise ValueError(f"unknown protocol {protocol!r}: 'connect' or 'classic'")
-        handle = ConnectWorker.options(namespace=NAMESPACE).remote(
+        handle = ConnectWorker.options(**CLIENT_ACTOR).remote(
             group_id, self.num_partitions, protocol=protocol, instance_id=instance_id,
-            assignor_versions=tuple(assignor_versions), **options,
+            assignor_versions=tuple(assignor_versions), **self._owned(detached, options),
         )
         self._clients.append(handle)
         return handle
 
-    def spawn_share_consumer(self, group_id: str, topics: list[str], **options: Any):
+    def spawn_share_consumer(self, group_id: str, topics: list[str], detached: bool = False,
+                             **options: Any):
         """One ``num_cpus=0`` ``ShareConsumer`` actor: a share group member (KIP-932) that
         acquires records of the synthetic stream and acknowledges them. Options:
         ``member_id``, ``max_records``, ``records_per_s`` / ``batch_interval_ms`` /
-        ``stream_anchor_ms`` (the stream; the gateway's by default)."""
+        ``stream_anchor_ms`` (the stream; the gateway's by default), ``timeline_path``. The
+        member closes its share session and leaves the group when this process exits, unless
+        ``detached``."""
+        if not topics or any(not isinstance(t, str) or not t for t in topics):
+            raise ValueError("a share consumer needs topics: a list of topic names")
         from actors.clients.share_consumer import ShareConsumer
 
-        handle = ShareConsumer.options(namespace=NAMESPACE).remote(
-            group_id, self.num_partitions, list(topics), **options)
+        handle = ShareConsumer.options(**CLIENT_ACTOR).remote(
+            group_id, self.num_partitions, list(topics), **self._owned(detached, options))
         self._clients.append(handle)
         return handle
+
+    def _owned(self, detached: bool, options: dict[str, Any]) -> dict[str, Any]:
+        """``options`` plus the anchor whose death means "your spawner exited"."""
+        if detached:
+            return options
+        anchor = getattr(self, "_owner_anchor", None)
+        if anchor is None:
+            anchor = self._owner_anchor = owner_anchor()
+        return dict(options, owner=anchor)
 
     def _bounded_classic_session_ms(self, wanted: int) -> int:
         cfg = self.config

@@ -18,6 +18,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 
+from actors.tools.chaos_consent import add_consent_arguments
 from actors.tools.chaos_schedule import DEFAULT_PAUSE_S
 from actors.tools.cli_connectors import CONNECTORS_COMMANDS, add_connectors_parser
 from actors.tools.cli_gateway import add_gateway_parsers, gateway_commands
@@ -76,6 +77,7 @@ examples:
     chaos.add_argument("--pause", type=float, nargs=2, default=DEFAULT_PAUSE_S,
                        metavar=("MIN", "MAX"), help="seconds between steps, drawn from the seed")
     chaos.add_argument("--storage-path", default="./cohort-data")
+    add_consent_arguments(chaos)  # --address, --yes (actors/tools/chaos_consent.py)
     sub.add_parser("case-study", help="seed 002's Basic case study on the pure coordinator core",
                    formatter_class=RAW, epilog="example:\n  cohort case-study")
     add_service_parsers(sub)
@@ -101,8 +103,8 @@ examples:
 
 
 def _chaos(args: argparse.Namespace) -> int:
-    from actors.cluster import Cluster
     from actors.tools.chaos import run_chaos
+    from actors.tools.chaos_consent import ChaosRefused, attach
     from actors.tools.demo import DEMO_CONFIG
 
     if getattr(args, "kafka_clients", 0):  # real Kafka consumers too (actors/tools/chaos_kafka)
@@ -121,8 +123,11 @@ def _chaos(args: argparse.Namespace) -> int:
 
         run_chaos = partial(with_shares, share_groups=args.share_groups)
 
-    cluster = Cluster.start(num_partitions=args.partitions, storage_path=args.storage_path,
-                            config=DEMO_CONFIG)
+    try:
+        cluster, owns_ray = attach(args, DEMO_CONFIG)
+    except (ChaosRefused, ConnectionError) as e:
+        print(f"cohort chaos: {e}", file=sys.stderr)
+        return 1
     seconds = 60.0 if args.seconds is None and args.steps is None else args.seconds
     try:
         with tempfile.TemporaryDirectory(prefix="cohort-chaos-") as workdir:
@@ -136,6 +141,10 @@ def _chaos(args: argparse.Namespace) -> int:
         return 0 if not report.violations else 1
     finally:
         cluster.release()  # a Cohort started by `cohort start` stays up
+        if owns_ray:
+            import ray
+
+            ray.shutdown()
 
 
 # ---------------------------------------------------------------------------- admin commands

@@ -213,3 +213,25 @@ def test_storage_path_is_one_shared_path_mounted_on_every_node(raw):
     assert mounts, "no NFS mount in setup_commands"
     assert any(storage.startswith(mnt.rstrip("/") + "/") for mnt in mounts), (mounts, storage)
     assert any(f"mkdir -p {storage}" in c for c in raw["setup_commands"])
+
+
+def _commented_s3_start(text: str) -> dict:
+    """The keywords of the commented-out ``Cluster.start`` that keeps the logs on S3."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip() == "# - >-")
+    block = []
+    for line in lines[start + 1:]:
+        if not line.startswith("  #   "):
+            break
+        block.append(line.removeprefix("  #   "))
+    config = {"head_start_ray_commands": [" ".join(block)]}
+    (_, kwargs), = _cohort_start_calls(config)
+    return kwargs
+
+
+def test_the_s3_option_starts_the_same_cohort_with_its_logs_in_a_bucket(raw):
+    s3 = _commented_s3_start(CLUSTER_YAML.read_text())
+    (_, efs), = _cohort_start_calls(raw)
+    assert s3["storage_path"].startswith("s3://") and s3["storage_path"].count("/") >= 3
+    assert s3["num_partitions"] == efs["num_partitions"]
+    assert set(s3) == set(efs)

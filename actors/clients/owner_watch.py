@@ -1,0 +1,73 @@
+"""Client actors leave their group when the driver that spawned them exits.
+
+What Ray 2.60 does when an actor's owner (the driver) exits, measured: the raylet sends the
+actor's worker SIGTERM and SIGKILLs it about two seconds later. An async actor's
+``__ray_shutdown__`` and ``atexit`` hooks do not run, and its methods run off the main thread,
+so it cannot install a SIGTERM handler either: a client actor Ray kills with its owner
+cannot say goodbye, and its members sat in the group for a whole session timeout.
+
+So the spawner gives client actors a lifetime of their own (``lifetime="detached"``) and
+Ray's fate-sharing is rebuilt on top, with a goodbye: the spawner makes one tiny
+``OwnerAnchor`` actor per ``Cluster`` handle, owned by the driver, so Ray kills it when the
+driver exits; each client actor pings its anchor every ``POLL_S`` and, once Ray reports the
+anchor dead, leaves its group (LeaveGroup, or a heartbeat with epoch -1) and kills itself.
+Guarantees: a client spawned without ``detached=True`` does not outlive its owner by more
+than ``POLL_S`` + Ray's death notice + its leave (bounded by the actor's leave timeout); a
+ping that is slow or fails transiently (``ActorUnavailableError``) is not a death.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import ray
+from ray.exceptions import ActorDiedError
+
+log = logging.getLogger(__name__)
+
+POLL_S = 0.5
+PING_TIMEOUT_S = 10.0
+
+
+@ray.remote(num_cpus=0, max_restarts=0)
+class OwnerAnchor:
+    """A do-nothing actor that lives exactly as long as its owner (the spawning driver)."""
+
+    def ping(self) -> bool:
+        return True
+
+
+def owner_anchor() -> Any:
+    """A new anchor owned by the calling process (the driver, or the actor that spawns)."""
+    return OwnerAnchor.remote()
+
+
+def watch_owner(anchor: Any, on_gone: Callable[[], Awaitable[None]]) -> asyncio.Task | None:
+    """Start watching ``anchor`` from the running event loop (an async actor's ``__init__``):
+    when it is dead, await ``on_gone`` (the actor's leave) and kill the calling actor.
+    ``None`` (a detached client) watches nothing."""
+    if anchor is None:
+        return None
+    me = ray.get_runtime_context().current_actor
+    return asyncio.get_running_loop().create_task(_watch(anchor, on_gone, me))
+
+
+async def _watch(anchor: Any, on_gone: Callable[[], Awaitable[None]], me: Any) -> None:
+    while True:
+        await asyncio.sleep(POLL_S)
+        try:
+            await asyncio.wait_for(anchor.ping.remote(), PING_TIMEOUT_S)
+        except ActorDiedError:
+            break
+        except (asyncio.TimeoutError, ray.exceptions.RayError) as e:
+            log.debug("owner ping failed, not a death: %s", e)
+    log.info("the owner of this client actor exited: leaving the group")
+    try:
+        await on_gone()
+    finally:
+        with contextlib.suppress(Exception):
+            ray.kill(me, no_restart=True)
