@@ -215,3 +215,25 @@ def test_deleting_the_group_deletes_its_share_partitions():
     keys = [r.key for r in result.records if r.value is None]
     assert SharePartitionStateKey(GROUP, tid("orders"), 0) in keys
     assert GROUP not in shard.groups and shard.next_deadline_ms() is None
+
+
+def test_acknowledgements_from_strangers_or_malformed_are_refused_whole():
+    shard = two_members()
+    fetch(shard, "a", ("orders", 0), end=3)
+    part = [m.ShareAcknowledgeTopic(tid("orders"), [m.ShareAcknowledgePartition(
+        0, [batch(0, 0, ACK_ACCEPT)])])]
+    twice = [m.ShareAcknowledgeTopic(tid("orders"), [
+        m.ShareAcknowledgePartition(0, [batch(0, 0, ACK_ACCEPT)]),
+        m.ShareAcknowledgePartition(0, [batch(1, 1, ACK_ACCEPT)])])]
+    cases = [
+        (Errors.UNKNOWN_MEMBER_ID, m.ShareAcknowledgeRequest(GROUP, "zz", part)),
+        (Errors.GROUP_ID_NOT_FOUND, m.ShareAcknowledgeRequest("nope", "a", part)),
+        (Errors.INVALID_REQUEST, m.ShareAcknowledgeRequest(GROUP, "a", twice)),
+        (Errors.INVALID_REQUEST, m.ShareAcknowledgeRequest(GROUP, "", part)),
+        (Errors.INVALID_REQUEST, m.ShareAcknowledgeRequest(GROUP, "a", part, close_session=1)),
+    ]
+    for expected, req in cases:
+        result = shard.handle(req)
+        assert result.response.error_code == expected, req
+        assert result.records == []
+    assert shard.groups[GROUP].partitions[(tid("orders"), 0)].acquired_by("a") == [0, 1, 2]

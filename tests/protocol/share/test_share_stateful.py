@@ -174,6 +174,19 @@ class ShareGroupEvents(RuleBasedStateMachine):
         if close:
             assert all(not self._held(member, q) for q in PARTITIONS)
 
+    @rule()
+    def delete_group(self) -> None:
+        """DeleteGroups: refused while members remain; else the group and its
+        share-partitions go (their tombstones are in the log), and a member starts over."""
+        result = self._handle(m.DeleteGroupsRequest([GROUP]))
+        error = result.response.results[0].error_code
+        if error == 0:
+            assert GROUP not in self.shard.groups
+            self.deliveries.clear()
+            self.done.clear()
+        else:
+            assert result.records == []
+
     @rule(ms=st.integers(1, 50_000))
     def time_passes(self, ms: int) -> None:
         result = self.shard.tick(self.shard.now_ms + ms)
