@@ -237,7 +237,7 @@ class _NoGroup:
 
 
 ShareGroupEvents.TestCase.settings = settings(
-    max_examples=150, stateful_step_count=40, deadline=None,
+    max_examples=100, stateful_step_count=40, deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 TestShareGroupEvents = ShareGroupEvents.TestCase
