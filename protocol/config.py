@@ -73,6 +73,9 @@ class CoordinatorConfig:
     group_share_max_record_lock_duration_ms: int = 60_000
     group_share_delivery_count_limit: int = 5
     group_share_partition_max_record_locks: int = 2_000
+    # Cohort's broker-wide default of the group config share.auto.offset.reset (Kafka's
+    # default, latest): where a share-partition read for the first time starts.
+    group_share_auto_offset_reset: str = "latest"
     # Offsets
     offsets_retention_minutes: int = 7 * 24 * 60
     offsets_retention_check_interval_ms: int = 600_000
@@ -125,6 +128,8 @@ class CoordinatorConfig:
                              (f"min_{what}", what, f"max_{what}"))
             if not 0 < lo <= value <= hi:
                 raise ValueError(f"group_share_{what} must be within [min, max] and positive")
+        if self.group_share_auto_offset_reset not in ("latest", "earliest"):
+            raise ValueError("group_share_auto_offset_reset must be latest or earliest")
         if self.group_share_heartbeat_interval_ms >= self.group_share_session_timeout_ms:
             raise ValueError("the share heartbeat interval must be below its session timeout")
 
@@ -172,8 +177,23 @@ class GroupConfig:
         override = getattr(self, f"share_{name}")
         return override if override is not None else getattr(broker, f"group_share_{name}")
 
-    def share_starts_at_earliest(self) -> bool:
-        return self.share_auto_offset_reset == "earliest"
+    def share_bounds(self, broker: CoordinatorConfig) -> list[tuple[int | None, str, int, int]]:
+        """(value, Kafka name, low, high) of each int share config: Kafka's ShareGroupConfig
+        bounds, which the controller checks before it keeps a group config."""
+        b = broker
+        return [
+            (self.share_session_timeout_ms, "share.session.timeout.ms",
+             b.group_share_min_session_timeout_ms, b.group_share_max_session_timeout_ms),
+            (self.share_heartbeat_interval_ms, "share.heartbeat.interval.ms",
+             b.group_share_min_heartbeat_interval_ms, b.group_share_max_heartbeat_interval_ms),
+            (self.share_record_lock_duration_ms, "share.record.lock.duration.ms",
+             b.group_share_min_record_lock_duration_ms, b.group_share_max_record_lock_duration_ms),
+            (self.share_delivery_count_limit, "share.delivery.count.limit", 2, 10),
+        ]
+
+    def share_starts_at_earliest(self, broker: CoordinatorConfig) -> bool:
+        reset = self.share_auto_offset_reset or broker.group_share_auto_offset_reset
+        return reset == "earliest"
 
     def effective_session_timeout_ms(self, broker: CoordinatorConfig) -> int:
         """The group's session timeout: its override when set (any value, 0 included, since

@@ -170,7 +170,8 @@ class SharePartitions:
         return None
 
     def _start_offset(self, group: ShareGroup, p: m.ShareFetchPartition) -> int:
-        earliest = self.ctx.group_config(group.group_id).share_starts_at_earliest()
+        config = self.ctx.group_config(group.group_id)
+        earliest = config.share_starts_at_earliest(self.ctx.config)
         return 0 if earliest else p.log_end_offset
 
     @staticmethod

@@ -70,6 +70,14 @@ class SharePartition:
         self.next_offset = start_offset
         self.records: dict[int, InFlight] = {}
 
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SharePartition) and (
+            self.start_offset, self.next_offset, self.records
+        ) == (other.start_offset, other.next_offset, other.records)
+
+    def __repr__(self) -> str:
+        return f"SharePartition({self.to_value()!r})"
+
     def copy(self) -> SharePartition:
         sp = SharePartition(self.start_offset)
         sp.next_offset, sp.records = self.next_offset, dict(self.records)
