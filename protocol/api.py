@@ -38,6 +38,7 @@ from protocol.listing import list_groups
 from protocol.share import admin as share_admin
 from protocol.wire import classic, consumer, offsets
 from protocol.wire import share as share_wire
+from protocol.wire import share_admin as share_admin_wire
 
 # (shard, request) -> reply, or None while the reply is delayed (JoinGroup, SyncGroup).
 Handler = Callable[[Any, Any], Any]
@@ -156,8 +157,8 @@ ROWS: tuple[Api, ...] = (
     _kafka(42,  _V(0, 2),  m.DeleteGroupsRequest,                   m.DeleteGroupsResponse,                   "groups_names", lambda s, r: s.offsets.delete_groups(r),
            offsets.delete_groups_request, offsets.delete_groups_response, _DELETED),
     # Share groups (KIP-932): Kafka's keys 76-79 on the wire (protocol/wire/share.py; the
-    # gateway keeps the share sessions); the share-offset admin APIs (90-92) are not on the
-    # wire yet: rows the shard answers and the wire does not.
+    # gateway keeps the share sessions) and the share-offset admin APIs, 90-92
+    # (protocol/wire/share_admin.py; DescribeShareGroupOffsets decodes to one request per group).
     _kafka(76,  _V(1, 1),  m.ShareGroupHeartbeatRequest,            m.ShareGroupHeartbeatResponse,            "group_id",     lambda s, r: s.share.heartbeat(r),
            share_wire.heartbeat_request, share_wire.heartbeat_response),
     _kafka(77,  _V(1, 1),  m.ShareGroupDescribeRequest,             m.ShareGroupDescribeResponse,             "group_ids",    lambda s, r: s.share.describe(r),
@@ -166,9 +167,12 @@ ROWS: tuple[Api, ...] = (
            share_wire.fetch_request, share_wire.fetch_response),
     _kafka(79,  _V(1, 2),  m.ShareAcknowledgeRequest,               m.ShareAcknowledgeResponse,               "group_id",     lambda s, r: s.share.partitions.acknowledge(r),
            share_wire.acknowledge_request, share_wire.acknowledge_response),
-    _cohort(m.DescribeShareGroupOffsetsRequest,                     m.DescribeShareGroupOffsetsResponse,      "group_id",     share_admin.describe_offsets),
-    _cohort(m.AlterShareGroupOffsetsRequest,                        m.AlterShareGroupOffsetsResponse,         "group_id",     share_admin.alter_offsets),
-    _cohort(m.DeleteShareGroupOffsetsRequest,                       m.DeleteShareGroupOffsetsResponse,        "group_id",     share_admin.delete_offsets),
+    _kafka(90,  _V(0, 1),  m.DescribeShareGroupOffsetsRequest,      m.DescribeShareGroupOffsetsResponse,      "group_id",     share_admin.describe_offsets,
+           share_admin_wire.describe_offsets_requests, share_admin_wire.describe_offsets_response),
+    _kafka(91,  _V(0, 0),  m.AlterShareGroupOffsetsRequest,         m.AlterShareGroupOffsetsResponse,         "group_id",     share_admin.alter_offsets,
+           share_admin_wire.alter_offsets_request, share_admin_wire.alter_offsets_response),
+    _kafka(92,  _V(0, 0),  m.DeleteShareGroupOffsetsRequest,        m.DeleteShareGroupOffsetsResponse,        "group_id",     share_admin.delete_offsets,
+           share_admin_wire.delete_offsets_request, share_admin_wire.delete_offsets_response),
     # The gateway's own: the broker it plays. Produce is listed because clients refuse a broker
     # that lacks it; it is answered with an error (``protocol.wire.stream``).
     _gateway(0,  _V(3, 11), "Produce"),

@@ -60,6 +60,9 @@ BY_NAME: dict[str, Handler] = {
     "ShareGroupDescribe": shares.share_group_describe,
     "ShareFetch": shares.share_fetch,
     "ShareAcknowledge": shares.share_acknowledge,
+    "DescribeShareGroupOffsets": shares.describe_share_group_offsets,
+    "AlterShareGroupOffsets": shares.alter_share_group_offsets,
+    "DeleteShareGroupOffsets": shares.delete_share_group_offsets,
 }
 
 

@@ -191,3 +191,51 @@ async def share_acknowledge(core: GatewayCore, req: WireRequest) -> dict:
     _add_denied(resp, pairs)
     return wire.acknowledge_response(resp, core.node.node_id)
 
+
+
+# ------------------------------------------------------------------ share-offset admin
+
+
+async def describe_share_group_offsets(core: GatewayCore, req: WireRequest) -> dict:
+    """Each group asked of its partition (DESCRIBE on the group, topics the principal may not
+    describe left out), with the stream's end now for the lag."""
+    replies = []
+    for request in req.api.decode(req.body):
+        if not core.may(req, "DESCRIBE", GROUP, request.group_id):
+            replies.append(m.DescribeShareGroupOffsetsResponse(
+                error_code=Errors.GROUP_AUTHORIZATION_FAILED, group_id=request.group_id,
+                error_message=DENIED_GROUP.format(group=request.group_id)))
+            continue
+        if request.topics is not None:
+            request.topics = [t for t in request.topics
+                              if core.may(req, "DESCRIBE", TOPIC, t.topic_name)]
+        request.log_end_offset = core.stream.end_offset(core.now_ms())
+        reply = await core.router.call(request)
+        reply.group_id = request.group_id
+        replies.append(reply)
+    return req.api.encode(replies)
+
+
+async def _share_offsets_change(core: GatewayCore, req: WireRequest, operation: str,
+                                topics: list[str]) -> dict:
+    request = req.api.decode(req.body)
+    if not core.may(req, operation, GROUP, request.group_id):
+        return req.api.encode(error_response(request, Errors.GROUP_AUTHORIZATION_FAILED,
+                                             DENIED_GROUP.format(group=request.group_id)))
+    hidden = [t for t in topics if not core.may(req, "READ", TOPIC, t)]
+    if hidden:
+        return req.api.encode(error_response(
+            request, Errors.TOPIC_AUTHORIZATION_FAILED, DENIED_TOPIC.format(topic=hidden[0])))
+    return req.api.encode(await core.router.call(request))
+
+
+async def alter_share_group_offsets(core: GatewayCore, req: WireRequest) -> dict:
+    """READ on the group and on every topic named, as Kafka asks."""
+    return await _share_offsets_change(core, req, "READ",
+                                       [t["topic_name"] for t in req.body.get("topics", [])])
+
+
+async def delete_share_group_offsets(core: GatewayCore, req: WireRequest) -> dict:
+    """DELETE on the group, READ on every topic named, as Kafka asks."""
+    return await _share_offsets_change(core, req, "DELETE",
+                                       [t["topic_name"] for t in req.body.get("topics", [])])

@@ -88,6 +88,8 @@ def _decode(api, body: dict, version: int):
 def _encode(api, request, body: dict, version: int) -> dict:
     if api.name == "OffsetFetch":  # answered per group, assembled from the groups' entries
         return api.encode([fetch_refused(r, Errors.NOT_COORDINATOR) for r in request], version)
+    if api.name == "DescribeShareGroupOffsets":  # the same, one reply per group
+        return api.encode([error_response(r, Errors.NOT_COORDINATOR, "moved") for r in request])
     reply = error_response(request, Errors.NOT_COORDINATOR, "moved")
     extra = {"LeaveGroup": (version,), "OffsetCommit": (body,),
              "ShareFetch": (lambda t, first, last: b"", 0),
@@ -109,7 +111,8 @@ def test_a_group_rows_translation_decodes_to_its_request_and_encodes_its_reply(n
     schema = load_response_schema(api.api_key, version)
     offset = 4 + 4 + (1 if schema.__header_schema__.__flexible__ else 0)
     decoded, _ = entity_reader(schema)(framed, offset)
-    if "error_code" in reply and api.per_group is None and name != "OffsetFetch":
+    if ("error_code" in reply and api.per_group is None
+            and name not in ("OffsetFetch", "DescribeShareGroupOffsets")):
         assert plain(decoded)["error_code"] == Errors.NOT_COORDINATOR
 
 

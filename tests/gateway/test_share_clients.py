@@ -5,10 +5,13 @@ killed mid-run, and nothing whose acknowledgement was confirmed is delivered aga
 from __future__ import annotations
 
 import pytest
+from kio.schema.errors import ErrorCode as E
 
 from actors.tools.share_scenario import ShareConsumers, ShareLog
 from protocol import messages as m
+from tests.gateway import kip932
 from tests.gateway.conftest import unique
+from tests.gateway.wire_client import WireClient
 
 pytestmark = pytest.mark.ray
 
@@ -56,3 +59,26 @@ def test_three_share_consumers_split_a_topic_and_a_partition_kill_redelivers_not
             counts.setdefault((p, o), []).append(n)
     # A record comes again only as a new delivery (its lock expired or it was released).
     assert all(ns == sorted(set(ns)) for ns in counts.values())
+
+    # On the wire, after the run: the share-partitions' start offsets moved past what was
+    # acknowledged (DescribeShareGroupOffsets), and a fetch in no session is refused.
+    first_acked = {p: min(o for q, o in log.acknowledged() if q == p) for p in range(3)}
+    client = WireClient(gateway)
+    try:
+        req = kip932.DescribeShareGroupOffsetsRequest
+        reply = client.call(req(groups=[req.DescribeShareGroupOffsetsRequestGroup(
+            group_id=group, topics=None)]), kip932.DescribeShareGroupOffsetsResponse, 1)
+        (described,) = reply.groups
+        assert described.error_code == 0
+        (topic_entry,) = described.topics
+        assert topic_entry.topic_name == topic
+        starts = {p.partition_index: p.start_offset for p in topic_entry.partitions}
+        assert sorted(starts) == [0, 1, 2]
+        assert all(starts[p] > first_acked[p] for p in starts)
+        fetch = client.call(kip932.ShareFetchRequest(
+            group_id=group, member_id="nobody", share_session_epoch=5, max_wait_ms=0,
+            min_bytes=0, max_records=10, batch_size=10, topics=[], forgotten_topics_data=[]),
+            kip932.ShareFetchResponse, 1)
+        assert fetch.error_code == E.share_session_not_found.value
+    finally:
+        client.close()

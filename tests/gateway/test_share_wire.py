@@ -18,7 +18,7 @@ from kio.serial import entity_reader, entity_writer
 import tests.gateway.kip932 as kip932
 from protocol import messages as m
 from protocol.metadata import TopicMetadata
-from protocol.wire import share
+from protocol.wire import share, share_admin
 from protocol.wire.codec import (
     RequestHeader,
     _skip_tagged_fields,
@@ -284,3 +284,39 @@ def test_uuid_of_an_unknown_topic_reaches_the_shard_as_its_spelling():
         {"topic_id": u, "partitions": [{"partition_index": 0, "acknowledgement_batches": []}]}]}
     req = share.acknowledge_request(body, INDEX)
     assert topic_uuid(req.topics[0].topic_id) == u
+
+
+# ------------------------------------------------------------------ share-offset admin
+
+
+def test_describe_share_group_offsets_asks_each_group_on_its_own():
+    body = {"groups": [{"group_id": "g1", "topics": None},
+                       {"group_id": "g2", "topics": [{"topic_name": "orders",
+                                                      "partitions": [0, 2]}]}]}
+    r1, r2 = share_admin.describe_offsets_requests(body)
+    assert (r1.group_id, r1.topics) == ("g1", None)
+    assert r2.group_id == "g2" and [(t.topic_name, t.partitions) for t in r2.topics] == [
+        ("orders", [0, 2])]
+
+
+@pytest.mark.parametrize("version", [0, 1])
+def test_described_share_offsets_carry_start_offset_and_lag_where_the_version_has_it(version):
+    reply = m.DescribeShareGroupOffsetsResponse(group_id="g1", topics=[
+        m.DescribeShareGroupOffsetsTopic("orders", TOPIC.topic_id, [
+            m.DescribeShareGroupOffsetsPartition(1, start_offset=42, lag=7)])])
+    frame = encode_response(RequestHeader(90, version, 1, "c"),
+                            share_admin.describe_offsets_response([reply]))
+    decoded, _ = entity_reader(load_response_schema(90, version))(frame[4:], 5)
+    (p,) = decoded.groups[0].topics[0].partitions
+    assert decoded.groups[0].topics[0].topic_id == topic_uuid(TOPIC.topic_id)
+    assert p.start_offset == 42 and getattr(p, "lag", 7) == 7
+
+
+def test_alter_and_delete_share_group_offsets_name_topics_by_name():
+    alter = share_admin.alter_offsets_request({"group_id": "g", "topics": [
+        {"topic_name": "orders", "partitions": [{"partition_index": 1, "start_offset": 9}]}]})
+    assert [(t.topic_name, [(p.partition, p.start_offset) for p in t.partitions])
+            for t in alter.topics] == [("orders", [(1, 9)])]
+    delete = share_admin.delete_offsets_request({"group_id": "g",
+                                                 "topics": [{"topic_name": "orders"}]})
+    assert delete.topic_names == ["orders"]
