@@ -33,9 +33,13 @@ POLL_S = 0.5
 PING_TIMEOUT_S = 10.0
 
 
-@ray.remote(num_cpus=0, max_restarts=0)
+@ray.remote(num_cpus=0, max_restarts=-1)
 class OwnerAnchor:
-    """A do-nothing actor that lives exactly as long as its owner (the spawning driver)."""
+    """A do-nothing actor that lives exactly as long as its owner (the spawning driver).
+
+    Ray restarts it if its own process dies (a restarting anchor answers
+    ``ActorUnavailableError``, which is not a death), and never once its owner is gone, so
+    only the owner's exit makes its clients leave."""
 
     def ping(self) -> bool:
         return True
