@@ -134,6 +134,13 @@ class SharePartitions:
             tp = (key.topic_id, key.partition)
             self._arm(group.group_id, tp, group.partitions.get(tp))
 
+    def forget_deleted_topics(self, group: ShareGroup) -> None:
+        """Tombstone the state of every share-partition whose topic or partition is gone."""
+        for topic_id, partition in sorted(group.partitions):
+            if self._partition_error((topic_id, partition)) is not None:
+                key = SharePartitionStateKey(group.group_id, topic_id, partition)
+                self.ctx.emit(Record(key, None))
+
     def forget_group(self, group: ShareGroup) -> None:
         for topic_id, partition in group.partitions:
             self.ctx.timers.cancel(ShareLockExpiry(group.group_id, topic_id, partition))

@@ -113,16 +113,22 @@ class SharePartition:
             if len(taken) >= max_records:
                 break
             rec = self.records[offset]
-            if rec.state == RecordState.AVAILABLE:
-                count = rec.delivery_count + 1
-                self.records[offset] = InFlight(RecordState.ACQUIRED, count, member_id, deadline)
-                taken.append((offset, count))
+            if rec.state != RecordState.AVAILABLE:
+                continue
+            if rec.delivery_count >= limits.delivery_count_limit:
+                # The group's limit was lowered since this record was released: archive it.
+                self.records[offset] = InFlight(RecordState.ARCHIVED, rec.delivery_count)
+                continue
+            count = rec.delivery_count + 1
+            self.records[offset] = InFlight(RecordState.ACQUIRED, count, member_id, deadline)
+            taken.append((offset, count))
         window_end = min(log_end_offset, self.start_offset + limits.max_record_locks)
         while len(taken) < max_records and self.next_offset < window_end:
             offset = self.next_offset
             self.records[offset] = InFlight(RecordState.ACQUIRED, 1, member_id, deadline)
             taken.append((offset, 1))
             self.next_offset += 1
+        self._advance()
         return _ranges(taken)
 
     def acknowledge(self, member_id: str, batches: list[AcknowledgementBatch],

@@ -159,8 +159,11 @@ class ShareGroupRules(ModernRules):
             self.sessions.on_timer(key)
 
     def on_metadata(self, groups: list[ShareGroup]) -> None:
-        """Topics created, deleted or grown: a group whose target would change rebalances."""
+        """Topics created, deleted or grown: a group whose target would change rebalances;
+        the share-partitions of a deleted topic are deleted with it, as Kafka deletes their
+        share-group state."""
         for group in groups:
+            self.partitions.forget_deleted_topics(group)
             if group.members and self.epochs.changed_target(group):
                 self.epochs.mark(group.group_id, "subscribed topic metadata changed")
 

@@ -184,3 +184,14 @@ def test_lag_counts_records_not_yet_done():
     sp.acknowledge("a", [ack(1, 1, ACK_ACCEPT)], LIMITS)
     assert sp.lag(10) == 9
     assert sp.lag(-1) == -1
+
+
+def test_a_lowered_delivery_limit_archives_records_already_past_it():
+    sp = SharePartition(0)
+    for _ in range(2):
+        sp.acquire("a", 1, 2, 0, LIMITS)
+        sp.release_member("a", LIMITS)
+    assert state_of(sp, 0) == RecordState.AVAILABLE and sp.records[0].delivery_count == 2
+    lowered = Limits(delivery_count_limit=2)
+    assert sp.acquire("a", 5, 2, 0, lowered) == [AcquiredRecords(1, 1, 1)]
+    assert sp.start_offset == 1  # offset 0 (2 deliveries) archived, never a 3rd

@@ -237,3 +237,15 @@ def test_acknowledgements_from_strangers_or_malformed_are_refused_whole():
         assert result.response.error_code == expected, req
         assert result.records == []
     assert shard.groups[GROUP].partitions[(tid("orders"), 0)].acquired_by("a") == [0, 1, 2]
+
+
+def test_deleting_a_topic_deletes_its_share_partitions():
+    shard = two_members()
+    fetch(shard, "a", ("orders", 0), ("audit", 0), end=3)
+    from protocol.metadata import MetadataImage, TopicMetadata
+
+    result = shard.update_metadata(MetadataImage([TopicMetadata(tid("audit"), "audit", 1)]))
+    tombstones = [r.key for r in result.records if r.value is None]
+    assert tombstones == [SharePartitionStateKey(GROUP, tid("orders"), 0)]
+    assert list(shard.groups[GROUP].partitions) == [(tid("audit"), 0)]
+    assert shard.next_deadline_ms() is not None  # audit's lock and the sessions remain
