@@ -4,6 +4,10 @@ what each acquired and had acknowledged, and no acknowledged record is acquired 
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
+
 import pytest
 import ray
 
@@ -51,3 +55,36 @@ def test_two_share_consumers_acquire_and_acknowledge_the_stream_and_leave(cluste
     ray.get([c.stop.remote(leave=True) for c in consumers])
     eventually(lambda: cluster.call(
         m.ShareGroupDescribeRequest(group_ids=[group])).groups[0].members == [], timeout_s=30)
+
+
+OWNER_DRIVER = """
+import sys, time
+import ray
+from actors.cluster import Cluster
+
+cluster = Cluster.connect(sys.argv[1])
+share = cluster.spawn_share_consumer(sys.argv[2], topics=[sys.argv[3]])
+deadline = time.monotonic() + 90
+while not ray.get(share.assignment.remote()):
+    assert time.monotonic() < deadline, "no assignment"
+    time.sleep(0.2)
+print("joined", flush=True)
+"""
+SESSION_TIMEOUT_MS = 60_000
+
+
+def test_a_share_consumer_leaves_its_group_when_the_driver_that_spawned_it_exits(cluster):
+    group, topic = "share-owner-g", "share-owner"
+    cluster.create_topic(topic, 1)
+    cluster.set_group_config(group, share_session_timeout_ms=SESSION_TIMEOUT_MS)
+    done = subprocess.run([sys.executable, "-c", OWNER_DRIVER,
+                           ray.get_runtime_context().gcs_address, group, topic],
+                          capture_output=True, text=True, timeout=180)
+    exited_at = time.monotonic()
+    assert done.returncode == 0 and "joined" in done.stdout, done.stderr[-3000:]
+
+    def members():
+        return cluster.call(m.ShareGroupDescribeRequest(group_ids=[group])).groups[0].members
+
+    eventually(lambda: members() == [], timeout_s=25)
+    assert time.monotonic() - exited_at < SESSION_TIMEOUT_MS / 1000  # left; did not expire
