@@ -11,10 +11,12 @@ acknowledgements); the gateway widens it to the session's partitions.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from protocol import messages as m
+from protocol.wire import consumer
 from protocol.wire.ids import kafka_error, topic_uuid
 
 if TYPE_CHECKING:  # a type only: the API table imports this module
@@ -43,21 +45,14 @@ def heartbeat_request(body: dict, client_id: str = "",
 
 
 def heartbeat_response(resp: m.ShareGroupHeartbeatResponse) -> dict:
-    assignment = None
+    """KIP-848's heartbeat reply shape (the fields are the same), with the share assignment."""
+    body = consumer.heartbeat_response(dataclasses.replace(resp, assignment=None))
     if resp.assignment is not None:
-        assignment = {"topic_partitions": [
+        body["assignment"] = {"topic_partitions": [
             {"topic_id": topic_uuid(tp.topic_id), "partitions": list(tp.partitions)}
             for tp in resp.assignment.topic_partitions
         ]}
-    return {
-        "throttle_time": 0,
-        "error_code": kafka_error(resp.error_code),
-        "error_message": resp.error_message,
-        "member_id": resp.member_id,
-        "member_epoch": resp.member_epoch,
-        "heartbeat_interval": resp.heartbeat_interval_ms,
-        "assignment": assignment,
-    }
+    return body
 
 
 # ------------------------------------------------------------------- ShareGroupDescribe
