@@ -35,7 +35,10 @@ from protocol.consumer.client_assignment import install_assignment, prepare_assi
 from protocol.consumer.describe import describe_groups
 from protocol.errors import Errors
 from protocol.listing import list_groups
+from protocol.share import admin as share_admin
 from protocol.wire import classic, consumer, offsets
+from protocol.wire import share as share_wire
+from protocol.wire import share_admin as share_admin_wire
 
 # (shard, request) -> reply, or None while the reply is delayed (JoinGroup, SyncGroup).
 Handler = Callable[[Any, Any], Any]
@@ -116,6 +119,7 @@ _DESCRIBED = PerGroupReply("groups", m.DescribedGroup)
 _CONNECT_DESCRIBED = PerGroupReply("groups", m.ConnectDescribedGroup)
 _CLASSIC_DESCRIBED = PerGroupReply("groups", m.DescribeGroupsResponseGroup)
 _DELETED = PerGroupReply("results", m.DeletableGroupResult)
+_SHARE_DESCRIBED = PerGroupReply("groups", m.ShareDescribedGroup)
 
 # fmt: off
 ROWS: tuple[Api, ...] = (
@@ -152,6 +156,23 @@ ROWS: tuple[Api, ...] = (
            offsets.delete_request, offsets.delete_response),
     _kafka(42,  _V(0, 2),  m.DeleteGroupsRequest,                   m.DeleteGroupsResponse,                   "groups_names", lambda s, r: s.offsets.delete_groups(r),
            offsets.delete_groups_request, offsets.delete_groups_response, _DELETED),
+    # Share groups (KIP-932): Kafka's keys 76-79 on the wire (protocol/wire/share.py; the
+    # gateway keeps the share sessions) and the share-offset admin APIs, 90-92
+    # (protocol/wire/share_admin.py; DescribeShareGroupOffsets decodes to one request per group).
+    _kafka(76,  _V(1, 1),  m.ShareGroupHeartbeatRequest,            m.ShareGroupHeartbeatResponse,            "group_id",     lambda s, r: s.share.heartbeat(r),
+           share_wire.heartbeat_request, share_wire.heartbeat_response),
+    _kafka(77,  _V(1, 1),  m.ShareGroupDescribeRequest,             m.ShareGroupDescribeResponse,             "group_ids",    lambda s, r: s.share.describe(r),
+           share_wire.describe_request, share_wire.describe_response, _SHARE_DESCRIBED),
+    _kafka(78,  _V(1, 2),  m.ShareFetchRequest,                     m.ShareFetchResponse,                     "group_id",     lambda s, r: s.share.partitions.fetch(r),
+           share_wire.fetch_request, share_wire.fetch_response),
+    _kafka(79,  _V(1, 2),  m.ShareAcknowledgeRequest,               m.ShareAcknowledgeResponse,               "group_id",     lambda s, r: s.share.partitions.acknowledge(r),
+           share_wire.acknowledge_request, share_wire.acknowledge_response),
+    _kafka(90,  _V(0, 1),  m.DescribeShareGroupOffsetsRequest,      m.DescribeShareGroupOffsetsResponse,      "group_id",     share_admin.describe_offsets,
+           share_admin_wire.describe_offsets_requests, share_admin_wire.describe_offsets_response),
+    _kafka(91,  _V(0, 0),  m.AlterShareGroupOffsetsRequest,         m.AlterShareGroupOffsetsResponse,         "group_id",     share_admin.alter_offsets,
+           share_admin_wire.alter_offsets_request, share_admin_wire.alter_offsets_response),
+    _kafka(92,  _V(0, 0),  m.DeleteShareGroupOffsetsRequest,        m.DeleteShareGroupOffsetsResponse,        "group_id",     share_admin.delete_offsets,
+           share_admin_wire.delete_offsets_request, share_admin_wire.delete_offsets_response),
     # The gateway's own: the broker it plays. Produce is listed because clients refuse a broker
     # that lacks it; it is answered with an error (``protocol.wire.stream``).
     _gateway(0,  _V(3, 11), "Produce"),

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from assignors import SERVER_ASSIGNORS
 from assignors.connect import DEFAULT_MAX_DELAY_MS
 from assignors.connect import NAME as CONNECT_ASSIGNOR
+from assignors.share import NAME as SHARE_ASSIGNOR
 
 # The server-side assignors a Connect group may name (seed 004: "ServerAssignor must be
 # supported by the server"): the incremental cooperative one, run by the coordinator.
@@ -58,6 +59,23 @@ class CoordinatorConfig:
     # Online migration of classic Connect groups (protocol type "connect") to the connect
     # group type and back; Cohort's key beside group_consumer_migration_policy, same values.
     group_connect_migration_policy: str = "bidirectional"
+    # Share groups (KIP-932, Kafka 4.2's group.share.* keys and defaults).
+    group_share_session_timeout_ms: int = 45_000
+    group_share_min_session_timeout_ms: int = 45_000
+    group_share_max_session_timeout_ms: int = 60_000
+    group_share_heartbeat_interval_ms: int = 5_000
+    group_share_min_heartbeat_interval_ms: int = 5_000
+    group_share_max_heartbeat_interval_ms: int = 15_000
+    group_share_max_size: int = 200
+    group_share_assignors: tuple[str, ...] = (SHARE_ASSIGNOR,)
+    group_share_record_lock_duration_ms: int = 30_000
+    group_share_min_record_lock_duration_ms: int = 15_000
+    group_share_max_record_lock_duration_ms: int = 60_000
+    group_share_delivery_count_limit: int = 5
+    group_share_partition_max_record_locks: int = 2_000
+    # Cohort's broker-wide default of the group config share.auto.offset.reset (Kafka's
+    # default, latest): where a share-partition read for the first time starts.
+    group_share_auto_offset_reset: str = "latest"
     # Offsets
     offsets_retention_minutes: int = 7 * 24 * 60
     offsets_retention_check_interval_ms: int = 600_000
@@ -93,6 +111,27 @@ class CoordinatorConfig:
             raise ValueError("the heartbeat interval must be below the session timeout")
         if self.group_consumer_reconciliation_heartbeat_interval_ms < 1:
             raise ValueError("the reconciliation heartbeat interval must be positive")
+        self._check_share()
+
+    def _check_share(self) -> None:
+        """Kafka's bounds on the group.share.* keys (ShareGroupConfig, GroupCoordinatorConfig)."""
+        if tuple(self.group_share_assignors) != (SHARE_ASSIGNOR,):
+            raise ValueError(f"group_share_assignors takes exactly one: {SHARE_ASSIGNOR!r}")
+        if not 1 <= self.group_share_max_size <= 1000:
+            raise ValueError("group_share_max_size must be within [1, 1000]")
+        if not 2 <= self.group_share_delivery_count_limit <= 10:
+            raise ValueError("group_share_delivery_count_limit must be within [2, 10]")
+        if not 100 <= self.group_share_partition_max_record_locks <= 10_000:
+            raise ValueError("group_share_partition_max_record_locks must be within [100, 10000]")
+        for what in ("session_timeout_ms", "heartbeat_interval_ms", "record_lock_duration_ms"):
+            lo, value, hi = (getattr(self, f"group_share_{k}") for k in
+                             (f"min_{what}", what, f"max_{what}"))
+            if not 0 < lo <= value <= hi:
+                raise ValueError(f"group_share_{what} must be within [min, max] and positive")
+        if self.group_share_auto_offset_reset not in ("latest", "earliest"):
+            raise ValueError("group_share_auto_offset_reset must be latest or earliest")
+        if self.group_share_heartbeat_interval_ms >= self.group_share_session_timeout_ms:
+            raise ValueError("the share heartbeat interval must be below its session timeout")
 
     @property
     def default_server_assignor(self) -> str:
@@ -101,6 +140,10 @@ class CoordinatorConfig:
     @property
     def default_connect_assignor(self) -> str:
         return self.group_connect_assignors[0]
+
+    @property
+    def default_share_assignor(self) -> str:
+        return self.group_share_assignors[0]
 
 
 @dataclass(frozen=True)
@@ -112,6 +155,45 @@ class GroupConfig:
     # A Connect group's scheduled.rebalance.max.delay.ms (Cohort's group config key
     # ``connect.scheduled.rebalance.max.delay.ms``).
     connect_scheduled_rebalance_max_delay_ms: int | None = None
+    # A share group's share.session.timeout.ms, share.heartbeat.interval.ms,
+    # share.record.lock.duration.ms, share.delivery.count.limit and share.auto.offset.reset
+    # (latest | earliest: where a share-partition read for the first time starts).
+    share_session_timeout_ms: int | None = None
+    share_heartbeat_interval_ms: int | None = None
+    share_record_lock_duration_ms: int | None = None
+    share_delivery_count_limit: int | None = None
+    share_auto_offset_reset: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.share_auto_offset_reset not in (None, "latest", "earliest"):
+            raise ValueError(
+                f"share.auto.offset.reset must be latest or earliest, "
+                f"not {self.share_auto_offset_reset!r}"
+            )
+
+    def share_setting(self, broker: CoordinatorConfig, name: str) -> int:
+        """A share group's ``share_<name>``: its override when set, else the broker's
+        ``group.share.<name>``."""
+        override = getattr(self, f"share_{name}")
+        return override if override is not None else getattr(broker, f"group_share_{name}")
+
+    def share_bounds(self, broker: CoordinatorConfig) -> list[tuple[int | None, str, int, int]]:
+        """(value, Kafka name, low, high) of each int share config: Kafka's ShareGroupConfig
+        bounds, which the controller checks before it keeps a group config."""
+        b = broker
+        return [
+            (self.share_session_timeout_ms, "share.session.timeout.ms",
+             b.group_share_min_session_timeout_ms, b.group_share_max_session_timeout_ms),
+            (self.share_heartbeat_interval_ms, "share.heartbeat.interval.ms",
+             b.group_share_min_heartbeat_interval_ms, b.group_share_max_heartbeat_interval_ms),
+            (self.share_record_lock_duration_ms, "share.record.lock.duration.ms",
+             b.group_share_min_record_lock_duration_ms, b.group_share_max_record_lock_duration_ms),
+            (self.share_delivery_count_limit, "share.delivery.count.limit", 2, 10),
+        ]
+
+    def share_starts_at_earliest(self, broker: CoordinatorConfig) -> bool:
+        reset = self.share_auto_offset_reset or broker.group_share_auto_offset_reset
+        return reset == "earliest"
 
     def effective_session_timeout_ms(self, broker: CoordinatorConfig) -> int:
         """The group's session timeout: its override when set (any value, 0 included, since

@@ -27,7 +27,7 @@ shard, offsets, listing and tools pick it up; the API table (``protocol/api.py``
 requests' rows.
 
 Rows are in the order the shard visits types (metadata, end of turn, state tables): consumer,
-classic, connect.
+classic, connect, share.
 """
 
 from __future__ import annotations
@@ -57,10 +57,16 @@ from protocol.offsets.commit_checks import check_member_epoch, validate_consumer
 from protocol.records import (
     CONNECT_GROUP_KEYS,
     CONSUMER_GROUP_KEYS,
+    SHARE_GROUP_KEYS,
     ConsumerGroupMetadataKey,
     GroupMetadataKey,
     Record,
 )
+from protocol.share import group as share_group
+from protocol.share.describe import describe_as_classic as describe_share_as_classic
+from protocol.share.group import ShareGroup
+from protocol.share.lifecycle import ClassicRequestsRefused, refuse_offsets
+from protocol.share.timers import ShareTimer
 
 Group = Any  # a row's group_class: ConsumerGroup | ClassicGroup | ConnectGroup | ...
 Shard = Any  # the GroupCoordinatorShard (or a ShardContext): rows never import it
@@ -220,9 +226,35 @@ CONNECT = GroupType(
 )
 
 
+# ---------------------------------------------------------------------- share (KIP-932)
+
+_SHARE_CLASSIC_HOST = ClassicRequestsRefused()
+
+SHARE = GroupType(
+    name="share",
+    metrics_label="share",
+    group_class=ShareGroup,
+    states=share_group.STATES,
+    record_keys=SHARE_GROUP_KEYS,
+    timer_key=ShareTimer,
+    rules=attrgetter("share"),
+    replayer=lambda shard: shard.share.replay,
+    validate_offset_commit=refuse_offsets,
+    check_offset_fetch=refuse_offsets,
+    offsets_deletable=refuse_offsets,  # OffsetDelete: GROUP_ID_NOT_FOUND, as Kafka
+    may_expire_offsets=_never,  # share groups have no offset expiry
+    is_empty=lambda g: not g.members,
+    tombstones=share_group.group_tombstones,
+    subscribed_topics=lambda g, image, strict: g.subscribed_topic_names(),
+    describe_classic=lambda shard, g, history: describe_share_as_classic(g, history),
+    list_protocol_type=lambda g: "share",
+    classic_host=lambda shard: _SHARE_CLASSIC_HOST,
+)
+
+
 # ---------------------------------------------------------------------- the table
 
-GROUP_TYPES: tuple[GroupType, ...] = (CONSUMER, CLASSIC, CONNECT)
+GROUP_TYPES: tuple[GroupType, ...] = (CONSUMER, CLASSIC, CONNECT, SHARE)
 BY_NAME: dict[str, GroupType] = {row.name: row for row in GROUP_TYPES}
 BY_RECORD_KEY: dict[type, GroupType] = {k: row for row in GROUP_TYPES for k in row.record_keys}
 ALL_STATES: tuple[str, ...] = tuple(dict.fromkeys(s for row in GROUP_TYPES for s in row.states))

@@ -1,9 +1,9 @@
 """Every request and response Cohort speaks, as dataclasses mirroring the seeds' JSON schemas.
 
 Each group type's messages live in its own room (``consumer/messages``, ``classic/messages``,
-``connect/messages``, ``offsets/messages``); this module re-exports all of them, so ``from
-protocol import messages as m`` reaches every one, and holds the few that belong to no single
-room (ListGroups, the fallback reply). Topic ids are strings (Kafka's are UUIDs).
+``connect/messages``, ``offsets/messages``, ``share/messages``); this module re-exports all of
+them, so ``from protocol import messages as m`` reaches every one, and holds the few that belong
+to no single room (ListGroups, the fallback reply). Topic ids are strings (Kafka's are UUIDs).
 """
 
 from __future__ import annotations
@@ -91,6 +91,43 @@ from protocol.offsets.messages import (  # noqa: F401
     OffsetFetchResponse,
     OffsetFetchResponsePartition,
     OffsetFetchResponseTopic,
+)
+from protocol.share.messages import (  # noqa: F401
+    AcknowledgementBatch,
+    AcquiredRecords,
+    AlterShareGroupOffsetsPartition,
+    AlterShareGroupOffsetsRequest,
+    AlterShareGroupOffsetsResponse,
+    AlterShareGroupOffsetsResponseTopic,
+    AlterShareGroupOffsetsTopic,
+    DeleteShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsResponse,
+    DeleteShareGroupOffsetsResponseTopic,
+    DescribeShareGroupOffsetsPartition,
+    DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsResponse,
+    DescribeShareGroupOffsetsTopic,
+    ShareAcknowledgePartition,
+    ShareAcknowledgeRequest,
+    ShareAcknowledgeResponse,
+    ShareAcknowledgeResponsePartition,
+    ShareAcknowledgeResponseTopic,
+    ShareAcknowledgeTopic,
+    ShareDescribedGroup,
+    ShareDescribedMember,
+    ShareFetchPartition,
+    ShareFetchRequest,
+    ShareFetchResponse,
+    ShareFetchResponsePartition,
+    ShareFetchResponseTopic,
+    ShareFetchTopic,
+    ShareGroupAssignment,
+    ShareGroupDescribeRequest,
+    ShareGroupDescribeResponse,
+    ShareGroupHeartbeatRequest,
+    ShareGroupHeartbeatResponse,
+    ShareOffsetsResponsePartition,
+    ShareOffsetsTopic,
 )
 from protocol.types import Int16, Int32
 

@@ -12,6 +12,26 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+# Share groups' records live in their room (KIP-932) and are re-exported here with the rest.
+from protocol.share.records import (  # noqa: F401
+    SHARE_GROUP_KEYS,
+    SHARE_GROUP_TYPES,
+    SHARE_RECORD_SCHEMAS,
+    InFlightBatch,
+    ShareGroupCurrentMemberAssignmentKey,
+    ShareGroupCurrentMemberAssignmentValue,
+    ShareGroupMemberMetadataKey,
+    ShareGroupMemberMetadataValue,
+    ShareGroupMetadataKey,
+    ShareGroupMetadataValue,
+    ShareGroupTargetAssignmentMemberKey,
+    ShareGroupTargetAssignmentMemberValue,
+    ShareGroupTargetAssignmentMetadataKey,
+    ShareGroupTargetAssignmentMetadataValue,
+    SharePartitionStateKey,
+    SharePartitionStateValue,
+)
+
 PartitionMap = dict[str, tuple[int, ...]]
 
 
@@ -347,6 +367,7 @@ RECORD_SCHEMAS: dict[type, type] = {
     ConnectGroupTargetAssignmentMetadataKey: ConnectGroupTargetAssignmentMetadataValue,
     ConnectGroupTargetAssignmentMemberKey: ConnectGroupTargetAssignmentMemberValue,
     ConnectGroupCurrentMemberAssignmentKey: ConnectGroupCurrentMemberAssignmentValue,
+    **SHARE_RECORD_SCHEMAS,
 }
 
 # The key types of a consumer group's records (its row of ``protocol/group_types.py`` replays
@@ -378,4 +399,5 @@ CONNECT_GROUP_TYPES = frozenset(k.TYPE for k in CONNECT_GROUP_KEYS)
 GROUP_TOMBSTONE_SCOPE: dict[int, frozenset[int]] = {
     ConsumerGroupMetadataKey.TYPE: CONSUMER_GROUP_TYPES,
     ConnectGroupMetadataKey.TYPE: CONNECT_GROUP_TYPES,
+    ShareGroupMetadataKey.TYPE: SHARE_GROUP_TYPES,
 }

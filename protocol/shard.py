@@ -44,6 +44,7 @@ from protocol.records import (
     OffsetCommitValue,
     Record,
 )
+from protocol.share.rules import ShareGroupRules
 from protocol.timers import Timers
 
 log = logging.getLogger(__name__)
@@ -104,6 +105,7 @@ class GroupCoordinatorShard:
         self.connect = ConnectGroupRules(self)
         self.connect_classic_members = ClassicWorkersOfConnectGroup(self)
         self.connect_migration = ConnectMigration(self)
+        self.share = ShareGroupRules(self)
         # Replay, timers, metadata and the end of a turn iterate the group-type table
         # (protocol/group_types.py): timer key type -> the rules that own it; record key
         # type -> how to apply it; the rules that end each turn.

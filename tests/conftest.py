@@ -30,6 +30,10 @@ RAY_TEST_CONFIG = CoordinatorConfig(
     group_initial_rebalance_delay_ms=300,
     group_connect_session_timeout_ms=4_000,
     group_connect_heartbeat_interval_ms=300,
+    group_share_session_timeout_ms=4_000,
+    group_share_min_session_timeout_ms=1_000,
+    group_share_heartbeat_interval_ms=300,
+    group_share_min_heartbeat_interval_ms=100,
 )
 RAY_TEST_PARTITIONS = 3
 

@@ -104,6 +104,23 @@ class ClientSpawner:
         self._clients.append(handle)
         return handle
 
+    def spawn_share_consumer(self, group_id: str, topics: list[str], detached: bool = False,
+                             **options: Any):
+        """One ``num_cpus=0`` ``ShareConsumer`` actor: a share group member (KIP-932) that
+        acquires records of the synthetic stream and acknowledges them. Options:
+        ``member_id``, ``max_records``, ``records_per_s`` / ``batch_interval_ms`` /
+        ``stream_anchor_ms`` (the stream; the gateway's by default), ``timeline_path``. The
+        member closes its share session and leaves the group when this process exits, unless
+        ``detached``."""
+        if not topics or any(not isinstance(t, str) or not t for t in topics):
+            raise ValueError("a share consumer needs topics: a list of topic names")
+        from actors.clients.share_consumer import ShareConsumer
+
+        handle = ShareConsumer.options(**CLIENT_ACTOR).remote(
+            group_id, self.num_partitions, list(topics), **self._owned(detached, options))
+        self._clients.append(handle)
+        return handle
+
     def _owned(self, detached: bool, options: dict[str, Any]) -> dict[str, Any]:
         """``options`` plus the anchor whose death means "your spawner exited"."""
         if detached:

@@ -28,6 +28,7 @@ from protocol.security.acls import authorize
 from protocol.security.scram import ScramCredential
 from protocol.wire.codec import RequestHeader
 from protocol.wire.framing import MAX_REQUEST_BYTES
+from protocol.wire.share_session import ShareSessions
 from protocol.wire.stream import SyntheticStream
 from protocol.wire.topics import Node, TopicIndex
 
@@ -106,6 +107,8 @@ class GatewayCore:
         # The epoch (or classic generation) last sent to each member, newest last: what a
         # real client's callbacks ran under, for timelines. At most MAX_TRACKED_MEMBERS.
         self.epochs: collections.OrderedDict[tuple[str, str], int] = collections.OrderedDict()
+        # KIP-932's share sessions: the gateway is every share-partition's leader.
+        self.share_sessions = ShareSessions()  # group.share.max.share.sessions: 2,000
 
     async def start(self) -> None:
         self.security = await self.controller.security_image.remote()

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from actors.gateway import group_handlers as groups
+from actors.gateway import share_handlers as shares
 from actors.gateway import topic_handlers as brokers
 from actors.gateway.core import GatewayCore, WireRequest
 from protocol.api import BY_API_KEY
@@ -55,6 +56,13 @@ BY_NAME: dict[str, Handler] = {
     "OffsetDelete": groups.offset_delete,
     "ConsumerGroupHeartbeat": groups.consumer_group_heartbeat,
     "ConsumerGroupDescribe": groups.consumer_group_describe,
+    "ShareGroupHeartbeat": shares.share_group_heartbeat,
+    "ShareGroupDescribe": shares.share_group_describe,
+    "ShareFetch": shares.share_fetch,
+    "ShareAcknowledge": shares.share_acknowledge,
+    "DescribeShareGroupOffsets": shares.describe_share_group_offsets,
+    "AlterShareGroupOffsets": shares.alter_share_group_offsets,
+    "DeleteShareGroupOffsets": shares.delete_share_group_offsets,
 }
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import logging
 import os
 import re
@@ -231,14 +232,24 @@ class Controller(SecurityStore, ChangeLock):
         consumer_session_timeout_ms: int | None = None,
         consumer_heartbeat_interval_ms: int | None = None,
         connect_scheduled_rebalance_max_delay_ms: int | None = None,
+        **share: int | str | None,
     ) -> None:
+        """``share``: a share group's ``share_*`` GroupConfig fields (session timeout,
+        heartbeat interval, record lock duration, delivery count limit, auto offset reset)."""
         if not isinstance(group_id, str) or not group_id:
             raise CoordinatorError(Errors.INVALID_GROUP_ID, "group id must be a non-empty string")
-        cfg = GroupConfig(
-            consumer_session_timeout_ms,
-            consumer_heartbeat_interval_ms,
-            connect_scheduled_rebalance_max_delay_ms,
-        )
+        unknown = sorted(k for k in share if not k.startswith("share_") or k not in _FIELDS)
+        if unknown:
+            raise CoordinatorError(Errors.INVALID_CONFIG, f"unknown group configs {unknown}")
+        try:
+            cfg = GroupConfig(
+                consumer_session_timeout_ms,
+                consumer_heartbeat_interval_ms,
+                connect_scheduled_rebalance_max_delay_ms,
+                **share,  # type: ignore[arg-type]
+            )
+        except ValueError as e:
+            raise CoordinatorError(Errors.INVALID_CONFIG, str(e)) from None
         _check_group_config(cfg, self.config)
         payload = None if cfg == GroupConfig() else _config_payload(cfg)
         await self._commit([_encode("config", group_id, payload)])
@@ -332,12 +343,12 @@ def _encode(kind: str, name: str, payload: object) -> bytes:
     return msgpack.packb([kind, name, payload], use_bin_type=True)
 
 
+_FIELDS = tuple(f.name for f in dataclasses.fields(GroupConfig))
+
+
 def _config_payload(cfg: GroupConfig) -> list:
-    return [
-        cfg.consumer_session_timeout_ms,
-        cfg.consumer_heartbeat_interval_ms,
-        cfg.connect_scheduled_rebalance_max_delay_ms,
-    ]
+    """Every field in declaration order (a log of older, shorter payloads still loads)."""
+    return [getattr(cfg, name) for name in _FIELDS]
 
 
 def _topic_record(t: TopicMetadata) -> bytes:
@@ -417,6 +428,7 @@ def _check_group_config(cfg: GroupConfig, broker: CoordinatorConfig) -> None:
          broker.group_consumer_max_heartbeat_interval_ms),
         (cfg.connect_scheduled_rebalance_max_delay_ms, "connect.scheduled.rebalance.max.delay.ms",
          0, 2**31 - 1),
+        *cfg.share_bounds(broker),
     ]
     for value, key, low, high in checks:
         if value is None:

@@ -10,6 +10,7 @@ offsets before a reset) see every group the way Kafka's tool shows it.
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Sequence
 
 from actors.tools.admin import AdminError, Columns, Row, missing_group, raise_for
@@ -21,6 +22,7 @@ from protocol.classic.consumer_protocol import (
 )
 from protocol.consumer.regex import InvalidRegex, compile_topic_regex, matching_topics
 from protocol.errors import CoordinatorError, Errors
+from protocol.wire.stream import SyntheticStream
 
 # The columns of each view, with Kafka's headers.
 LIST_COLUMNS: Columns = [("GROUP", "group"), ("TYPE", "type"), ("STATE", "state")]
@@ -37,6 +39,11 @@ MEMBERS_VERBOSE_COLUMNS: Columns = [
     *MEMBERS_COLUMNS,
     ("CURRENT-EPOCH", "current_epoch"), ("CURRENT-ASSIGNMENT", "current_assignment"),
     ("TARGET-EPOCH", "target_epoch"), ("TARGET-ASSIGNMENT", "target_assignment"),
+]
+# Kafka's kafka-share-groups.sh --describe --offsets, and the stream's end beside the start.
+SHARE_OFFSETS_COLUMNS: Columns = [
+    ("GROUP", "group"), ("TOPIC", "topic"), ("PARTITION", "partition"),
+    ("START-OFFSET", "start_offset"), ("LOG-END-OFFSET", "log_end_offset"), ("LAG", "lag"),
 ]
 STATE_COLUMNS: Columns = [
     ("GROUP", "group"), ("COORDINATOR", "coordinator"),
@@ -129,6 +136,8 @@ def _describe(cluster, group_id: str) -> _Group:
         )
     if listed.group_type == "connect":
         return _describe_connect(cluster, group_id, coordinator)
+    if listed.group_type == "share":
+        return _describe_share(cluster, group_id, coordinator)
     resp = cluster.call(m.DescribeGroupsRequest(groups=[group_id]))
     d = resp.groups[0]
     if d.error_code == Errors.GROUP_ID_NOT_FOUND and listed.group_state == "empty":
@@ -166,6 +175,41 @@ def _describe_connect(cluster, group_id: str, coordinator: str) -> _Group:
             for w in d.members
         ],
     )
+
+
+def _describe_share(cluster, group_id: str, coordinator: str) -> _Group:
+    """A share group through ShareGroupDescribe (members may share partitions)."""
+    d = cluster.call(m.ShareGroupDescribeRequest(group_ids=[group_id])).groups[0]
+    if d.error_code == Errors.GROUP_ID_NOT_FOUND:
+        raise missing_group(group_id)
+    raise_for(d.error_code, d.error_message, f"Describe of group '{group_id}' failed")
+    return _Group(
+        group_id, "share", d.group_state, coordinator, d.assignor_name, d.group_epoch,
+        d.assignment_epoch,
+        [_Member(x.member_id, None, x.client_host, x.client_id, x.member_epoch,
+                 _pairs(x.assignment.topic_partitions), None) for x in d.members],
+    )
+
+
+def describe_share_offsets(cluster, group_id: str,
+                           log_end_offset: int | None = None) -> tuple[list[Row], list[str]]:
+    """A share group's share-partitions: start offset (every record below it acknowledged,
+    rejected or archived) and lag (records from it to ``log_end_offset`` not yet done, by
+    default the end of the gateway's default stream now), as DescribeShareGroupOffsets gives
+    them."""
+    if log_end_offset is None:
+        log_end_offset = SyntheticStream(0).end_offset(int(time.time() * 1000))
+    group = _describe_share(cluster, group_id, f"offsets-{cluster.partition_for(group_id)}")
+    resp = cluster.call(m.DescribeShareGroupOffsetsRequest(group_id=group_id,
+                                                           log_end_offset=log_end_offset))
+    raise_for(resp.error_code, resp.error_message,
+              f"Describing the share offsets of group '{group_id}' failed")
+    rows = [{"group": group_id, "topic": t.topic_name, "partition": p.partition,
+             "start_offset": None if p.start_offset < 0 else p.start_offset,
+             "log_end_offset": log_end_offset, "lag": None if p.lag < 0 else p.lag}
+            for t in resp.topics for p in t.partitions if p.error_code == Errors.NONE]
+    notes = [] if group.members else [f"Share group '{group_id}' has no active members."]
+    return sorted(rows, key=lambda r: (r["topic"], r["partition"])), notes
 
 
 def _units(work: m.ConnectorsAndTasks) -> list[tuple[str, int]]:

@@ -66,6 +66,8 @@ examples:
                        help="Kafka Connect worker groups on the new protocol")
     chaos.add_argument("--classic-connect-groups", type=int, default=1,
                        help="classic Kafka Connect worker groups (sessioned)")
+    chaos.add_argument("--share-groups", type=int, default=0,
+                       help="share groups (KIP-932) of Ray share consumers")
     chaos.add_argument("--consumers", type=int, default=3,
                        help="initial consumers (and Connect workers) per group")
     chaos.add_argument("--topic-partitions", type=int, default=6)
@@ -111,6 +113,15 @@ def _chaos(args: argparse.Namespace) -> int:
         from actors.tools.chaos_kafka import run_chaos as with_kafka
 
         run_chaos = partial(with_kafka, kafka_clients=args.kafka_clients)
+    if getattr(args, "share_groups", 0):  # share groups too (actors/tools/chaos_share)
+        from functools import partial
+
+        if getattr(args, "kafka_clients", 0):
+            raise SystemExit("--share-groups and --kafka-clients do not combine (yet)")
+
+        from actors.tools.chaos_share import run_chaos as with_shares
+
+        run_chaos = partial(with_shares, share_groups=args.share_groups)
 
     try:
         cluster, owns_ray = attach(args, DEMO_CONFIG)
@@ -198,12 +209,19 @@ def _describe(args: argparse.Namespace) -> int:
         ),
         "state": (admin_groups.describe_state, admin_groups.STATE_COLUMNS),
     }[view]
-    connect_ids = set()
+    connect_ids, share_ids = set(), set()
     if view != "state":  # a Connect group's workers, with their connectors and tasks
         listed = {g.group_id: g for g in cluster.list_groups()}
         connect_ids = {g for g in group_ids if g in listed and is_connect_group(listed[g])}
-    rows, notes, workers, worker_notes = [], [], [], []
+        if view == "offsets":  # a share group's share-partitions (start offset, lag)
+            share_ids = {g for g in group_ids if g in listed and listed[g].group_type == "share"}
+    rows, notes, workers, worker_notes, shares = [], [], [], [], []
     for g in group_ids:
+        if g in share_ids:
+            got, said = admin_groups.describe_share_offsets(cluster, g)
+            shares += got
+            notes += said
+            continue
         if g in connect_ids:
             described = admin_connectors.describe(cluster, g)
             workers += admin_connectors.worker_rows(described)
@@ -213,9 +231,11 @@ def _describe(args: argparse.Namespace) -> int:
         rows += got
         notes += said
     if args.json:
-        print_result(to_json(rows + workers))
+        print_result(to_json(rows + shares + workers))
         return 0
-    if rows or notes or not workers:
+    if shares:
+        emit(args, admin_groups.SHARE_OFFSETS_COLUMNS, shares, [])
+    if rows or notes or not (workers or shares):
         emit(args, columns, rows, notes)
     if workers or worker_notes:
         emit(args, admin_connectors.WORKERS_COLUMNS, workers, worker_notes)

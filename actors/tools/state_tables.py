@@ -31,6 +31,7 @@ from actors.tools.connect_tables import (
     group_row,
     member_rows,
 )
+from actors.tools.share_tables import share_groups
 from protocol.classic.consumer_protocol import (
     PROTOCOL_TYPE,
     ConsumerProtocolError,
@@ -359,6 +360,7 @@ _GROUP_WRITERS = {
     "consumer": _consumer_groups,
     "classic": _classic_groups,
     "connect": _connect_groups,
+    "share": share_groups,
 }
 
 

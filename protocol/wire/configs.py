@@ -21,7 +21,8 @@ from protocol.wire.topics import TopicIndex
 TOPIC, BROKER, GROUP = 2, 4, 32
 # DescribeConfigsResponse.ConfigSource
 DEFAULT_CONFIG, GROUP_CONFIG = 5, 8
-# ConfigDef.Type.INT as DescribeConfigs v3+ reports it
+# ConfigDef.Type STRING and INT as DescribeConfigs v3+ reports them
+CONFIG_TYPE_STRING = 2
 CONFIG_TYPE_INT = 3
 # AlterConfigOp.OpType
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
@@ -51,7 +52,7 @@ def describe_group(name: str, current: GroupConfig, broker: CoordinatorConfig,
             value = getattr(broker, f"group_{field_name}")
         configs.append({"name": key, "value": str(value), "read_only": False,
                         "config_source": source, "is_sensitive": False, "synonyms": [],
-                        "config_type": CONFIG_TYPE_INT, "documentation": None})
+                        "config_type": _config_type(field_name), "documentation": None})
     return _result(GROUP, name, configs=configs)
 
 
@@ -86,6 +87,8 @@ def altered_group_config(current: GroupConfig, ops: list[dict]) -> GroupConfig:
             raise ConfigRefused(E.invalid_config, f"Unknown group config name: {key}.")
         if kind == DELETE:
             changes[names[key]] = None
+        elif kind == SET and names[key] in _STRING_FIELDS:  # share.auto.offset.reset
+            changes[names[key]] = op.get("value") or ""
         elif kind == SET:
             try:
                 changes[names[key]] = int(op.get("value") or "")
@@ -95,7 +98,18 @@ def altered_group_config(current: GroupConfig, ops: list[dict]) -> GroupConfig:
         else:
             raise ConfigRefused(E.invalid_config,
                                 f"{key} is not a list config: APPEND/SUBTRACT do not apply.")
-    return dataclasses.replace(current, **changes)
+    try:
+        return dataclasses.replace(current, **changes)
+    except ValueError as e:  # GroupConfig's own check (a string config's values)
+        raise ConfigRefused(E.invalid_config, str(e)) from None
+
+
+# Group configs whose values are strings (the rest are ints).
+_STRING_FIELDS = frozenset({"share_auto_offset_reset"})
+
+
+def _config_type(field_name: str) -> int:
+    return CONFIG_TYPE_STRING if field_name in _STRING_FIELDS else CONFIG_TYPE_INT
 
 
 def alter_result(rtype: int, name: str, error: E = E.none, message: str | None = None) -> dict:

@@ -71,24 +71,29 @@ def test_a_dispatch_that_disagrees_with_the_table_refuses_to_load(monkeypatch, c
     if change == "a row without a handler":
         del by_name["Metadata"]
     else:
-        by_name["ShareGroupHeartbeat"] = dispatch.api_versions
+        by_name["AlterReplicaLogDirs"] = dispatch.api_versions
     monkeypatch.setattr(dispatch, "BY_NAME", by_name)
     with pytest.raises(ImportError, match="Metadata" if "without a handler" in change
-                       else "ShareGroupHeartbeat"):
+                       else "AlterReplicaLogDirs"):
         dispatch._handlers()
 
 
 def _decode(api, body: dict, version: int):
     extra = {"JoinGroup": ("client", "host"), "OffsetFetch": (version,),
-             "ConsumerGroupHeartbeat": (TopicIndex(), "client", "host")}.get(api.name, ())
+             "ConsumerGroupHeartbeat": (TopicIndex(), "client", "host"),
+             "ShareFetch": (TopicIndex(),), "ShareAcknowledge": (TopicIndex(),)}.get(api.name, ())
     return api.decode(body, *extra)
 
 
 def _encode(api, request, body: dict, version: int) -> dict:
     if api.name == "OffsetFetch":  # answered per group, assembled from the groups' entries
         return api.encode([fetch_refused(r, Errors.NOT_COORDINATOR) for r in request], version)
+    if api.name == "DescribeShareGroupOffsets":  # the same, one reply per group
+        return api.encode([error_response(r, Errors.NOT_COORDINATOR, "moved") for r in request])
     reply = error_response(request, Errors.NOT_COORDINATOR, "moved")
-    extra = {"LeaveGroup": (version,), "OffsetCommit": (body,)}.get(api.name, ())
+    extra = {"LeaveGroup": (version,), "OffsetCommit": (body,),
+             "ShareFetch": (lambda t, first, last: b"", 0),
+             "ShareAcknowledge": (0,)}.get(api.name, ())
     return api.encode(reply, *extra)
 
 
@@ -106,7 +111,8 @@ def test_a_group_rows_translation_decodes_to_its_request_and_encodes_its_reply(n
     schema = load_response_schema(api.api_key, version)
     offset = 4 + 4 + (1 if schema.__header_schema__.__flexible__ else 0)
     decoded, _ = entity_reader(schema)(framed, offset)
-    if "error_code" in reply and api.per_group is None and name != "OffsetFetch":
+    if ("error_code" in reply and api.per_group is None
+            and name not in ("OffsetFetch", "DescribeShareGroupOffsets")):
         assert plain(decoded)["error_code"] == Errors.NOT_COORDINATOR
 
 

@@ -25,7 +25,8 @@ from kafka.protocol.api_message import ApiMessage
 from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
-import tests.gateway.kip848  # noqa: F401
+import tests.gateway.kip848
+import tests.gateway.kip932  # noqa: F401
 from protocol.api import BY_API_KEY
 from protocol.wire.codec import RequestHeader, decode_request, encode_response
 from protocol.wire.entities import build, plain

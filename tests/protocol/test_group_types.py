@@ -111,7 +111,19 @@ def connect_group(shard: RecordingShard) -> Callable[[], None]:
     return lambda: _ok(worker.leave())
 
 
-BUILDERS = {"consumer": consumer_group, "classic": classic_group, "connect": connect_group}
+def share_group(shard: RecordingShard) -> Callable[[], None]:
+    """A share member that has acquired records (so the group has share-partition state)."""
+    _ok(shard.handle(m.ShareGroupHeartbeatRequest(GID, "s1", 0,
+                                                  subscribed_topic_names=["foo"])).response)
+    fetch = m.ShareFetchRequest(GID, "s1", [m.ShareFetchTopic("foo-id", [
+        m.ShareFetchPartition(0, log_end_offset=5)])])
+    assert _ok(shard.handle(fetch).response).topics[0].partitions[0].error_code == 0
+    assert shard.groups[GID].partitions
+    return lambda: _ok(shard.handle(m.ShareGroupHeartbeatRequest(GID, "s1", -1)).response)
+
+
+BUILDERS = {"consumer": consumer_group, "classic": classic_group, "connect": connect_group,
+            "share": share_group}
 
 
 def _ok(resp):

@@ -65,6 +65,10 @@ def test_deleted_topic_is_gone(cluster):
         {"consumer_heartbeat_interval_ms": 10},
         {"consumer_session_timeout_ms": 2_000, "consumer_heartbeat_interval_ms": 2_000},
         {"consumer_session_timeout_ms": "5000"},
+        {"share_delivery_count_limit": 11},
+        {"share_record_lock_duration_ms": 1_000},
+        {"share_auto_offset_reset": "sometimes"},
+        {"share_no_such_config": 1},
     ],
 )
 def test_invalid_group_configs_are_refused(cluster, overrides):
@@ -82,6 +86,19 @@ def test_group_config_set_before_the_group_exists_reaches_its_first_heartbeat(cl
     )
     assert resp.error_code == Errors.NONE
     assert resp.heartbeat_interval_ms == 1_234
+
+
+def test_share_group_configs_reach_the_share_groups_heartbeat_and_fetch(cluster):
+    tid = cluster.create_topic("ctl-share", 1)
+    cluster.set_group_config("ctl-sg", share_heartbeat_interval_ms=6_000,
+                             share_auto_offset_reset="earliest")
+    resp = cluster.call(m.ShareGroupHeartbeatRequest("ctl-sg", "s1", 0,
+                                                     subscribed_topic_names=["ctl-share"]))
+    assert (resp.error_code, resp.heartbeat_interval_ms) == (Errors.NONE, 6_000)
+    fetch = cluster.call(m.ShareFetchRequest("ctl-sg", "s1", [m.ShareFetchTopic(
+        tid, [m.ShareFetchPartition(0, log_end_offset=3)])]))
+    assert [(a.first_offset, a.last_offset) for a in fetch.topics[0].partitions[0].acquired] == [
+        (0, 2)]  # earliest: from offset 0, not from the stream's end
 
 
 def test_topics_and_configs_survive_the_controllers_death(cluster):

@@ -1,0 +1,131 @@
+"""A share group's records (KIP-932): the kernel's five, and the state of its share-partitions.
+
+The group, member, target, target epoch and current-assignment records carry Kafka's record
+type numbers for share groups (10-14 in ``__consumer_offsets``). A share-partition's state
+(what Kafka's share coordinator keeps in ``__share_group_state``) is Cohort's record 110,
+written in the same log as the group: its start offset and its in-flight records as batches
+of consecutive offsets in the same state. Unlike Kafka, acquisitions are durable too (the
+owner and the lock deadline), so a reloaded partition never hands a record to a second
+consumer while its first lock runs (docs/decisions.md). ``protocol.records`` re-exports them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+PartitionMap = dict[str, tuple[int, ...]]
+
+
+@dataclass(frozen=True)
+class ShareGroupMemberMetadataKey:
+    TYPE: ClassVar[int] = 10
+    group_id: str
+    member_id: str
+
+
+@dataclass(frozen=True)
+class ShareGroupMemberMetadataValue:
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    subscribed_topic_names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ShareGroupMetadataKey:
+    TYPE: ClassVar[int] = 11
+    group_id: str
+
+
+@dataclass(frozen=True)
+class ShareGroupMetadataValue:
+    epoch: int
+
+
+@dataclass(frozen=True)
+class ShareGroupTargetAssignmentMetadataKey:
+    TYPE: ClassVar[int] = 12
+    group_id: str
+
+
+@dataclass(frozen=True)
+class ShareGroupTargetAssignmentMetadataValue:
+    assignment_epoch: int
+
+
+@dataclass(frozen=True)
+class ShareGroupTargetAssignmentMemberKey:
+    TYPE: ClassVar[int] = 13
+    group_id: str
+    member_id: str
+
+
+@dataclass(frozen=True)
+class ShareGroupTargetAssignmentMemberValue:
+    partitions: PartitionMap = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ShareGroupCurrentMemberAssignmentKey:
+    TYPE: ClassVar[int] = 14
+    group_id: str
+    member_id: str
+
+
+@dataclass(frozen=True)
+class ShareGroupCurrentMemberAssignmentValue:
+    member_epoch: int
+    previous_member_epoch: int
+    state: int
+    assigned_partitions: PartitionMap = field(default_factory=dict)
+
+
+# ------------------------------------------------------------------ share-partition state
+
+
+@dataclass(frozen=True)
+class InFlightBatch:
+    """Offsets ``first_offset..last_offset`` (both included), all in one state: ``state`` is
+    a ``RecordState`` number; ``member_id`` and ``lock_deadline_ms`` are set while acquired
+    ("" and 0 otherwise)."""
+
+    first_offset: int
+    last_offset: int
+    state: int
+    delivery_count: int
+    member_id: str = ""
+    lock_deadline_ms: int = 0
+
+
+@dataclass(frozen=True)
+class SharePartitionStateKey:
+    TYPE: ClassVar[int] = 110
+    group_id: str
+    topic_id: str
+    partition: int
+
+
+@dataclass(frozen=True)
+class SharePartitionStateValue:
+    """Every offset below ``start_offset`` is done (acknowledged, rejected or archived);
+    ``batches`` are the in-flight records from it on, in offset order; any offset at or past
+    the last batch's end has never been delivered."""
+
+    start_offset: int
+    batches: tuple[InFlightBatch, ...] = ()
+
+
+SHARE_RECORD_SCHEMAS: dict[type, type] = {
+    ShareGroupMetadataKey: ShareGroupMetadataValue,
+    ShareGroupMemberMetadataKey: ShareGroupMemberMetadataValue,
+    ShareGroupTargetAssignmentMetadataKey: ShareGroupTargetAssignmentMetadataValue,
+    ShareGroupTargetAssignmentMemberKey: ShareGroupTargetAssignmentMemberValue,
+    ShareGroupCurrentMemberAssignmentKey: ShareGroupCurrentMemberAssignmentValue,
+    SharePartitionStateKey: SharePartitionStateValue,
+}
+
+# The key types of a share group's records: its metadata tombstone deletes every record of
+# these types whose first key field is the group id (the share-partitions' state included).
+SHARE_GROUP_KEYS: tuple[type, ...] = tuple(SHARE_RECORD_SCHEMAS)
+SHARE_GROUP_TYPES = frozenset(k.TYPE for k in SHARE_GROUP_KEYS)
