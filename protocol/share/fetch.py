@@ -208,10 +208,10 @@ class SharePartitions:
     def _emit(self, work: _Work) -> None:
         gid = work.group.group_id
         for (topic_id, partition), sp in sorted(work.changed.items()):
-            value = sp.to_value()
             current = work.group.partitions.get((topic_id, partition))
-            if current is None or current.to_value() != value:
-                self.ctx.emit(Record(SharePartitionStateKey(gid, topic_id, partition), value))
+            if current is None or current != sp:
+                key = SharePartitionStateKey(gid, topic_id, partition)
+                self.ctx.emit(Record(key, sp.to_value()))
 
     def _arm(self, group_id: str, tp: TopicPartition, sp: SharePartition | None) -> None:
         key = ShareLockExpiry(group_id, *tp)

@@ -22,6 +22,7 @@ from protocol.modern.member import STABLE
 from protocol.modern.rules import ModernRules
 from protocol.partitions import to_wire
 from protocol.records import GroupMetadataKey, Record
+from protocol.share.describe import describe_groups
 from protocol.share.epochs import ShareEpochs
 from protocol.share.fetch import SharePartitions
 from protocol.share.group import GROUP_TYPE, ShareGroup
@@ -77,8 +78,6 @@ class ShareGroupRules(ModernRules):
         return self._reply(req)
 
     def describe(self, req: m.ShareGroupDescribeRequest) -> m.ShareGroupDescribeResponse:
-        from protocol.share.describe import describe_groups
-
         return describe_groups(self.ctx, req)
 
     # ------------------------------------------------------------------ the group
