@@ -2,15 +2,18 @@
 
 A chaos run only attaches to Ray; it owns no machine. So it reaches a node the way any Ray
 program can: a task pinned (hard node affinity) to that node, whose worker is a child of the
-node's raylet. ``kill_node`` has it SIGKILL its parent, the raylet: the node's workers follow
-and the GCS declares the node dead after its health checks miss (``health_check_*``); on a
-real cluster that is the Ray of one machine or pod gone (a KubeRay pod restarts, a launcher
-node is replaced by the autoscaler), on one machine it is one raylet of
-``ray.cluster_utils.Cluster``. ``pause_node`` has the task start a helper in a session of its
-own that SIGSTOPs the raylet and every process under it, sleeps, then SIGCONTs them: a VM
-pause or a long stall. Shorter than the health-check window, the node lives on; longer, the
-GCS declares it dead, Ray restarts its actors elsewhere, and the resumed raylet exits (its
-processes follow) — until then a resumed worker is a zombie only the storage's fence stops.
+node's raylet. Both faults run a helper in a session of its own (so that it outlives the task's
+worker) that signals the raylet and every process under it. ``kill_node`` SIGKILLs them all:
+the death of a machine (measured here: a worker whose raylet alone is SIGKILLed keeps running,
+reparented, and its actors keep calling out although the GCS lists them DEAD, so killing the
+raylet alone is not a node's death); the GCS declares the node dead after its health checks
+miss (``health_check_*``). On a real cluster that is the Ray of one machine or pod gone (a
+KubeRay pod restarts, a launcher node is replaced by the autoscaler); on one machine it is one
+raylet of ``ray.cluster_utils.Cluster``. ``pause_node`` SIGSTOPs them, sleeps, then SIGCONTs
+them: a VM pause or a long stall. Shorter than the health-check window, the node lives on;
+longer, the GCS declares it dead, Ray restarts its actors elsewhere, and the resumed raylet
+exits (its processes follow) — until then a resumed worker is a zombie only the storage's
+fence stops.
 
 The head node is never a victim: the GCS and the driver live there.
 """
@@ -18,7 +21,6 @@ The head node is never a victim: the GCS and the driver live there.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -27,20 +29,24 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 DEAD_TIMEOUT_S = 120.0
-# What the helper runs: stop the raylet and its descendants (not itself), sleep, resume them.
-_PAUSE_SCRIPT = """
+# What the helper runs: signal the raylet and its descendants (not itself) with SIGKILL, or
+# with SIGSTOP and, ``seconds`` later, SIGCONT.
+_SCRIPT = """
 import os, signal, sys, time
 import psutil
 raylet = psutil.Process(int(sys.argv[1]))
 me = os.getpid()
 procs = [raylet] + [p for p in raylet.children(recursive=True) if p.pid != me]
-for p in procs:
-    try: p.send_signal(signal.SIGSTOP)
-    except psutil.Error: pass
-time.sleep(float(sys.argv[2]))
-for p in procs:
-    try: p.send_signal(signal.SIGCONT)
-    except psutil.Error: pass
+def send(sig):
+    for p in procs:
+        try: p.send_signal(sig)
+        except psutil.Error: pass
+if sys.argv[2] == "kill":
+    send(signal.SIGKILL)
+else:
+    send(signal.SIGSTOP)
+    time.sleep(float(sys.argv[2]))
+    send(signal.SIGCONT)
 """
 
 
@@ -60,16 +66,10 @@ def alive(node_id: str) -> bool:
 
 
 @ray.remote(num_cpus=0, max_retries=0)
-def _kill_raylet() -> int:
+def _signal_node(how: str) -> int:
+    """Start the helper against this worker's parent, the raylet; return the raylet's pid."""
     raylet = os.getppid()
-    os.kill(raylet, signal.SIGKILL)
-    return raylet
-
-
-@ray.remote(num_cpus=0, max_retries=0)
-def _pause_raylet(seconds: float) -> int:
-    raylet = os.getppid()
-    subprocess.Popen([sys.executable, "-c", _PAUSE_SCRIPT, str(raylet), str(seconds)],
+    subprocess.Popen([sys.executable, "-c", _SCRIPT, str(raylet), how],
                      start_new_session=True, stdout=subprocess.DEVNULL,
                      stderr=subprocess.DEVNULL)
     return raylet
@@ -81,16 +81,21 @@ def _on(node_id: str) -> dict:
     return {"scheduling_strategy": NodeAffinitySchedulingStrategy(node_id, soft=False)}
 
 
-def kill_node(node_id: str) -> None:
-    """SIGKILL the node's raylet (its workers follow); returns once the task was sent: the
-    node is gone when ``wait_dead`` says so. The task's own reply dies with the node."""
-    _kill_raylet.options(**_on(node_id)).remote()
+def kill_node(node_id: str, timeout_s: float = 30.0) -> int | None:
+    """SIGKILL the node's raylet and every process under it; the raylet's pid once the helper
+    is started (None when the node died before the task's reply left it). The node is gone
+    when ``wait_dead`` says so."""
+    try:
+        return ray.get(_signal_node.options(**_on(node_id)).remote("kill"), timeout=timeout_s)
+    except ray.exceptions.RayError:
+        return None
 
 
 def pause_node(node_id: str, seconds: float, timeout_s: float = 30.0) -> int:
     """Freeze the node's raylet and every process under it for ``seconds``; the raylet's pid
     once the helper is started (before it stops anything)."""
-    return ray.get(_pause_raylet.options(**_on(node_id)).remote(seconds), timeout=timeout_s)
+    return ray.get(_signal_node.options(**_on(node_id)).remote(str(seconds)),
+                   timeout=timeout_s)
 
 
 def wait_dead(node_id: str, timeout_s: float = DEAD_TIMEOUT_S) -> float:

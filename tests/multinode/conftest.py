@@ -16,8 +16,10 @@ import pytest
 
 from tests.conftest import RAY_TEST_CONFIG
 
-HEALTH = {"health_check_period_ms": 500, "health_check_timeout_ms": 500,
-          "health_check_failure_threshold": 3, "health_check_initial_delay_ms": 0}
+# A node missing 5 checks a second apart (each given 2 s) is dead: seconds, not Ray's ~15 s
+# (SIGKILL) or ~60 s (SIGSTOP), yet not so tight that a loaded machine loses a live node.
+HEALTH = {"health_check_period_ms": 1000, "health_check_timeout_ms": 2000,
+          "health_check_failure_threshold": 5, "health_check_initial_delay_ms": 0}
 WORKERS = 2
 PARTITIONS = 3
 
@@ -60,6 +62,7 @@ def nodes():
     import ray
 
     os.environ.setdefault("RAY_worker_niceness", "0")
+    os.environ.setdefault("RAY_raylet_start_wait_time_s", "120")  # a loaded machine is slow
     n = Nodes()
     ray.init(address=n.raynodes.address, namespace="cohort", log_to_driver=False)
     n.raynodes.wait_for_nodes()
