@@ -13,7 +13,6 @@ actor), up to a deadline, backing off as every Cohort client does (``protocol/re
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -33,6 +32,8 @@ from actors.runtime.partition import OffsetsPartition
 from actors.runtime.placement_nodes import alive_nodes, plan
 from actors.runtime.ray_driver import get_unwrapped as _get
 from actors.runtime.ray_driver import init_ray, named_actor_exists, wait_released
+from actors.runtime.storage_factory import actor_runtime_env
+from actors.runtime.storage_marker import claim_marker, normalize_storage_path
 from protocol import messages as m
 from protocol.api import group_ids_of, reply_error_codes, routing_error
 from protocol.config import CoordinatorConfig
@@ -116,13 +117,18 @@ class Cluster(ClientSpawner):
             if adopted:
                 controller = ray.get_actor(CONTROLLER_NAME, namespace=NAMESPACE)
                 num_partitions = ray.get(controller.info.remote())["num_partitions"]
-        storage = os.path.abspath(storage_path)
+        storage = normalize_storage_path(storage_path)  # a URL stays a URL
+        # Where the actors go; a storage the nodes cannot all read is refused here, before
+        # anything is written (placement_nodes.py).
         placement = None if adopted else plan(storage_path, shared_storage, alive_nodes())
         where = placement.options if placement else (lambda _index: {})
+        # The storage marker: reachable, writable, and Cohort's (storage_marker.py); a running
+        # Cohort keeps the storage (and id) it was started with.
+        cluster_id = None if adopted else claim_marker(storage)
         controller = Controller.options(
             name=CONTROLLER_NAME, namespace=NAMESPACE, lifetime="detached", get_if_exists=True,
-            **where(num_partitions),
-        ).remote(num_partitions, storage, config)
+            runtime_env=actor_runtime_env(storage), **where(num_partitions),
+        ).remote(num_partitions, storage, config, cluster_id)
         info = ray.get(controller.info.remote())
         if info["num_partitions"] != num_partitions:
             raise ValueError(
@@ -134,8 +140,10 @@ class Cluster(ClientSpawner):
                 namespace=NAMESPACE,
                 lifetime="detached",
                 get_if_exists=True,
+                runtime_env=actor_runtime_env(info["storage_path"]),  # the AWS_* variables
                 **where(p),
-            ).remote(p, num_partitions, info["storage_path"], info["config"])
+            ).remote(p, num_partitions, info["storage_path"], info["config"],
+                     cluster_id=info.get("cluster_id"))
         cluster = cls(num_partitions, info["config"], info["storage_path"], owns_ray)
         cluster.adopted = adopted
         cluster.wait_ready()
@@ -164,8 +172,13 @@ class Cluster(ClientSpawner):
         while pending:
             for p in list(pending):
                 try:
-                    if ray.get(self._partitions[p].ready.remote(), timeout=10) == "active":
+                    state = ray.get(self._partitions[p].ready.remote(), timeout=10)
+                    if state == "active":
                         pending.discard(p)
+                    elif state == "failed":  # for good: say why now, not at the deadline
+                        info = ray.get(self._partitions[p].info.remote(), timeout=10)
+                        raise RuntimeError(f"partition {p} cannot serve: "
+                                           f"{info.get('refusal', 'its log failed to load')}")
                 except (RayActorError, GetTimeoutError):
                     pass
             if pending and time.monotonic() > deadline:

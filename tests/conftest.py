@@ -55,3 +55,16 @@ def cluster(tmp_path_factory):
     yield c
     c.shutdown()
     ray.shutdown()
+
+
+# ---------------------------------------------------------------------- object store
+
+
+@pytest.fixture(scope="session")
+def seaweedfs():
+    """One SeaweedFS (a real S3 endpoint) for the session, started by the first test that asks
+    for it; its ``env`` holds the AWS_* variables, ``url()`` a fresh s3:// prefix."""
+    from tests.object_store import seaweedfs as start
+
+    with start() as server:
+        yield server

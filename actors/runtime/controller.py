@@ -4,9 +4,9 @@ every partition.
 Kafka keeps topics and configs in its metadata log (KRaft), and Kafka Connect keeps its
 connectors in its config topic; here one detached actor owns all three (Cohort's stand-in for
 the config topic: the coordinator sees connector changes directly, seed 004) and writes them
-to its own log (a ``PartitionStorage``: the local ``PartitionLog`` under
-``<storage_path>/controller``), one change at a time, each write in a worker thread so the
-event loop keeps answering reads (``actors.runtime.one_change``). Every change bumps a
+to its own log (a ``PartitionStorage`` named ``controller`` under ``storage_path``, on local
+disk or an object store: ``storage_factory``), one change at a time, each write in a worker
+thread so the event loop keeps answering reads (``actors.runtime.one_change``). Every change bumps a
 version and is pushed to each ``OffsetsPartition``; a partition that was down at push time
 pulls the current image when it loads, and ignores any push older than what it has. Group
 configs are keyed by group id only (seed 000): they can be set before the group exists and
@@ -22,15 +22,14 @@ import os
 import re
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
 
 import msgpack
 import ray
 
 from actors.runtime.controller_security import SecurityStore
-from actors.runtime.log import PartitionLog
 from actors.runtime.one_change import ChangeLock, one_change_at_a_time
 from actors.runtime.storage import PartitionStorage
+from actors.runtime.storage_factory import open_storage
 from protocol.config import CoordinatorConfig, GroupConfig
 from protocol.errors import CoordinatorError, Errors
 from protocol.metadata import ConnectorMetadata, MetadataImage, TopicMetadata
@@ -88,9 +87,11 @@ class Controller(SecurityStore, ChangeLock):
     Kafka error (``CoordinatorError``) and changes nothing.
     """
 
-    def __init__(self, num_partitions: int, storage_path: str, config: CoordinatorConfig) -> None:
+    def __init__(self, num_partitions: int, storage_path: str, config: CoordinatorConfig,
+                 cluster_id: str | None = None) -> None:
         self.num_partitions = num_partitions
         self.storage_path = storage_path
+        self.cluster_id = cluster_id
         self.config = config
         self._topics: dict[str, TopicMetadata] = {}
         self._configs: dict[str, GroupConfig] = {}
@@ -98,7 +99,7 @@ class Controller(SecurityStore, ChangeLock):
         self._connectors: dict[str, dict[str, int]] = {}
         self._version = 0
         self._init_security()  # ACLs and users: actors/runtime/controller_security.py
-        self._log: PartitionStorage = PartitionLog(Path(storage_path) / "controller")
+        self._log: PartitionStorage = open_storage(storage_path, "controller", cluster_id)
         loaded = self._log.load()
         for data in loaded.snapshot:
             self._replay(data)
@@ -116,6 +117,7 @@ class Controller(SecurityStore, ChangeLock):
         return {
             "num_partitions": self.num_partitions,
             "storage_path": self.storage_path,
+            "cluster_id": self.cluster_id,
             "config": self.config,
             "version": self._version,
             "topics": len(self._topics),

@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterable
 
 from actors.runtime.fencing import LogFencedError
-from actors.runtime.storage import LoadedLog, PartitionStorage
+from actors.runtime.storage import LoadedLog, PartitionStorage, require_writable
 
 
 class MemoryMedium:
@@ -107,12 +107,7 @@ class MemoryStorage(PartitionStorage):
         self._closed = True
 
     def _require_writable(self) -> None:
-        if self._epoch is None:
-            raise RuntimeError("MemoryStorage.load() must be called before writing")
-        if self._failed:
-            raise RuntimeError("an earlier write failed; recover() first")
-        if self._closed:
-            raise RuntimeError("MemoryStorage is closed")
+        require_writable("MemoryStorage", self._epoch, self._failed, self._closed)
 
     def _read(self) -> LoadedLog:
         started = time.perf_counter()

@@ -4,8 +4,9 @@ A thin Ray shell around ``PartitionTurns`` (``turns.py``), which holds every gua
 turn logic (replies only after durability, a failed write or a bug answered with
 COORDINATOR_NOT_AVAILABLE and a reload from storage, fenced for good on NOT_COORDINATOR,
 bounds, COORDINATOR_LOAD_IN_PROGRESS while loading) and runs without Ray. What is Ray's lives
-here: the actor, its loop task, the controller lookup, the local log under ``storage_path``,
-the metrics agent, and which groups hash to this partition.
+here: the actor, its loop task, the controller lookup, the log under ``storage_path`` (local
+or an object store: ``storage_factory``), the metrics agent, and which groups hash to this
+partition.
 """
 
 from __future__ import annotations
@@ -13,14 +14,13 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable
-from pathlib import Path
 
 import ray
 
 from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE, ControllerImage
 from actors.runtime.fileops import FileOps
-from actors.runtime.log import PartitionLog
 from actors.runtime.metrics import PartitionMetrics
+from actors.runtime.storage_factory import open_storage
 from actors.runtime.turns import PartitionTurns
 from protocol.api import group_ids_of
 from protocol.config import CoordinatorConfig
@@ -39,10 +39,14 @@ class OffsetsPartition:
     """
 
     def __init__(self, partition: int, num_partitions: int, storage_path: str,
-                 config: CoordinatorConfig, file_ops: FileOps | None = None) -> None:
+                 config: CoordinatorConfig, file_ops: FileOps | None = None,
+                 cluster_id: str | None = None) -> None:
         self.partition = partition
         self.num_partitions = num_partitions
-        storage = PartitionLog(Path(storage_path) / f"offsets-{partition}", file_ops=file_ops)
+        # A local directory or an object store (s3://...); with ``cluster_id``, the storage's
+        # marker must be that Cohort's or the partition refuses to serve (storage_marker.py).
+        storage = open_storage(storage_path, f"offsets-{partition}", cluster_id, file_ops)
+        self._storage = storage
         self._turns = PartitionTurns(
             f"offsets-{partition}", storage, config, _controller_image, owns=self._owns,
             metrics=PartitionMetrics(partition), seed=os.getpid(),
@@ -69,7 +73,9 @@ class OffsetsPartition:
         return self._turns.state
 
     async def info(self) -> dict:
-        return {"partition": self.partition, "pid": os.getpid(), **self._turns.info()}
+        refusal = getattr(self._storage, "refusal", None)  # why the storage was refused
+        return {"partition": self.partition, "pid": os.getpid(), **self._turns.info(),
+                **({"refusal": refusal} if refusal else {})}
 
     async def group_ids(self) -> list[str]:
         return await self._turns.query(lambda shard: sorted(shard.groups))

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from actors.runtime.fencing import LogFencedError
 
-__all__ = ["LoadedLog", "LogFencedError", "PartitionStorage"]
+__all__ = ["LoadedLog", "LogFencedError", "PartitionStorage", "require_writable"]
 
 
 @dataclass(frozen=True)
@@ -94,3 +94,14 @@ class PartitionStorage(abc.ABC):
     @abc.abstractmethod
     def close(self) -> None:
         """Release what this writer holds; it writes nothing more."""
+
+
+def require_writable(kind: str, epoch: int | None, failed: bool, closed: bool) -> None:
+    """The misuse every implementation refuses alike: a write before ``load``, after a failed
+    write (``recover`` first) or after ``close``."""
+    if epoch is None:
+        raise RuntimeError(f"{kind}.load() must be called before writing")
+    if failed:
+        raise RuntimeError("an earlier write failed; recover() first")
+    if closed:
+        raise RuntimeError(f"{kind} is closed")

@@ -16,7 +16,6 @@ inside the cluster.
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 from dataclasses import fields
 from typing import Any
@@ -27,6 +26,7 @@ from ray.exceptions import GetTimeoutError, RayActorError
 from actors.cluster import DEFAULT_PARTITIONS, NOT_RUNNING, Cluster
 from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE
 from actors.runtime.ray_driver import init_ray, wait_released
+from actors.runtime.storage_marker import normalize_storage_path
 from actors.tools.admin import AdminError, Columns, Row
 from protocol.config import CoordinatorConfig
 from protocol.errors import Errors
@@ -127,8 +127,9 @@ def _refuse_other_settings(running: dict, partitions: int | None, storage: str |
     differs = []
     if partitions is not None and partitions != running["num_partitions"]:
         differs.append(f"--partitions {running['num_partitions']}, not {partitions}")
-    if storage is not None and os.path.abspath(storage) != running["storage_path"]:
-        differs.append(f"--storage {running['storage_path']}, not {os.path.abspath(storage)}")
+    if storage is not None and normalize_storage_path(storage) != running["storage_path"]:
+        differs.append(
+            f"--storage {running['storage_path']}, not {normalize_storage_path(storage)}")
     config = running["config"]
     for name, value in sorted(overrides.items()):
         if getattr(config, name) != value:

@@ -29,12 +29,14 @@ def add_service_parsers(sub: argparse._SubParsersAction) -> None:
 examples:
   ray start --head
   cohort start --partitions 8 --storage /mnt/efs/cohort-data
+  AWS_ENDPOINT_URL=http://minio:9000 cohort start --storage s3://cohort/prod
   cohort start --address ray://head:10001 --config group.consumer.session.timeout.ms=10000""",
     )
     start.add_argument("--partitions", type=int, metavar="N",
                        help="__consumer_offsets partitions (default 4; a running Cohort's own)")
     start.add_argument("--storage", metavar="PATH",
-                       help="where the logs live; every node must mount it "
+                       help="where the logs live: a directory every node mounts, or "
+                            "s3://bucket/prefix (endpoint and keys from the AWS_* variables) "
                             "(default ./cohort-data; a running Cohort's own)")
     start.add_argument("--shared-storage", action="store_true",
                        help="the local --storage path is a mount every node shares (EFS, "

@@ -4,7 +4,8 @@ The local log (``PartitionLog``) and the in-memory one (``MemoryStorage``) must 
 logic the same way: what an append that returned wrote, every later load returns; a newer
 incarnation fences the older (its writes raise ``LogFencedError`` and write nothing); a
 snapshot replaces what it covers; after a failed append, ``recover`` reads back what was
-durable and writes work again. An object-store log will be added to ``STORAGES``.
+durable and writes work again. The object-store log (``ObjectLog``) runs them on a real S3
+endpoint (SeaweedFS, started by the ``seaweedfs`` fixture) and on obstore's ``MemoryStore``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import pytest
 
 from actors.runtime.log import PartitionLog
 from actors.runtime.memory_storage import MemoryMedium, MemoryStorage
+from actors.runtime.object_log import ObjectLog
+from actors.runtime.object_slots import ObjectOps, open_store
 from actors.runtime.storage import LoadedLog, LogFencedError, PartitionStorage
 from tests.actors.runtime.faults import FlagFileFaults
 
@@ -49,7 +52,64 @@ class Memory:
         self.medium.failing = on
 
 
-STORAGES: list[Callable[[Path], Local | Memory]] = [Local, Memory]
+class FailingOps(ObjectOps):
+    """Store calls that raise ``OSError`` while ``failing`` is set (an endpoint down)."""
+
+    def __init__(self) -> None:
+        self.failing = False
+
+    def _check(self) -> None:
+        if self.failing:
+            raise OSError("store unreachable (injected)")
+
+    def put(self, store, key, data, create):
+        self._check()
+        super().put(store, key, data, create)
+
+    def get(self, store, key):
+        self._check()
+        return super().get(store, key)
+
+    def exists(self, store, key):
+        self._check()
+        return super().exists(store, key)
+
+    def list(self, store, prefix):
+        self._check()
+        return super().list(store, prefix)
+
+
+class ObjectMemory:
+    """Incarnations of one ``ObjectLog`` in obstore's in-process ``MemoryStore``."""
+
+    url = "memory://"
+
+    def __init__(self, tmp_path: Path, request: pytest.FixtureRequest | None = None) -> None:
+        self.store = open_store(f"memory://{tmp_path.name}")
+        self.ops = FailingOps()
+
+    def open(self) -> PartitionStorage:
+        return ObjectLog(self.store, "offsets-0", ops=self.ops)
+
+    def failing(self, on: bool) -> None:
+        self.ops.failing = on
+
+
+class SeaweedFS(ObjectMemory):
+    """Incarnations of one ``ObjectLog`` on a real S3 endpoint, a fresh prefix each."""
+
+    def __init__(self, tmp_path: Path, request: pytest.FixtureRequest | None = None) -> None:
+        server = request.getfixturevalue("seaweedfs")
+        from tests.object_store import aws_env
+
+        with aws_env(server.env):
+            self.store = open_store(server.url())
+        self.ops = FailingOps()
+
+
+STORAGES: list[Callable[..., Local | Memory | ObjectMemory]] = [
+    Local, Memory, ObjectMemory, SeaweedFS,
+]
 
 
 def records(loaded: LoadedLog) -> list[bytes]:
@@ -57,7 +117,9 @@ def records(loaded: LoadedLog) -> list[bytes]:
 
 
 @pytest.fixture(params=STORAGES, ids=lambda s: s.__name__)
-def storage(request: pytest.FixtureRequest, tmp_path: Path) -> Local | Memory:
+def storage(request: pytest.FixtureRequest, tmp_path: Path) -> Local | Memory | ObjectMemory:
+    if issubclass(request.param, ObjectMemory):
+        return request.param(tmp_path, request)
     return request.param(tmp_path)
 
 
