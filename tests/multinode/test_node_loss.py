@@ -58,6 +58,7 @@ def test_a_dead_node_s_partition_serves_again_elsewhere_with_its_groups_and_offs
     nodes.replace(victim, removed=True)
 
 
+@pytest.mark.parametrize("cohort", ["shared-dir", "s3"], indirect=True)
 def test_a_frozen_node_s_partition_comes_back_as_a_zombie_that_appends_nothing(cohort, nodes):
     p, victim = _partition_on_a_worker(nodes)
     group, topic = _seed(cohort, p, "zombie", offset=7)
