@@ -9,8 +9,6 @@ run's Ray: they run in a pytest session of their own (``-m multinode tests/multi
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from tests.conftest import RAY_TEST_CONFIG
@@ -51,13 +49,3 @@ def cohort(nodes, tmp_path, request):
     yield c
     c.shutdown()
 
-
-def poll(predicate, timeout_s: float = 60.0, every_s: float = 0.1):
-    """``predicate()``'s first truthy value, or fail the test after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(every_s)

@@ -18,8 +18,9 @@ from actors.runtime.ray_driver import named_actor_exists
 from actors.tools.node_faults import wait_dead
 from protocol import messages as m
 from protocol.errors import Errors
+from tests.actors.ray_helpers import eventually as poll
 from tests.conftest import RAY_TEST_CONFIG
-from tests.multinode.conftest import PARTITIONS, poll
+from tests.multinode.conftest import PARTITIONS
 
 pytestmark = pytest.mark.multinode
 FENCED_LOG_LINE = "a newer incarnation owns the storage"
@@ -34,28 +35,31 @@ def test_local_storage_on_several_nodes_is_refused_and_starts_nothing(nodes, tmp
     assert not (tmp_path / "local").exists()
 
 
-def test_partition_actors_are_spread_over_every_node(cohort):
+def test_spread_partitions_serve_again_elsewhere_after_a_node_is_killed_or_drained(
+        cohort, nodes):
     where = node_of_actors()
     assert {where[f"offsets-{p}"] for p in range(PARTITIONS)} == set(alive_nodes())
-
-
-@pytest.mark.parametrize("graceful", [False, True], ids=["killed", "drained"])
-def test_a_dead_node_s_partition_serves_again_elsewhere_with_its_groups_and_offsets(
-        cohort, nodes, graceful):
-    p, victim = _partition_on_a_worker(nodes)
-    group, topic = _seed(cohort, p, f"loss-{graceful}", offset=41)
-    before = cohort.describe(group)
-    started = time.monotonic()
-    nodes.raynodes.remove_node(nodes.workers[victim], allow_graceful=graceful)
-    dead_s = wait_dead(victim)
-    poll(lambda: node_of_actors().get(f"offsets-{p}") not in (None, victim))
-    assert _committed(cohort, group, topic) == 41
-    served_s = time.monotonic() - started
-    after = cohort.describe(group)
-    assert after.error_code == Errors.NONE and after.group_epoch >= before.group_epoch
-    print(f"node {'drained' if graceful else 'killed'}: declared dead in {dead_s:.1f} s, "
-          f"offsets-{p} serving elsewhere {served_s:.1f} s after")
-    nodes.replace(victim, removed=True)
+    # One worker killed (its raylet SIGKILLed), then the other drained (graceful removal):
+    # each one's partition moves with its group and committed offset.
+    for graceful in (False, True):
+        p, victim = _partition_on_a_worker(nodes)
+        group, topic = _seed(cohort, p, f"loss-{graceful}", offset=41)
+        before = cohort.describe(group)
+        started = time.monotonic()
+        nodes.raynodes.remove_node(nodes.workers[victim], allow_graceful=graceful)
+        dead_s = wait_dead(victim)
+        poll(lambda p=p, victim=victim:
+             node_of_actors().get(f"offsets-{p}") not in (None, victim))
+        assert _committed(cohort, group, topic) == 41
+        served_s = time.monotonic() - started
+        after = cohort.describe(group)
+        assert after.error_code == Errors.NONE and after.group_epoch >= before.group_epoch
+        print(f"node {'drained' if graceful else 'killed'}: declared dead in {dead_s:.1f} s, "
+              f"offsets-{p} serving elsewhere {served_s:.1f} s after")
+        nodes.workers.pop(victim)
+    while len(nodes.workers) < 2:
+        nodes.add()
+    nodes.raynodes.wait_for_nodes()
 
 
 @pytest.mark.parametrize("cohort", ["shared-dir", "s3"], indirect=True)
@@ -96,6 +100,7 @@ def test_a_frozen_node_s_partition_comes_back_as_a_zombie_that_appends_nothing(c
 
 
 def _partition_on_a_worker(nodes) -> tuple[int, str]:
+    """A partition on a worker node (not the head), and that node."""
     where = node_of_actors()
     return next((p, where[f"offsets-{p}"]) for p in range(PARTITIONS)
                 if where.get(f"offsets-{p}") in nodes.workers)
