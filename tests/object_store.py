@@ -4,7 +4,8 @@
 temporary directory, waits until a conditional PUT works, creates one bucket and yields an
 ``S3Server`` whose ``env`` holds the ``AWS_*`` variables a client (obstore, a Cohort actor)
 needs; at exit it SIGKILLs the server (SIGTERM takes > 15 s) and removes the directory. Every
-listener also takes port + 10000 for gRPC, so the ports are drawn below 55,000.
+listener also takes port + 10000 for gRPC, so the ports are drawn below 55,000; the listeners
+on fixed ports (Iceberg, Lance) are off, so any number of servers can run at once.
 
 Give each test its own prefix in the one bucket (``server.url(prefix)``): each bucket grabs
 volumes of its own.
@@ -95,7 +96,10 @@ def seaweedfs(bucket: str = BUCKET) -> Iterator[S3Server]:
     process = subprocess.Popen(
         [weed_binary(), "server", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", f"-dir={directory}",
          "-s3", f"-s3.port={s3}", f"-master.port={master}", f"-volume.port={volume}",
-         f"-filer.port={filer}", "-master.volumeSizeLimitMB=16", "-volume.max=0"],
+         f"-filer.port={filer}", "-master.volumeSizeLimitMB=16", "-volume.max=0",
+         # 4.48's S3 gateway also serves Iceberg (8181) and Lance (9101) on fixed ports: a
+         # second server on the machine would die on them.
+         "-s3.port.iceberg=0", "-s3.port.lance=0"],
         stdout=log, stderr=subprocess.STDOUT, cwd=directory, start_new_session=True,
     )
     endpoint = f"http://127.0.0.1:{s3}"

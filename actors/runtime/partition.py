@@ -70,7 +70,9 @@ class OffsetsPartition:
     # ------------------------------------------------------------------ inspection
 
     async def ready(self) -> str:
-        return self._turns.state
+        """The turn loop's state; a storage refused for good says why ("failed: ...")."""
+        state, refusal = self._turns.state, getattr(self._storage, "refusal", None)
+        return f"{state}: {refusal}" if state == "failed" and refusal else state
 
     async def info(self) -> dict:
         refusal = getattr(self._storage, "refusal", None)  # why the storage was refused

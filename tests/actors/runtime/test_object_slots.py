@@ -134,3 +134,23 @@ class Incarnations(RuleBasedStateMachine):
 
 
 TestIncarnations = Incarnations.TestCase
+
+
+def test_a_storage_url_stays_a_url_and_a_local_path_becomes_absolute(tmp_path, monkeypatch):
+    from actors.runtime.storage_marker import normalize_storage_path
+
+    monkeypatch.chdir(tmp_path)
+    assert normalize_storage_path("s3://bucket/prefix/") == "s3://bucket/prefix"
+    assert normalize_storage_path("cohort-data") == str(tmp_path / "cohort-data")
+
+
+def test_actors_get_the_aws_variables_only_for_an_object_store(monkeypatch):
+    from actors.runtime.storage_factory import actor_runtime_env
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:1")
+    monkeypatch.setenv("AWS_ALLOW_HTTP", "true")
+    monkeypatch.setenv("HOME_SECRET", "not passed")
+    env = actor_runtime_env("s3://bucket/prefix")["env_vars"]
+    assert env["AWS_ENDPOINT_URL"] == "http://127.0.0.1:1" and env["AWS_ALLOW_HTTP"] == "true"
+    assert "HOME_SECRET" not in env
+    assert actor_runtime_env("/data/cohort") is None
