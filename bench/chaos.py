@@ -135,8 +135,7 @@ def _replace_dead(nodes) -> None:
     else would: a real cluster's autoscaler or KubeRay does)."""
     from actors.runtime.placement_nodes import alive_nodes
 
-    for node_id in set(nodes.workers) - set(alive_nodes()):
-        nodes.replace(node_id, removed=False)
+    nodes.replace_dead(alive_nodes())
 
 
 def _print_totals(reports: list[ChaosReport], elapsed_s: float) -> None:

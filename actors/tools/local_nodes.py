@@ -53,6 +53,18 @@ class LocalNodes:
         self.add()
         self.raynodes.wait_for_nodes()
 
+    def replace_dead(self, alive: list[str]) -> int:
+        """Replace every worker not in ``alive`` (the GCS's alive node ids) by a fresh one;
+        how many. All are removed before any is added: ``wait_for_nodes`` counts every node
+        the cluster still lists, dead ones included."""
+        dead = [n for n in self.workers if n not in alive]
+        for node_id in dead:
+            self.raynodes.remove_node(self.workers.pop(node_id), allow_graceful=False)
+        for _ in dead:
+            self.add()
+        self.raynodes.wait_for_nodes()
+        return len(dead)
+
     def raylet_pid(self, node_id: str) -> int:
         return self.workers[node_id].all_processes["raylet"][0].process.pid
 

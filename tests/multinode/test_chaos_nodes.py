@@ -18,8 +18,7 @@ def test_a_chaos_run_with_node_kills_and_stalls_keeps_every_invariant(cohort, no
                            partitions=4, seed=0, progress=False, classic_groups=0,
                            pause_s=(0.2, 0.5), steps=5, node_faults=True)
     finally:
-        for node_id in set(nodes.workers) - set(alive_nodes()):
-            nodes.replace(node_id, removed=False)
+        nodes.replace_dead(alive_nodes())
     print(report.summary())
     assert report.violations == []
     assert (report.partition_kills, report.controller_kills) == (1, 1)
