@@ -29,6 +29,7 @@ from actors.runtime.controller import (
     partition_handles,
 )
 from actors.runtime.partition import OffsetsPartition
+from actors.runtime.placement_nodes import alive_nodes, plan
 from actors.runtime.ray_driver import get_unwrapped as _get
 from actors.runtime.ray_driver import init_ray, named_actor_exists, wait_released
 from actors.runtime.storage_factory import actor_runtime_env
@@ -88,6 +89,7 @@ class Cluster(ClientSpawner):
         config: CoordinatorConfig | None = None,
         address: str | None = None,
         start_local: bool = True,
+        shared_storage: bool = False,
     ) -> Cluster:
         """Create (or adopt, when already running) the controller and partitions.
 
@@ -97,6 +99,11 @@ class Cluster(ClientSpawner):
         started by the command itself would not). A running Cohort is adopted as it is (its
         storage and config win; ``adopted`` says so); a different partition count is refused
         with ``ValueError``; ``num_partitions=None`` takes the running one's, else 4.
+
+        A new Cohort spreads its actors over the Ray nodes (``actors/runtime/placement_nodes``);
+        a local ``storage_path`` on more than one alive node is refused with ``ValueError``
+        unless ``shared_storage`` says every node mounts it (on one node the actors are pinned
+        to it).
         """
         if num_partitions is not None and (
             type(num_partitions) is not int or not 0 < num_partitions <= MAX_PARTITIONS
@@ -111,12 +118,16 @@ class Cluster(ClientSpawner):
                 controller = ray.get_actor(CONTROLLER_NAME, namespace=NAMESPACE)
                 num_partitions = ray.get(controller.info.remote())["num_partitions"]
         storage = normalize_storage_path(storage_path)  # a URL stays a URL
+        # Where the actors go; a storage the nodes cannot all read is refused here, before
+        # anything is written (placement_nodes.py).
+        placement = None if adopted else plan(storage_path, shared_storage, alive_nodes())
+        where = placement.options if placement else (lambda _index: {})
         # The storage marker: reachable, writable, and Cohort's (storage_marker.py); a running
         # Cohort keeps the storage (and id) it was started with.
         cluster_id = None if adopted else claim_marker(storage)
         controller = Controller.options(
             name=CONTROLLER_NAME, namespace=NAMESPACE, lifetime="detached", get_if_exists=True,
-            runtime_env=actor_runtime_env(storage),
+            runtime_env=actor_runtime_env(storage), **where(num_partitions),
         ).remote(num_partitions, storage, config, cluster_id)
         info = ray.get(controller.info.remote())
         if info["num_partitions"] != num_partitions:
@@ -130,6 +141,7 @@ class Cluster(ClientSpawner):
                 lifetime="detached",
                 get_if_exists=True,
                 runtime_env=actor_runtime_env(info["storage_path"]),  # the AWS_* variables
+                **where(p),
             ).remote(p, num_partitions, info["storage_path"], info["config"],
                      cluster_id=info.get("cluster_id"))
         cluster = cls(num_partitions, info["config"], info["storage_path"], owns_ray)

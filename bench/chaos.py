@@ -4,10 +4,11 @@ Run: ``python bench/chaos.py --runs 12 --steps 120 --kills 1000`` (or ``--second
 run). One local Ray hosts every run; each run starts Cohort on new storage, follows its seed's
 schedule (``actors/tools/chaos_schedule.py``: partition kills, half of them mid-rebalance,
 controller kills with changes in flight, consumer, classic consumer and Connect worker kills,
-connector task-count changes), checks DESIGN.md's invariants (the Connect groups' too) and
-stops Cohort again. Each run prints its seed and its counts; the
-end prints the totals and, for every run with a violation, the command that replays its
-schedule. Exits 1 on any violation.
+connector task-count changes; with ``--node-kills``, on a Ray cluster of several nodes on this
+machine, kills and stalls of whole nodes), checks DESIGN.md's invariants (the Connect groups'
+too) and stops Cohort again. Each run prints its seed and its counts; the end prints the
+totals and, for every run with a violation, the command that replays its schedule. Exits 1
+on any violation.
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ BENCH_CONFIG = CoordinatorConfig(
 )
 TOTALS = ("steps", "kills", "partition_kills", "mid_rebalance_kills", "controller_kills",
           "consumer_kills", "classic_kills", "worker_kills", "consumers_added",
-          "workers_added", "connector_changes", "rebalances", "commits", "commits_lost")
+          "workers_added", "connector_changes", "rebalances", "commits", "commits_lost",
+          "node_kills", "node_pauses", "node_faults_skipped", "clients_lost_with_nodes")
 
 
 def main() -> int:
@@ -67,13 +69,25 @@ def main() -> int:
     ap.add_argument("--partitions", type=int, default=4, help="__consumer_offsets partitions")
     ap.add_argument("--pause", type=float, nargs=2, default=(0.2, 1.0), metavar=("MIN", "MAX"),
                     help="seconds between steps, drawn from the seed")
+    ap.add_argument("--node-kills", action="store_true",
+                    help="a Ray cluster of a head and --workers worker nodes on this machine "
+                         "(actors/tools/local_nodes); kills and stalls of whole nodes among "
+                         "the steps; dead workers are replaced between runs")
+    ap.add_argument("--workers", type=int, default=2, help="worker nodes with --node-kills")
     a = ap.parse_args()
     if a.steps is None and a.seconds is None:
         a.seconds = 60.0
     base = a.seed if a.seed is not None else random.SystemRandom().randrange(1 << 31)
 
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
-    ray.init(namespace="cohort", include_dashboard=False, log_to_driver=False)
+    nodes = None
+    if a.node_kills:
+        from actors.tools.local_nodes import LocalNodes
+
+        nodes = LocalNodes(workers=a.workers)
+        ray.init(address=nodes.address, namespace="cohort", log_to_driver=False)
+    else:
+        ray.init(namespace="cohort", include_dashboard=False, log_to_driver=False)
     root = Path(tempfile.mkdtemp(prefix="cohort-bench-chaos-"))
     reports: list[ChaosReport] = []
     started = time.monotonic()
@@ -81,6 +95,8 @@ def main() -> int:
         for i in range(a.runs):
             seed = base + i
             print(f"run {i + 1}/{a.runs}: seed {seed}", flush=True)
+            if nodes is not None:
+                _replace_dead(nodes)
             reports.append(_one_run(a, seed, root / f"run-{i}"))
             print(reports[-1].summary(), flush=True)
             _print_totals(reports, time.monotonic() - started)
@@ -88,6 +104,8 @@ def main() -> int:
                 break
     finally:
         ray.shutdown()
+        if nodes is not None:
+            nodes.shutdown()
         shutil.rmtree(root, ignore_errors=True)
     failing = [r for r in reports if r.violations]
     for r in failing:
@@ -98,17 +116,26 @@ def main() -> int:
 
 def _one_run(a: argparse.Namespace, seed: int, storage: Path) -> ChaosReport:
     cluster = Cluster.start(num_partitions=a.partitions, storage_path=str(storage / "data"),
-                            config=BENCH_CONFIG)
+                            config=BENCH_CONFIG, shared_storage=a.node_kills)
     try:
         return run_chaos(cluster, a.seconds, storage / "timelines", groups=a.groups,
                          consumers=a.consumers, partitions=a.topic_partitions, seed=seed,
                          progress=False, classic_groups=a.classic_groups,
                          pause_s=tuple(a.pause), steps=a.steps,
                          connect_groups=a.connect_groups,
-                         classic_connect_groups=a.classic_connect_groups)
+                         classic_connect_groups=a.classic_connect_groups,
+                         node_faults=a.node_kills)
     finally:
         cluster.shutdown()
         shutil.rmtree(storage, ignore_errors=True)
+
+
+def _replace_dead(nodes) -> None:
+    """Start a fresh worker for each one the previous run killed (on one machine nothing
+    else would: a real cluster's autoscaler or KubeRay does)."""
+    from actors.runtime.placement_nodes import alive_nodes
+
+    nodes.replace_dead(alive_nodes())
 
 
 def _print_totals(reports: list[ChaosReport], elapsed_s: float) -> None:
@@ -123,7 +150,8 @@ def _shape(a: argparse.Namespace) -> str:
     return (f"--groups {a.groups} --classic-groups {a.classic_groups} --connect-groups "
             f"{a.connect_groups} --classic-connect-groups {a.classic_connect_groups} --consumers "
             f"{a.consumers} --topic-partitions {a.topic_partitions} --partitions "
-            f"{a.partitions} --pause {a.pause[0]} {a.pause[1]}")
+            f"{a.partitions} --pause {a.pause[0]} {a.pause[1]}"
+            + (f" --node-kills --workers {a.workers}" if a.node_kills else ""))
 
 
 if __name__ == "__main__":

@@ -14,4 +14,16 @@ if [ "$rc" -eq 5 ]; then
   echo "test.sh: pytest collected no tests; that is a failure, not a pass" >&2
   exit 1
 fi
+[ "$rc" -ne 0 ] && exit "$rc"
+# Arguments choose tests: then only those run.
+[ "$#" -gt 0 ] && exit 0
+# Several Ray nodes on this machine (tests/multinode): their own Ray, so their own session.
+set +e
+python -m pytest --durations=10 -o addopts="-ra --strict-markers" -m multinode tests/multinode
+rc=$?
+set -e
+if [ "$rc" -eq 5 ]; then
+  echo "test.sh: pytest collected no multinode tests; that is a failure, not a pass" >&2
+  exit 1
+fi
 exit "$rc"

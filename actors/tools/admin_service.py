@@ -84,7 +84,7 @@ def broker_config(overrides: dict[str, object]) -> CoordinatorConfig:
 
 
 def start(address: str | None, partitions: int | None, storage: str | None,
-          overrides: dict[str, object]) -> tuple[Cluster, bool]:
+          overrides: dict[str, object], shared_storage: bool = False) -> tuple[Cluster, bool]:
     """Start Cohort's actors on the Ray at ``address`` (never a Ray of its own, which would
     die with the command); return the cluster and whether it was already running.
 
@@ -109,6 +109,7 @@ def start(address: str | None, partitions: int | None, storage: str | None,
         storage_path=storage or DEFAULT_STORAGE,
         config=config,
         start_local=False,
+        shared_storage=shared_storage,
     )
     return cluster, running is not None
 

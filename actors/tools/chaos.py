@@ -40,6 +40,7 @@ import ray
 from actors.cluster import Cluster
 from actors.tools.chaos_connect import ConnectChaos
 from actors.tools.chaos_controller import kill_controller
+from actors.tools.chaos_nodes import NodeChaos
 from actors.tools.chaos_schedule import (
     ADD_CONSUMER,
     ALTER_CONNECTOR,
@@ -49,6 +50,7 @@ from actors.tools.chaos_schedule import (
     KILL_CONTROLLER,
     KILL_PARTITION,
     KILL_WORKER,
+    NEEDS_NODES,
     Step,
     chaos_schedule,
 )
@@ -98,6 +100,12 @@ class ChaosReport:
     connector_changes: int = 0
     connect_events: int = 0
     work_ranges: int = 0
+    # Whole-node faults (``--node-kills``, ``chaos_nodes``).
+    node_kills: int = 0
+    node_pauses: int = 0
+    node_faults_skipped: int = 0
+    clients_lost_with_nodes: int = 0
+    node_failover_max_s: float = 0.0
     violations: list[Violation] = field(default_factory=list)
 
     @property
@@ -118,6 +126,10 @@ class ChaosReport:
             f"connect groups: {len(self.connect_groups)}, workers added: "
             f"{self.workers_added}, connector changes: {self.connector_changes}, worker "
             f"events: {self.connect_events}, task work ranges: {self.work_ranges}\n"
+            f"node kills: {self.node_kills} (every partition serving again within "
+            f"{self.node_failover_max_s:.1f} s), node pauses: {self.node_pauses}, skipped "
+            f"(no node to hit): {self.node_faults_skipped}, client actors lost with their "
+            f"node: {self.clients_lost_with_nodes}\n"
             f"{summarize(self.violations)}\n"
             f"replay: cohort chaos --seed {self.seed} --steps {self.steps}"
         )
@@ -136,8 +148,9 @@ class ChaosRun:
     def __init__(self, cluster: Cluster, workdir: Path, groups: int, consumers: int,
                  partitions: int, seed: int, progress: bool, classic_groups: int = 1,
                  pause_s: tuple[float, float] = DEFAULT_PAUSE_S, connect_groups: int = 0,
-                 classic_connect_groups: int = 0) -> None:
+                 classic_connect_groups: int = 0, node_faults: bool = False) -> None:
         self.cluster = cluster
+        self.nodes = NodeChaos(cluster) if node_faults else None
         self.seed = seed
         self.workdir = workdir
         self.progress = progress
@@ -172,7 +185,7 @@ class ChaosRun:
         self.connect.wait_converged(SETTLE_TIMEOUT_S)
         started = time.monotonic()
         schedule = chaos_schedule(self.seed, len(self.groups), len(self.classic), self.pause_s,
-                                  len(self.connect.groups))
+                                  len(self.connect.groups), self.nodes is not None)
         for step in schedule:
             elapsed = time.monotonic() - started
             if step.index >= 2 and (
@@ -209,6 +222,8 @@ class ChaosRun:
             self.connect.kill_worker(step)
         elif step.kind == ALTER_CONNECTOR:
             self.connect.alter_connector(step)
+        elif step.kind in NEEDS_NODES:
+            self._node_fault(step)
         else:
             raise ValueError(f"unknown chaos step {step.kind}")
 
@@ -254,6 +269,13 @@ class ChaosRun:
             self.report.mid_rebalance_kills += 1
         after = self._describe(group)  # retried until the partition has reloaded
         self.report.violations += check_not_behind(before, after)
+
+    def _node_fault(self, step: Step) -> None:
+        self.report.violations += self.nodes.run_step(
+            step, self.groups + self.classic + self.connect.groups, self._describe,
+            self._alive() + self.connect.alive(),
+            lambda c: self._spawn(c.group) if isinstance(c, _Consumer)
+            else self.connect.spawn(c.group))
 
     def _provoke(self, group: str, pick: int) -> None:
         """Start a rebalance and wait until it is under way: a new consumer joins, or, when
@@ -357,6 +379,8 @@ class ChaosRun:
             c.worker_kills, c.workers_added, c.connector_changes)
         r.rebalances += c.rebalances
         r.connect_events, r.work_ranges = c.events, c.work_ranges
+        if self.nodes is not None:
+            self.nodes.report_into(r)
         self.report.violations.sort(key=lambda v: v.invariant)
 
     def _assignments(self) -> dict[tuple[str, str], list[tuple[str, int]]]:
@@ -401,10 +425,11 @@ def run_chaos(cluster: Cluster, seconds: float | None, workdir: str | Path, grou
               progress: bool = True, classic_groups: int = 1,
               pause_s: tuple[float, float] = DEFAULT_PAUSE_S,
               steps: int | None = None, connect_groups: int = 0,
-              classic_connect_groups: int = 0) -> ChaosReport:
+              classic_connect_groups: int = 0, node_faults: bool = False) -> ChaosReport:
     """One chaos run; ``connect_groups`` Connect worker groups of the new protocol and
     ``classic_connect_groups`` classic ones run beside the consumer groups (none by default
-    here; ``cohort chaos`` runs one of each)."""
+    here; ``cohort chaos`` runs one of each); ``node_faults`` adds kills and stalls of whole
+    nodes (``chaos_nodes``: a Ray cluster of several nodes)."""
     run = ChaosRun(cluster, Path(workdir), groups, consumers, partitions, seed, progress,
-                   classic_groups, pause_s, connect_groups, classic_connect_groups)
+                   classic_groups, pause_s, connect_groups, classic_connect_groups, node_faults)
     return run.run(seconds, steps)

@@ -23,6 +23,8 @@ KILL_CLASSIC = "kill-classic-consumer"
 ADD_CONSUMER = "add-consumer"
 KILL_WORKER = "kill-connect-worker"
 ALTER_CONNECTOR = "alter-connector"
+KILL_NODE = "kill-node"
+PAUSE_NODE = "pause-node"
 
 # Relative weights of the random steps: mostly kills, partitions the most often, since a
 # partition restart is where acknowledged state could be lost.
@@ -34,11 +36,15 @@ WEIGHTS: dict[str, int] = {
     ADD_CONSUMER: 1,
     KILL_WORKER: 2,
     ALTER_CONNECTOR: 1,
+    KILL_NODE: 1,
+    PAUSE_NODE: 1,
 }
 # The kinds a run draws only when it has groups of that kind: a run without them draws
 # exactly what it drew before those kinds existed, so an old seed replays the same kills.
 NEEDS_CLASSIC = (KILL_CLASSIC,)
 NEEDS_CONNECT = (KILL_WORKER, ALTER_CONNECTOR)
+# Whole-node faults: drawn only by a run that asks for them (``--node-kills``).
+NEEDS_NODES = (KILL_NODE, PAUSE_NODE)
 # A connector's task count after ALTER_CONNECTOR: 1..MAX_CHAOS_TASKS, drawn from the step.
 MAX_CHAOS_TASKS = 6
 # Half of the partition kills first add a consumer to the group and wait for the rebalance to
@@ -79,13 +85,15 @@ def chaos_schedule(
     classic_groups: int = 0,
     pause_s: tuple[float, float] = DEFAULT_PAUSE_S,
     connect_groups: int = 0,
+    node_faults: bool = False,
 ) -> Iterator[Step]:
     """The endless schedule of run ``seed``: two fixed openers, then random steps.
 
     The openers make every run, however short, cover the two kills that matter most: a
     partition killed mid-rebalance, then the controller. Classic kills are drawn only when the
     run has classic groups, worker kills and connector changes only when it has Connect
-    groups (Connect groups of either protocol: ``connect_groups`` counts them all).
+    groups (Connect groups of either protocol: ``connect_groups`` counts them all), node
+    kills and pauses only when ``node_faults`` is set.
     """
     if groups < 1 or classic_groups < 0 or connect_groups < 0:
         raise ValueError("a chaos run needs at least one consumer group")
@@ -94,7 +102,8 @@ def chaos_schedule(
         raise ValueError(f"pause bounds must satisfy 0 <= low <= high, got {pause_s}")
     rng = random.Random(seed)
     kinds = [k for k in WEIGHTS if (k not in NEEDS_CLASSIC or classic_groups)
-             and (k not in NEEDS_CONNECT or connect_groups)]
+             and (k not in NEEDS_CONNECT or connect_groups)
+             and (k not in NEEDS_NODES or node_faults)]
     weights = [WEIGHTS[k] for k in kinds]
     yield Step(0, 0.0, KILL_PARTITION, rng.randrange(groups), 0, provoke=True)
     yield Step(1, rng.uniform(low, high), KILL_CONTROLLER, rng.randrange(groups), 0)

@@ -78,6 +78,10 @@ examples:
                        metavar=("MIN", "MAX"), help="seconds between steps, drawn from the seed")
     chaos.add_argument("--storage-path", default="./cohort-data")
     add_consent_arguments(chaos)  # --address, --yes (actors/tools/chaos_consent.py)
+    chaos.add_argument("--node-kills", action="store_true",
+                       help="also kill and stall whole Ray nodes (never the head) that host "
+                            "partitions: a Ray cluster of several nodes, Cohort on storage "
+                            "every node reads (s3://... or --shared-storage)")
     sub.add_parser("case-study", help="seed 002's Basic case study on the pure coordinator core",
                    formatter_class=RAW, epilog="example:\n  cohort case-study")
     add_service_parsers(sub)
@@ -136,7 +140,8 @@ def _chaos(args: argparse.Namespace) -> int:
                                seed=args.seed, classic_groups=args.classic_groups,
                                pause_s=tuple(args.pause), steps=args.steps,
                                connect_groups=args.connect_groups,
-                               classic_connect_groups=args.classic_connect_groups)
+                               classic_connect_groups=args.classic_connect_groups,
+                               node_faults=args.node_kills)
         print(report.summary())
         return 0 if not report.violations else 1
     finally:

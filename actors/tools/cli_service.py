@@ -18,7 +18,7 @@ def _start(args: argparse.Namespace) -> int:
     overrides = admin_service.parse_broker_configs(args.config)
     admin_service.broker_config(overrides)  # a config it refuses fails before any connect
     cluster, adopted = admin_service.start(args.address, args.partitions, args.storage,
-                                           overrides)
+                                           overrides, args.shared_storage)
     row = admin_service.start_rows(cluster, adopted)
     if args.json:
         print_result(to_json(row))

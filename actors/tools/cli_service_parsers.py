@@ -38,6 +38,11 @@ examples:
                        help="where the logs live: a directory every node mounts, or "
                             "s3://bucket/prefix (endpoint and keys from the AWS_* variables) "
                             "(default ./cohort-data; a running Cohort's own)")
+    start.add_argument("--shared-storage", action="store_true",
+                       help="the local --storage path is a mount every node shares (EFS, "
+                            "NFS): without it a local path on a cluster of several nodes is "
+                            "refused, since a partition moved to another node would find "
+                            "an empty directory there")
     start.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                        help="a broker config of the group coordinator, by Kafka's key "
                             "(group.consumer.heartbeat.interval.ms=500); repeatable")

@@ -14,6 +14,7 @@ from actors.tools.chaos_schedule import (
     KILL_WORKER,
     MAX_CHAOS_TASKS,
     NEEDS_CONNECT,
+    NEEDS_NODES,
     WEIGHTS,
     chaos_schedule,
 )
@@ -53,12 +54,13 @@ def test_different_seeds_give_different_schedules():
 
 def test_classic_kills_only_when_the_run_has_classic_groups():
     assert all(s.kind != KILL_CLASSIC for s in steps(5, 300, classic=0))
-    assert {s.kind for s in steps(5, 300, classic=1)} == set(WEIGHTS) - set(NEEDS_CONNECT)
+    assert {s.kind for s in steps(5, 300, classic=1)} == (
+        set(WEIGHTS) - set(NEEDS_CONNECT) - set(NEEDS_NODES))
 
 
 def test_worker_kills_and_connector_changes_only_when_the_run_has_connect_groups():
     assert not {s.kind for s in steps(5, 300, connect=0)} & set(NEEDS_CONNECT)
-    assert {s.kind for s in steps(5, 300, connect=1)} == set(WEIGHTS)
+    assert {s.kind for s in steps(5, 300, connect=1)} == set(WEIGHTS) - set(NEEDS_NODES)
     # Partition kills reach the Connect groups' coordinators too (indexes after the others).
     assert any(s.kind == KILL_PARTITION and s.group == 4 for s in steps(5, 300, connect=1))
 
@@ -83,3 +85,12 @@ def test_bad_bounds_are_refused():
         next(chaos_schedule(1, 1, pause_s=(2.0, 1.0)))
     with pytest.raises(ValueError):
         next(chaos_schedule(1, 1, connect_groups=-1))
+
+
+@given(seed=st.integers(0, 2**63), connect=st.integers(0, 2))
+def test_node_faults_are_drawn_only_by_a_run_that_asks_for_them(seed, connect):
+    plain = list(islice(chaos_schedule(seed, 2, 1, (0.5, 2.0), connect), 200))
+    assert not [s for s in plain if s.kind in NEEDS_NODES]
+    noded = list(islice(chaos_schedule(seed, 2, 1, (0.5, 2.0), connect, node_faults=True), 200))
+    assert noded == list(islice(chaos_schedule(seed, 2, 1, (0.5, 2.0), connect, True), 200))
+    assert {s.kind for s in noded} >= set(NEEDS_NODES)
