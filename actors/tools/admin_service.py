@@ -279,6 +279,8 @@ def _status_row(name: str, gcs: dict, info: dict | None, present: bool) -> Row:
         else None,
         "load_seconds": round(load["seconds"], 3) if "seconds" in load else None,
     }
+    if (info or {}).get("refusal"):  # a storage refused for good (actors/runtime/storage_marker)
+        row["refusal"] = info["refusal"]
     if kind == "controller" and info:
         row.update(image_version=info.get("version"), topics=info.get("topics"),
                    group_configs=info.get("group_configs"))

@@ -59,6 +59,9 @@ def _status(args: argparse.Namespace) -> int:
                      f"{report['partitions']} partitions, storage {report['storage_path']}, "
                      f"{report['topics']} topics, metadata image {report['image_version']}.")
         print_result(format_table(admin_service.STATUS_COLUMNS, report["actors"]))
+        for row in report["actors"]:
+            if row.get("refusal"):
+                print_result(f"{row['actor']} refuses to serve: {row['refusal']}")
     return 0 if report["serving"] else 1
 
 
