@@ -123,7 +123,8 @@ def cohort(partitions: int, coordinator_partitions: int) -> Iterator[str]:
     config = CoordinatorConfig(group_consumer_heartbeat_interval_ms=500,
                                group_consumer_session_timeout_ms=10_000,
                                group_initial_rebalance_delay_ms=0)
-    ray.init(namespace="cohort", include_dashboard=False, log_to_driver=False)
+    # A Ray of its own: never join another process's (a test session's) local Ray.
+    ray.init(address="local", namespace="cohort", include_dashboard=False, log_to_driver=False)
     data = tempfile.mkdtemp(prefix="bench-wire-")
     cluster = Cluster.start(num_partitions=coordinator_partitions, storage_path=data,
                             config=config)
