@@ -37,6 +37,7 @@ from collections.abc import Callable
 
 from ray.exceptions import RayActorError
 
+from actors.gateway.batcher import Batcher
 from actors.runtime.controller import partition_handles
 from protocol.api import error_response, group_ids_of, reply_error_codes
 from protocol.errors import COORDINATOR_UNAVAILABLE, Errors
@@ -64,6 +65,7 @@ class Router:
         self.num_partitions = num_partitions
         self.retry_budget_s = retry_budget_s
         self._handles = partition_handles(num_partitions)
+        self._batchers = [Batcher(h) for h in self._handles]
         self._up = [True] * num_partitions
         self._watchers: list[asyncio.Task] = []
 
@@ -74,6 +76,8 @@ class Router:
     def stop(self) -> None:
         for task in self._watchers:
             task.cancel()
+        for batcher in self._batchers:
+            batcher.close()
 
     def partition_of(self, group_id: str) -> int:
         return partition_for(group_id, self.num_partitions)
@@ -92,7 +96,7 @@ class Router:
         while True:
             if await self._wait_up(p, deadline):
                 try:
-                    resp = await self._handles[p].handle.remote(request)
+                    resp = await self._batchers[p].call(request)
                     if not _retriable(resp):
                         return resp
                 except RayActorError as e:

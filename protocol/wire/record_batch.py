@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
+from functools import lru_cache
 
 import crc32c
 
@@ -18,6 +19,8 @@ MAGIC = 2
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
+_NULL_KEY = b"\x01"  # zigzag(-1)
+_NO_HEADERS = b"\x00"  # zigzag(0)
 
 
 def zigzag_varint(n: int) -> bytes:
@@ -34,17 +37,16 @@ def zigzag_varint(n: int) -> bytes:
             return bytes(out)
 
 
+# The varints a batch repeats (small deltas and lengths), each encoded once.
+_small_varint = lru_cache(maxsize=1 << 16)(zigzag_varint)
+
+
 def _record(offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes) -> bytes:
-    body = bytearray(b"\x00")  # attributes
-    body += zigzag_varint(timestamp_delta)
-    body += zigzag_varint(offset_delta)
-    if key is None:
-        body += zigzag_varint(-1)
-    else:
-        body += zigzag_varint(len(key)) + key
-    body += zigzag_varint(len(value)) + value
-    body += zigzag_varint(0)  # no headers
-    return zigzag_varint(len(body)) + bytes(body)
+    varint = _small_varint
+    key_part = _NULL_KEY if key is None else varint(len(key)) + key
+    body = b"".join((b"\x00", varint(timestamp_delta), varint(offset_delta), key_part,
+                     varint(len(value)), value, _NO_HEADERS))  # attributes first
+    return varint(len(body)) + body
 
 
 def record_batch(base_offset: int, timestamps_ms: Sequence[int],

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from kio.schema.errors import ErrorCode as E
 
@@ -27,6 +28,12 @@ from protocol.wire.topics import TopicIndex
 # Bounds on one Fetch reply (TigerStyle): records per partition, and an estimate of a
 # record's size in a batch used to honour the client's byte limits.
 MAX_RECORDS_PER_PARTITION = 500
+# Fetch serves whole aligned chunks of the stream once they have arrived: chunk k holds
+# offsets [k * CHUNK_RECORDS, (k + 1) * CHUNK_RECORDS), encoded once and kept (at most
+# CACHED_CHUNKS of them, ~12 KiB each), since every partition of every topic is the same
+# stream. A client skips a batch's records below its fetch offset, as with any broker.
+CHUNK_RECORDS = MAX_RECORDS_PER_PARTITION
+CACHED_CHUNKS = 2048
 RECORD_BYTES_ESTIMATE = 24
 BATCH_OVERHEAD_BYTES = 61
 # ListOffsets' special timestamps.
@@ -75,9 +82,41 @@ class SyntheticStream:
 
     def records(self, start: int, end: int) -> bytes:
         """Offsets ``[start, end)`` as one v2 record batch."""
-        offsets = range(start, end)
-        return record_batch(start, [self.timestamp_of(o) for o in offsets],
-                            [str(o).encode() for o in offsets])
+        return record_batch(start, self.timestamps(start, end),
+                            [str(o).encode() for o in range(start, end)])
+
+    def timestamps(self, start: int, end: int) -> list[int]:
+        """Each record's timestamp in ``[start, end)``: one ``timestamp_of`` per arrival
+        batch, not per record (the records of one arrival share its time)."""
+        out: list[int] = []
+        o = start
+        while o < end:
+            ts = self.timestamp_of(o)
+            upto = min(end, self.end_offset(ts))
+            out.extend([ts] * (upto - o))
+            o = upto
+        return out
+
+    def batch_at(self, offset: int, end: int, limit_bytes: int) -> tuple[bytes, int]:
+        """A batch from ``offset`` (with ``end`` the log end): the cached chunk holding
+        ``offset`` if it has fully arrived and fits ``limit_bytes``, else offsets from
+        ``offset`` on, at most MAX_RECORDS_PER_PARTITION, sized by the byte estimate; and how
+        many records at or after ``offset`` it carries."""
+        k = offset // CHUNK_RECORDS
+        chunk_end = (k + 1) * CHUNK_RECORDS
+        if chunk_end <= end:
+            chunk = _chunk(self, k)
+            if len(chunk) <= limit_bytes:
+                return chunk, chunk_end - offset
+        n = min(end - offset, MAX_RECORDS_PER_PARTITION,
+                max(1, (limit_bytes - BATCH_OVERHEAD_BYTES) // RECORD_BYTES_ESTIMATE))
+        return self.records(offset, offset + n), n
+
+
+@lru_cache(maxsize=CACHED_CHUNKS)
+def _chunk(stream: SyntheticStream, k: int) -> bytes:
+    """Chunk ``k`` of ``stream``, encoded once (see CHUNK_RECORDS)."""
+    return stream.records(k * CHUNK_RECORDS, (k + 1) * CHUNK_RECORDS)
 
 
 # ----------------------------------------------------------------------------- ListOffsets
@@ -142,9 +181,7 @@ def fetch_response(body: dict, index: TopicIndex, stream: SyntheticStream, now_m
                 entry["error_code"] = E.offset_out_of_range.value
             elif offset < end and budget > BATCH_OVERHEAD_BYTES:
                 limit = min(p.get("partition_max_bytes", budget), budget)
-                n = min(end - offset, MAX_RECORDS_PER_PARTITION,
-                        max(1, (limit - BATCH_OVERHEAD_BYTES) // RECORD_BYTES_ESTIMATE))
-                entry["records"] = stream.records(offset, offset + n)
+                entry["records"], n = stream.batch_at(offset, end, limit)
                 budget -= len(entry["records"])
                 total += n
             parts.append(entry)

