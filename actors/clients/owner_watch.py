@@ -13,10 +13,11 @@ driver exits; each client actor keeps one call to its anchor in flight (``hold``
 returns), so Ray's death notice reaches it with no polling, and once Ray reports the anchor dead
 it leaves its group (LeaveGroup, or a heartbeat with epoch -1) and kills itself. An idle
 watch costs nothing (pinging every half second, as a first version did, kept the anchor at
-~7% of a core through a test session). Guarantees: a client spawned without ``detached=True`` does not
-outlive its owner by more than Ray's death notice + its leave (bounded by the actor's leave
-timeout); a call that fails while the anchor restarts (its own process died, not its owner) is
-not a death: the watch asks again (``ping``) before it believes one.
+~7% of a core through a test session). Guarantees: a client spawned without
+``detached=True`` does not outlive its owner by more than Ray's death notice + its leave
+(bounded by the actor's leave timeout); a call that fails while the anchor restarts (its own
+process died, not its owner) is not a death: the watch asks again (``ping``) before it
+believes one.
 """
 
 from __future__ import annotations
