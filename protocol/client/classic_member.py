@@ -229,7 +229,12 @@ class ClassicGroupMember(GroupMember):
         self.protocol_name, self._reason, self._retries = resp.protocol_name, None, 0
         self.leader_id = resp.leader
         if self._state == "leaving":
-            return  # adopt the ids (the LeaveGroup names them) and nothing more
+            # Adopt the ids (the LeaveGroup names them) and stop the work now: a generation
+            # that counts us has formed, and its leader may already have handed our work to
+            # others (an eager round assumes every member stopped before joining), who may
+            # start it before our next poll sends the LeaveGroup.
+            self._own.end_all(now_s, "revoked", self.generation, self.member_id)
+            return
         self._sync_assignments = []
         if self._lead(now_s, sent, resp):
             self._state, self._due = "syncing", now_s

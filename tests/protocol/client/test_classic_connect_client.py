@@ -477,3 +477,22 @@ def test_a_workers_sync_reply_read_after_the_session_could_have_ended_is_not_tru
     w.poll(0.0)
     w.on_response(SESSION_S + 1, sync_reply(WORK))
     assert w.owned == Work() and w.timeline == [] and w.state == "unjoined"
+
+
+def test_a_worker_leaving_while_its_join_is_held_stops_its_work_when_the_round_forms():
+    # A history the state machine found: sessioned workers rejoin keeping their work; an eager
+    # joiner makes the round eager, whose leader hands out everything at once. A worker told
+    # to leave meanwhile must stop when the round forms, not at its next poll (after others
+    # may have started its work).
+    chaos = ClassicConnectChaos()
+    chaos.new_worker("sessioned")
+    chaos.advance(50)
+    chaos.new_worker("sessioned")
+    chaos.advance(1_000)
+    chaos.kill(0)
+    chaos.new_worker("eager")
+    chaos.advance(50)
+    chaos.kill(0)
+    chaos.advance(50)
+    chaos.leave(1)
+    chaos.teardown()  # settles; every reply read checks that no unit runs on two workers
