@@ -12,7 +12,10 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Sequence
+from functools import partial
+from typing import Any
 
+from actors.runtime.ray_driver import get_unwrapped as _get
 from actors.tools.admin import AdminError, Columns, Row, missing_group, raise_for
 from protocol import messages as m
 from protocol.classic.consumer_protocol import (
@@ -43,7 +46,8 @@ MEMBERS_VERBOSE_COLUMNS: Columns = [
 # Kafka's kafka-share-groups.sh --describe --offsets, and the stream's end beside the start.
 SHARE_OFFSETS_COLUMNS: Columns = [
     ("GROUP", "group"), ("TOPIC", "topic"), ("PARTITION", "partition"),
-    ("START-OFFSET", "start_offset"), ("LOG-END-OFFSET", "log_end_offset"), ("LAG", "lag"),
+    ("START-OFFSET", "start_offset"), ("IN-FLIGHT", "in_flight"),
+    ("LOG-END-OFFSET", "log_end_offset"), ("LAG", "lag"),
 ]
 STATE_COLUMNS: Columns = [
     ("GROUP", "group"), ("COORDINATOR", "coordinator"),
@@ -204,12 +208,23 @@ def describe_share_offsets(cluster, group_id: str,
                                                            log_end_offset=log_end_offset))
     raise_for(resp.error_code, resp.error_message,
               f"Describing the share offsets of group '{group_id}' failed")
+    in_flight = _get(cluster.coordinator(group_id).query.remote(
+        partial(share_in_flight, group_id=group_id)))
     rows = [{"group": group_id, "topic": t.topic_name, "partition": p.partition,
              "start_offset": None if p.start_offset < 0 else p.start_offset,
+             "in_flight": in_flight.get((t.topic_id, p.partition), 0),
              "log_end_offset": log_end_offset, "lag": None if p.lag < 0 else p.lag}
             for t in resp.topics for p in t.partitions if p.error_code == Errors.NONE]
     notes = [] if group.members else [f"Share group '{group_id}' has no active members."]
     return sorted(rows, key=lambda r: (r["topic"], r["partition"])), notes
+
+
+def share_in_flight(shard: Any, group_id: str) -> dict[tuple[str, int], int]:
+    """Records acquired now per (topic id, partition) of a share group, read in the shard
+    (Kafka's DescribeShareGroupOffsets carries no such count)."""
+    group = shard.groups.get(group_id)
+    parts = getattr(group, "partitions", None) or {}
+    return {tp: sp.in_flight() for tp, sp in parts.items()}
 
 
 def _units(work: m.ConnectorsAndTasks) -> list[tuple[str, int]]:

@@ -89,6 +89,10 @@ class SharePartition:
         return [o for o, r in self.records.items()
                 if r.state == RecordState.ACQUIRED and r.member_id == member_id]
 
+    def in_flight(self) -> int:
+        """Records acquired now, under a lock (what ``cohort groups --describe`` shows)."""
+        return sum(1 for r in self.records.values() if r.state == RecordState.ACQUIRED)
+
     def next_lock_deadline_ms(self) -> int | None:
         deadlines = [r.lock_deadline_ms for r in self.records.values()
                      if r.state == RecordState.ACQUIRED]

@@ -40,7 +40,7 @@ def test_two_share_consumers_acquire_and_acknowledge_the_stream_and_leave(cluste
     rows, _ = admin_groups.describe_share_offsets(cluster, group)
     assert [(r["topic"], r["partition"]) for r in rows] == [("share-ray", 0), ("share-ray", 1)]
     assert all(r["start_offset"] is not None and 0 <= r["lag"] <= r["log_end_offset"]
-               for r in rows)
+               and 0 <= r["in_flight"] <= r["lag"] for r in rows)
     (state,), _ = admin_groups.describe_state(cluster, group)
     assert state["type"] == "share" and state["members"] == 2
     acked = [r for t in timelines for r in _acked_ranges(t)]

@@ -195,3 +195,12 @@ def test_a_lowered_delivery_limit_archives_records_already_past_it():
     lowered = Limits(delivery_count_limit=2)
     assert sp.acquire("a", 5, 2, 0, lowered) == [AcquiredRecords(1, 1, 1)]
     assert sp.start_offset == 1  # offset 0 (2 deliveries) archived, never a 3rd
+
+
+def test_in_flight_counts_the_records_acquired_now_and_nothing_done_or_released():
+    sp = SharePartition(0)
+    sp.acquire("a", 5, 10, 0, LIMITS)
+    sp.acquire("b", 3, 10, 0, LIMITS)
+    assert sp.in_flight() == 8
+    sp.acknowledge("a", [ack(0, 1, ACK_ACCEPT), ack(2, 2, ACK_RELEASE)], LIMITS)
+    assert sp.in_flight() == 5
