@@ -24,7 +24,9 @@ call that fails with a dead actor, marks the partition down until a probe answer
 and meanwhile requests for it are answered COORDINATOR_LOAD_IN_PROGRESS without being sent
 (a request sent anyway would be applied whenever the actor came back, long after its client
 gave up on it). A long-poll (JoinGroup, SyncGroup) waits as long as its group needs: only
-retriable outcomes are bounded. Requests naming many groups are split by partition, sent in
+retriable outcomes are bounded. Commits, offset fetches and heartbeats that must be retried are
+retried one at a time per partition, in order, so a connection's pipelined requests keep their
+order through a restart. Requests naming many groups are split by partition, sent in
 parallel and put back in order.
 """
 
@@ -37,7 +39,7 @@ from collections.abc import Callable
 
 from ray.exceptions import RayActorError
 
-from actors.gateway.batcher import Batcher
+from actors.gateway.batcher import BATCHED, Batcher
 from actors.runtime.controller import partition_handles
 from protocol.api import error_response, group_ids_of, reply_error_codes
 from protocol.errors import COORDINATOR_UNAVAILABLE, Errors
@@ -61,12 +63,14 @@ def _retriable(resp: object) -> bool:
 class Router:
     """Async routing to ``offsets-<p>`` with bounded retries and a liveness watch."""
 
-    def __init__(self, num_partitions: int, retry_budget_s: float = RETRY_BUDGET_S) -> None:
+    def __init__(self, num_partitions: int, retry_budget_s: float = RETRY_BUDGET_S,
+                 handles: list | None = None) -> None:
         self.num_partitions = num_partitions
         self.retry_budget_s = retry_budget_s
-        self._handles = partition_handles(num_partitions)
+        self._handles = handles if handles is not None else partition_handles(num_partitions)
         self._batchers = [Batcher(h) for h in self._handles]
         self._up = [True] * num_partitions
+        self._in_order = [asyncio.Lock() for _ in range(num_partitions)]
         self._watchers: list[asyncio.Task] = []
 
     def start(self) -> None:
@@ -92,32 +96,57 @@ class Router:
 
     async def call_partition(self, p: int, request: object) -> object:
         deadline = time.monotonic() + self.retry_budget_s
-        retries, resp = 0, None
+        if not isinstance(request, BATCHED):  # a long-poll never waits behind others' retries
+            return await self._answered(p, request, deadline)
+        resp = None
+        if self._up[p]:
+            done, resp = await self._attempt(p, request)
+            if done:
+                return resp
+        # Retried one at a time per partition, in the order the first answers came back (or
+        # the calls came, while it is down): asyncio's Lock is FIFO. A connection submits what
+        # it read at once (pipelining); without this, two of its commits retried after a
+        # restart could land in either order and take the committed offset back.
+        async with self._in_order[p]:
+            return await self._answered(p, request, deadline, resp)
+
+    async def _answered(self, p: int, request: object, deadline: float,
+                        resp: object = None) -> object:
+        """Attempts until an answer that is not retriable, or the deadline; ``resp`` is a
+        retriable answer already had (the next attempt then backs off first)."""
+        retries = 0
         while True:
-            if await self._wait_up(p, deadline):
-                try:
-                    resp = await self._batchers[p].call(request)
-                    if not _retriable(resp):
-                        return resp
-                except RayActorError as e:
-                    # The actor died with the request in hand: it may have applied it and made
-                    # it durable before dying. A resend would be answered as an ordinary,
-                    # successful request, and the reply that carried what the first one changed
-                    # (a KIP-848 member's new assignment) would be lost for good, leaving the
-                    # client stuck. Answered retriable instead, as a broker that drops the
-                    # connection: the client resends in full and learns its state.
-                    log.info("offsets-%d died with a request in hand: %s", p, e)
-                    self._up[p] = False
-                    return error_response(
-                        request, Errors.COORDINATOR_NOT_AVAILABLE,
-                        f"offsets-{p} died with the request in hand; retry")
-            wait_s = backoff_s(retries)
-            if time.monotonic() + wait_s > deadline:
+            if resp is not None:
+                wait_s = backoff_s(retries)
+                if time.monotonic() + wait_s > deadline:
+                    return resp
+                await asyncio.sleep(wait_s)
+                retries = next_retries(retries)
+            if not await self._wait_up(p, deadline):
                 return resp if resp is not None else error_response(
                     request, Errors.COORDINATOR_LOAD_IN_PROGRESS,
                     f"offsets-{p} is restarting; retry")
-            await asyncio.sleep(wait_s)
-            retries = next_retries(retries)
+            done, resp = await self._attempt(p, request)
+            if done:
+                return resp
+
+    async def _attempt(self, p: int, request: object) -> tuple[bool, object]:
+        """One send: (whether the answer is final, the answer)."""
+        try:
+            resp = await self._batchers[p].call(request)
+        except RayActorError as e:
+            # The actor died with the request in hand: it may have applied it and made it
+            # durable before dying. A resend would be answered as an ordinary, successful
+            # request, and the reply that carried what the first one changed (a KIP-848
+            # member's new assignment) would be lost for good, leaving the client stuck.
+            # Answered retriable instead, as a broker that drops the connection: the client
+            # resends in full and learns its state.
+            log.info("offsets-%d died with a request in hand: %s", p, e)
+            self._up[p] = False
+            return True, error_response(
+                request, Errors.COORDINATOR_NOT_AVAILABLE,
+                f"offsets-{p} died with the request in hand; retry")
+        return not _retriable(resp), resp
 
     async def call_by_partition(self, group_ids: list[str],
                                 make: Callable[[list[str]], object]) -> dict[str, object]:
