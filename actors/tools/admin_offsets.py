@@ -84,7 +84,9 @@ def _highest_committed(cluster, group_id: str) -> dict[tuple[str, int], int]:
     """The highest offset any group (every listed one, and ``group_id``) committed, per
     partition: the furthest anyone is known to have read."""
     highest: dict[tuple[str, int], int] = {}
-    for gid in sorted({g.group_id for g in cluster.list_groups()} | {group_id}):
+    # Share groups commit no offsets (OffsetFetch to one is GROUP_ID_NOT_FOUND, as in Kafka).
+    listed = {g.group_id for g in cluster.list_groups() if g.group_type != "share"}
+    for gid in sorted(listed | {group_id}):
         for tp, off in committed_offsets(cluster, gid).items():
             highest[tp] = max(off, highest.get(tp, 0))
     return highest
