@@ -1,33 +1,26 @@
-"""One client connection: frames in, requests submitted in the order read, responses out in
-request order.
+"""One client connection: frames in, one request at a time, responses out in request order.
 
-Pipelining: every request of one read (whatever the client had sent by then, up to
-``READ_CHUNK_BYTES``) is decoded and submitted at once, without waiting for the replies to
-those before it, so a client that pipelines (librdkafka's async commits) has them in one
-partition turn, sharing one append and one fsync (``actors.gateway.batcher``); the replies are
-written strictly in request order, as Kafka's clients require, and the next read waits for
-them. So the batches clock themselves: what a client sends while one batch is in its turn is
-the next batch. A long-poll JoinGroup holds the replies behind it, as on Kafka (clients talk to
-a coordinator on a connection of its own). SASL, when configured, comes first: until the
-exchange completes requests are served one at a time, and only ApiVersions, SaslHandshake and
-SaslAuthenticate are served. What ends a connection, and only that connection: a frame size
-outside [0, max_request_bytes], a truncated header, an unknown API key, an unsupported version
-(except ApiVersions, answered in v0 with UNSUPPORTED_VERSION as KIP-511 asks), a body that does
-not decode, a request before authentication, a failed authentication, or a handler's unexpected
-error (logged).
+Kafka's broker mutes a connection from the moment it reads a request until its response is
+sent, so a client's requests on one connection are served strictly in order; this does the
+same (a long-poll JoinGroup holds its connection, as on Kafka; clients talk to a coordinator
+on a connection of its own). SASL, when configured, comes first: until the exchange completes
+only ApiVersions, SaslHandshake and SaslAuthenticate are served. What ends a connection, and
+only that connection: a frame size outside [0, max_request_bytes], a truncated header, an
+unknown API key, an unsupported version (except ApiVersions, answered in v0 with
+UNSUPPORTED_VERSION as KIP-511 asks), a body that does not decode, a request before
+authentication, a failed authentication, or a handler's unexpected error (logged).
 
-A request the client sent after (in a later read than) one still being served is not served
-once the client has closed the connection. A client closes when a request times out (librdkafka
-does, after a heartbeat or commit waited longer than its timeout behind a request the gateway
-held while a partition restarted), gives up on what it sent and sends anew on a new connection.
-Served late, such a request would land after the newer ones: an OffsetCommit the client gave up
-on would take the committed offset back below one it has since seen acknowledged.
+A request the client sent behind one still being served is not served once the client has
+closed the connection. A client closes when a request times out (librdkafka does, after a
+heartbeat or commit waited longer than its timeout behind a request the gateway held while a
+partition restarted), gives up on what it sent and sends anew on a new connection. Served
+late, such a request would land after the newer ones: an OffsetCommit the client gave up on
+would take the committed offset back below one it has since seen acknowledged.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import secrets
 
@@ -56,14 +49,6 @@ class _Close(Exception):
     """End this connection (the reason is logged)."""
 
 
-class _CloseAfter(_Close):
-    """End this connection after sending ``reply``."""
-
-    def __init__(self, reply: bytes, reason: str) -> None:
-        super().__init__(reason)
-        self.reply = reply
-
-
 class Connection:
     def __init__(self, core: GatewayCore, reader: asyncio.StreamReader,
                  writer: asyncio.StreamWriter) -> None:
@@ -84,73 +69,58 @@ class Connection:
                 data = await self.reader.read(READ_CHUNK_BYTES)
                 if not data:
                     return
-                served: list[asyncio.Task] = []
-                try:
-                    for frame in self.frames.feed(data):
-                        if self.reader.at_eof():
-                            return  # the client has gone: what it left queued is not served
-                        served.append(asyncio.ensure_future(self._serve(frame)))
-                        if self.principal is None:
-                            await asyncio.wait(served[-1:])  # authentication: one at a time
-                    for task in served:  # replies in request order
-                        data = await task
-                        if data is not None:
-                            await self._send(data)
-                finally:
-                    for task in served:
-                        task.cancel()  # after a close: what was not answered is dropped
+                for frame in self.frames.feed(data):
+                    if self.reader.at_eof():
+                        return  # the client has gone: what it left queued is not served
+                    await self._serve(frame)
         except (_Close, FrameError) as e:
-            if isinstance(e, _CloseAfter):
-                with contextlib.suppress(ConnectionError):
-                    await self._send(e.reply)
             log.info("closing %s: %s", self.client_host, e)
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
             pass  # the client went away, or the gateway is stopping
         finally:
             self.writer.close()
 
-    async def _serve(self, frame: bytes) -> bytes | None:
-        """The encoded reply to one request (None: no reply, acks=0); _Close ends the
-        connection once the replies before it are written."""
+    async def _serve(self, frame: bytes) -> None:
         try:
             decoded = decode_request(frame)
         except UnsupportedVersion as e:
             if e.header.api_key != API_VERSIONS:
                 raise _Close(str(e)) from None
-            return encode_response(e.header, api_versions_body(35), version=0)
+            await self._send(encode_response(e.header, api_versions_body(35), version=0))
+            return
         except WireError as e:
             raise _Close(f"{type(e).__name__}: {e}") from None
         key = decoded.header.api_key
         if self.principal is None and key not in BEFORE_AUTHENTICATION:
             raise _Close(f"{api_name(key)} before SASL authentication completed")
         if key in (SASL_HANDSHAKE, SASL_AUTHENTICATE):
-            return self._sasl(decoded)
+            await self._sasl(decoded)
+            return
         self.core.count(key, decoded.header.api_version)
         req = WireRequest(decoded.header, decoded.body, self.principal or ANONYMOUS,
                           self.client_host, BY_API_KEY[key])
         try:
             body = await HANDLERS[key](self.core, req)
-            return None if body is None else encode_response(decoded.header, body)
+            if body is not None:
+                await self._send(encode_response(decoded.header, body))
         except (ConnectionError, _Close):
             raise
         except Exception as e:
             log.exception("%s from %s failed", api_name(key), self.client_host)
             raise _Close(f"{api_name(key)} failed: {e}") from None
 
-    def _sasl(self, decoded) -> bytes:
+    async def _sasl(self, decoded) -> None:
         if self.sasl is None:  # no SASL on this listener: Kafka closes too
             raise _Close("SASL is not enabled on this listener")
         if decoded.header.api_key == SASL_HANDSHAKE:
             reply = self.sasl.handshake(decoded.body)
         else:
             reply = self.sasl.authenticate(decoded.body)
+        await self._send(encode_response(decoded.header, reply.body))
         if reply.close_after:
-            # The refusal goes out before the connection closes, as Kafka sends it.
-            raise _CloseAfter(encode_response(decoded.header, reply.body),
-                              f"SASL failed: {reply.body.get('error_message') or reply.body}")
+            raise _Close(f"SASL failed: {reply.body.get('error_message') or reply.body}")
         if self.sasl.authenticated:
             self.principal = self.sasl.principal
-        return encode_response(decoded.header, reply.body)
 
     async def _send(self, data: bytes) -> None:
         self.writer.write(data)
