@@ -14,6 +14,7 @@ volumes of its own.
 from __future__ import annotations
 
 import contextlib
+import http.client
 import os
 import random
 import shutil
@@ -134,8 +135,8 @@ def _wait_ready(process: subprocess.Popen, endpoint: str, bucket: str, directory
                 probe, b"x", {"If-None-Match": "*"}
             ) in (200, 412):
                 return
-        except (OSError, urllib.error.URLError):
-            pass
+        except (OSError, urllib.error.URLError, http.client.HTTPException):
+            pass  # not listening yet, or answering garbage while it starts: ask again
         if time.monotonic() > deadline:
             raise TimeoutError(f"SeaweedFS at {endpoint} not ready in {READY_TIMEOUT_S} s")
         time.sleep(0.2)
