@@ -220,11 +220,9 @@ def describe_share_offsets(cluster, group_id: str,
 
 
 def share_in_flight(shard: Any, group_id: str) -> dict[tuple[str, int], int]:
-    """Records acquired now per (topic id, partition) of a share group, read in the shard
-    (Kafka's DescribeShareGroupOffsets carries no such count)."""
+    """``ShareGroup.in_flight`` of ``group_id``, run in its partition actor."""
     group = shard.groups.get(group_id)
-    parts = getattr(group, "partitions", None) or {}
-    return {tp: sp.in_flight() for tp, sp in parts.items()}
+    return group.in_flight() if group is not None and group.group_type == "share" else {}
 
 
 def _units(work: m.ConnectorsAndTasks) -> list[tuple[str, int]]:

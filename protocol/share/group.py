@@ -63,6 +63,11 @@ class ShareGroup(ModernGroup):
     def state(self) -> str:
         return STABLE_STATE if self.members else EMPTY
 
+    def in_flight(self) -> dict[TopicPartition, int]:
+        """Records acquired now per share-partition (Kafka's DescribeShareGroupOffsets
+        carries no such count; ``cohort groups --describe`` shows it)."""
+        return {tp: sp.in_flight() for tp, sp in self.partitions.items()}
+
     def target_units(self, member_id: str) -> Set:
         t = self.target.get(member_id)
         return frozenset(pairs(t.partitions)) if t is not None else frozenset()
