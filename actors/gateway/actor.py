@@ -1,37 +1,41 @@
 """``Gateway``: an asyncio TCP server speaking Kafka's protocol, inside a Ray actor.
 
 One detached, named actor (``gateway`` in namespace ``cohort``, ``num_cpus=0``) listens on
-``host:port`` and plays a one-broker Kafka cluster: node ``node_id`` leads every partition and
-coordinates every group, routing each group's requests to the partition actor that owns it.
-Ray restarts it if it dies (``max_restarts=-1``) and it listens again on the same port; the
-clients reconnect as they would to a restarted broker. It holds no state worth keeping: groups
-live in the partitions, topics, ACLs and users in the controller.
+``host:port``: the bootstrap address clients are given. It plays broker ``node_id``: it leads
+every topic partition (the synthetic stream), is the controller, and answers Metadata and the
+admin APIs. Group coordinators are the partition actors, each listening itself
+(``actors.gateway.broker``): Metadata lists them as brokers ``1000 + p`` and FindCoordinator
+sends each group's clients to its own, so group traffic does not pass through here. The
+gateway keeps every partition listening for its clients (``brokers.PartitionBrokers``) and
+still answers any group request a client sends it (routed to the partition by Ray), and what
+needs every partition (ListGroups, DescribeGroups naming groups of many). Ray restarts it if it
+dies (``max_restarts=-1``) and it listens again on the same port; the clients reconnect as they
+would to a restarted broker. It holds no state worth keeping: groups live in the partitions,
+topics, ACLs and users in the controller.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import ssl
 
 import ray
 
 from actors.gateway.admission import Admission
 from actors.gateway.connection import Connection
 from actors.gateway.core import GatewayCore, GatewayOptions
+from actors.gateway.dispatch import HANDLERS
+from actors.gateway.listener import ListenerSpec, tls_context
+from actors.gateway.serving import WireRequest
 from actors.runtime.controller_security import GATEWAY_NAME, SecurityImage
+from protocol.api import BY_API_KEY
 from protocol.config import CoordinatorConfig
+from protocol.wire.codec import RequestHeader, encode_response
 from protocol.wire.topics import Node
 
 log = logging.getLogger(__name__)
 
 __all__ = ["GATEWAY_NAME", "Gateway", "tls_context"]
-
-def tls_context(certfile: str, keyfile: str) -> ssl.SSLContext:
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-    ctx.load_cert_chain(certfile, keyfile)
-    return ctx
 
 
 @ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)
@@ -39,8 +43,9 @@ class Gateway:
     """Kafka's wire protocol in front of the partition actors (see the module docstring)."""
 
     def __init__(self, host: str, port: int, num_partitions: int, config: CoordinatorConfig,
-                 options: GatewayOptions) -> None:
+                 options: GatewayOptions, name: str = GATEWAY_NAME) -> None:
         self.host, self.port = host, port
+        self.name = name
         self.num_partitions = num_partitions
         self.config = config
         self.options = options
@@ -58,7 +63,8 @@ class Gateway:
                                                   reuse_address=True)
         self.port = self._server.sockets[0].getsockname()[1]
         node = Node(self.options.node_id, self.options.advertised_host or self.host, self.port)
-        self.core = GatewayCore(self.num_partitions, self.config, node, self.options)
+        spec = ListenerSpec(self.name, self.host, self.options)
+        self.core = GatewayCore(self.num_partitions, self.config, node, self.options, spec)
         await self.core.start()
         log.info("gateway listening on %s:%d", self.host, self.port)
 
@@ -74,32 +80,74 @@ class Gateway:
         await self._started
         await Connection(self.core, reader, writer).run()
 
+    async def forwarded(self, header: RequestHeader, body: dict, principal: str,
+                        client_host: str) -> bytes | None:
+        """A request a partition's listener received and does not serve itself (Metadata,
+        FindCoordinator, the admin APIs, Fetch ...), already decoded and authenticated there:
+        answered here as if it had come on one of this gateway's connections."""
+        await self._started
+        key = header.api_key
+        self.core.count(key, header.api_version)
+        req = WireRequest(header, body, principal, client_host, BY_API_KEY[key])
+        reply = await HANDLERS[key](self.core, req)
+        return None if reply is None else encode_response(header, reply)
+
     async def address(self) -> str:
         """``host:port`` for ``bootstrap.servers``, once the server listens."""
         await self._started
         return f"{self.core.node.host}:{self.port}"
 
+    async def coordinators(self) -> dict[int, str]:
+        """Where each partition listens for this gateway's clients now (``host:port``), for
+        the partitions known to listen."""
+        await self._started
+        return {p: f"{n.host}:{n.port}" for p in range(self.num_partitions)
+                if (n := self.core.brokers.node_of(p)) is not None}
+
     async def update_security(self, image: SecurityImage) -> None:
         await self._started
         self.core.update_security(image)
 
-    async def stats(self) -> dict:
+    async def drop_share_session(self, group_id: str, member_id: str) -> None:
+        """A share member left through its coordinator: its share session goes too."""
         await self._started
+        self.core.share_sessions.drop(group_id, member_id)
+
+    async def stats(self) -> dict:
+        """This listener's figures; ``served_by_coordinators``: requests by (API key,
+        version) that the partitions' listeners for this gateway served (those that
+        answered)."""
+        await self._started
+        by_coordinators: dict[tuple[int, int], int] = {}
+        for listeners in await self.core.brokers.listener_stats():
+            for key, n in listeners.get(self.name, {}).get("served", {}).items():
+                by_coordinators[key] = by_coordinators.get(key, 0) + n
         return {"connections": self.admission.open, "port": self.port,
                 "max_connections": self.admission.max_connections,
                 "refused_connections": self.admission.refused,
                 "security_version": self.core.security.version,
-                "served": dict(self.core.served)}
+                "served": dict(self.core.served),
+                "coordinators": len(self.core.brokers.nodes()),
+                "served_by_coordinators": by_coordinators}
 
     async def member_epoch(self, group_id: str, member_id: str) -> int:
-        """The epoch (or generation) last sent to this member; -1 if none is known."""
+        """The epoch (or generation) last sent to this member, by its coordinator's listener
+        for this gateway (or by the gateway itself); -1 if none is known."""
         await self._started
-        return self.core.epochs.get((group_id, member_id), -1)
+        p = self.core.router.partition_of(group_id)
+        try:
+            epoch = await self.core.router.handles[p].member_epoch.remote(
+                self.name, group_id, member_id)
+        except Exception:  # restarting: what the gateway itself saw, if anything
+            epoch = -1
+        return epoch if epoch >= 0 else self.core.epochs.get((group_id, member_id), -1)
 
     async def stop(self) -> None:
-        """Stop listening and drop every connection (before the actor is killed)."""
+        """Stop listening and drop every connection (before the actor is killed); the
+        partitions stop listening for this gateway too."""
         await self._started
         self._server.close()
         for task in list(self._connections):
             task.cancel()
         self.core.stop()
+        await self.core.brokers.close_listeners()

@@ -1,21 +1,34 @@
-"""One client connection: frames in, one request at a time, responses out in request order.
+"""One client connection: frames in, requests served, responses out in request order.
 
 Kafka's broker mutes a connection from the moment it reads a request until its response is
-sent, so a client's requests on one connection are served strictly in order; this does the
-same (a long-poll JoinGroup holds its connection, as on Kafka; clients talk to a coordinator
-on a connection of its own). SASL, when configured, comes first: until the exchange completes
-only ApiVersions, SaslHandshake and SaslAuthenticate are served. What ends a connection, and
-only that connection: a frame size outside [0, max_request_bytes], a truncated header, an
-unknown API key, an unsupported version (except ApiVersions, answered in v0 with
-UNSUPPORTED_VERSION as KIP-511 asks), a body that does not decode, a request before
-authentication, a failed authentication, or a handler's unexpected error (logged).
+sent, so a client's requests on one connection are served strictly in order. Clients
+nonetheless pipeline (librdkafka keeps thousands of asynchronous commits in flight on its
+coordinator connection), and serving them one at a time makes each wait for its own turn and
+fsync. So a connection *pipelines* the requests its listener answers within the turn that
+applies them (``pipelined``: commits, offset fetches, heartbeats): each is submitted as soon as
+it is read, in order, and their replies are written in request order. Applying them is
+equivalent to serving them one at a time, because they reach their partition's mailbox in the
+order they were read, and a turn applies its requests in mailbox order. Every other request
+(a JoinGroup that waits for its rebalance, a Metadata, SASL) is served as Kafka serves it:
+after every earlier reply was written, and with nothing read behind it until its own reply is.
+At most ``MAX_IN_FLIGHT`` requests of a connection wait for replies; past that, nothing more
+is read from it until one is written.
 
-A request the client sent behind one still being served is not served once the client has
-closed the connection. A client closes when a request times out (librdkafka does, after a
-heartbeat or commit waited longer than its timeout behind a request the gateway held while a
-partition restarted), gives up on what it sent and sends anew on a new connection. Served
-late, such a request would land after the newer ones: an OffsetCommit the client gave up on
-would take the committed offset back below one it has since seen acknowledged.
+SASL, when configured, comes first: until the exchange completes only ApiVersions,
+SaslHandshake and SaslAuthenticate are served. What ends a connection, and only that
+connection (after the replies to what came before it are written): a frame size outside
+[0, max_request_bytes], a truncated header, an unknown API key, an unsupported version (except
+ApiVersions, answered in v0 with UNSUPPORTED_VERSION as KIP-511 asks), a body that does not
+decode, a request before authentication, a failed authentication, or a handler's unexpected
+error (logged).
+
+A request read after the client closed the connection is not served. A client closes when a
+request times out (librdkafka does, after a heartbeat or commit waited longer than its timeout
+behind a request held while a partition restarted), gives up on what it sent and sends anew on
+a new connection. Served late, such a request would land after the newer ones: an OffsetCommit
+the client gave up on would take the committed offset back below one it has since seen
+acknowledged. (What was submitted before the close is in its partition's mailbox ahead of
+anything the client sends on a new connection, so it cannot land after those.)
 """
 
 from __future__ import annotations
@@ -23,13 +36,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
+from collections.abc import Awaitable, Callable
 
-from actors.gateway.core import GatewayCore, WireRequest
 from actors.gateway.dispatch import HANDLERS
+from actors.gateway.serving import WireRequest
 from protocol.api import BY_API_KEY
 from protocol.security.acls import ANONYMOUS
 from protocol.security.sasl import SaslSession
-from protocol.wire.codec import UnsupportedVersion, WireError, decode_request, encode_response
+from protocol.wire.codec import (
+    Decoded,
+    UnsupportedVersion,
+    WireError,
+    decode_request,
+    encode_response,
+)
 from protocol.wire.framing import FrameError, FrameReader
 from protocol.wire.versions import (
     API_VERSIONS,
@@ -43,6 +63,12 @@ from protocol.wire.versions import (
 log = logging.getLogger(__name__)
 
 READ_CHUNK_BYTES = 64 << 10
+# Requests of one connection submitted and not yet answered, at most (librdkafka's default
+# max.in.flight is 1,000,000; the bound keeps a client from queueing without end).
+MAX_IN_FLIGHT = 1_000
+
+# A request served: its encoded response frame, or None when Kafka sends none (acks=0).
+Respond = Callable[[WireRequest], Awaitable[bytes | None]]
 
 
 class _Close(Exception):
@@ -50,11 +76,17 @@ class _Close(Exception):
 
 
 class Connection:
-    def __init__(self, core: GatewayCore, reader: asyncio.StreamReader,
-                 writer: asyncio.StreamWriter) -> None:
+    def __init__(self, core, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 respond: Respond | None = None,
+                 pipelined: frozenset[int] = frozenset()) -> None:
+        """``core``: the listener's ``Serving`` (options, users, counts); ``respond``: how a
+        request is served (default: the gateway's handlers); ``pipelined``: the API keys
+        submitted without waiting for earlier replies (see the module docstring)."""
         self.core = core
         self.reader = reader
         self.writer = writer
+        self.respond = respond if respond is not None else self._gateway_respond
+        self.pipelined = pipelined
         peer = writer.get_extra_info("peername")
         self.client_host = peer[0] if peer else ""
         self.frames = FrameReader(core.options.max_request_bytes)
@@ -62,8 +94,12 @@ class Connection:
         self.sasl = SaslSession(mechanisms, core.user, lambda: secrets.token_urlsafe(18)) \
             if mechanisms else None
         self.principal = ANONYMOUS if self.sasl is None else None
+        # Replies owed, in request order: (the request's name, its future frame).
+        self._owed: asyncio.Queue[tuple[str, asyncio.Future]] = asyncio.Queue(MAX_IN_FLIGHT)
+        self._failed: str | None = None
 
     async def run(self) -> None:
+        replier = asyncio.get_running_loop().create_task(self._write_replies())
         try:
             while True:
                 data = await self.reader.read(READ_CHUNK_BYTES)
@@ -72,21 +108,24 @@ class Connection:
                 for frame in self.frames.feed(data):
                     if self.reader.at_eof():
                         return  # the client has gone: what it left queued is not served
-                    await self._serve(frame)
+                    await self._take(frame)
         except (_Close, FrameError) as e:
             log.info("closing %s: %s", self.client_host, e)
+            await self._written()  # what came before the bad frame is answered first
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
-            pass  # the client went away, or the gateway is stopping
+            pass  # the client went away, or the listener is stopping
         finally:
+            replier.cancel()
             self.writer.close()
 
-    async def _serve(self, frame: bytes) -> None:
+    async def _take(self, frame: bytes) -> None:
         try:
             decoded = decode_request(frame)
         except UnsupportedVersion as e:
             if e.header.api_key != API_VERSIONS:
                 raise _Close(str(e)) from None
-            await self._send(encode_response(e.header, api_versions_body(35), version=0))
+            await self._reply_now("ApiVersions",
+                                  encode_response(e.header, api_versions_body(35), version=0))
             return
         except WireError as e:
             raise _Close(f"{type(e).__name__}: {e}") from None
@@ -94,34 +133,81 @@ class Connection:
         if self.principal is None and key not in BEFORE_AUTHENTICATION:
             raise _Close(f"{api_name(key)} before SASL authentication completed")
         if key in (SASL_HANDSHAKE, SASL_AUTHENTICATE):
+            await self._written()
             await self._sasl(decoded)
             return
         self.core.count(key, decoded.header.api_version)
         req = WireRequest(decoded.header, decoded.body, self.principal or ANONYMOUS,
                           self.client_host, BY_API_KEY[key])
-        try:
-            body = await HANDLERS[key](self.core, req)
-            if body is not None:
-                await self._send(encode_response(decoded.header, body))
-        except (ConnectionError, _Close):
-            raise
-        except Exception as e:
-            log.exception("%s from %s failed", api_name(key), self.client_host)
-            raise _Close(f"{api_name(key)} failed: {e}") from None
+        if key in self.pipelined:
+            await self._submit(req)
+            return
+        await self._written()  # muted: served alone, as Kafka's broker serves every request
+        await self._submit(req)
+        await self._written()
 
-    async def _sasl(self, decoded) -> None:
+    async def _submit(self, req: WireRequest) -> None:
+        # A task starts at once, in creation order, and a local request reaches its mailbox
+        # before its first suspension: submission order is mailbox order.
+        task = asyncio.get_running_loop().create_task(self.respond(req))
+        await self._owed.put((api_name(req.header.api_key), task))
+        self._check_failed()
+
+    async def _reply_now(self, name: str, data: bytes) -> None:
+        done = asyncio.get_running_loop().create_future()
+        done.set_result(data)
+        await self._owed.put((name, done))
+        await self._written()
+
+    async def _written(self) -> None:
+        """Wait until every reply owed so far is written (or the connection failed)."""
+        await self._owed.join()
+        self._check_failed()
+
+    def _check_failed(self) -> None:
+        if self._failed is not None:
+            raise _Close(self._failed)
+
+    async def _write_replies(self) -> None:
+        """Write each owed reply once it is ready, in request order. A request that failed
+        unexpectedly fails the connection: what is still owed is dropped, and the reader,
+        woken from any wait, closes."""
+        while True:
+            name, reply = await self._owed.get()
+            try:
+                if self._failed is None:
+                    data = await reply
+                    if data is not None:
+                        self.writer.write(data)
+                        if self._owed.empty():
+                            await self.writer.drain()
+            except asyncio.CancelledError:
+                raise
+            except ConnectionError as e:
+                self._failed = f"{type(e).__name__}: {e}"
+            except Exception as e:
+                log.exception("%s from %s failed", name, self.client_host)
+                self._failed = f"{name} failed: {e}"
+                self.writer.close()
+            finally:
+                if self._failed is not None and not reply.done():
+                    reply.cancel()
+                self._owed.task_done()
+
+    async def _gateway_respond(self, req: WireRequest) -> bytes | None:
+        body = await HANDLERS[req.header.api_key](self.core, req)
+        return None if body is None else encode_response(req.header, body)
+
+    async def _sasl(self, decoded: Decoded) -> None:
         if self.sasl is None:  # no SASL on this listener: Kafka closes too
             raise _Close("SASL is not enabled on this listener")
         if decoded.header.api_key == SASL_HANDSHAKE:
             reply = self.sasl.handshake(decoded.body)
         else:
             reply = self.sasl.authenticate(decoded.body)
-        await self._send(encode_response(decoded.header, reply.body))
+        await self._reply_now(api_name(decoded.header.api_key),
+                              encode_response(decoded.header, reply.body))
         if reply.close_after:
             raise _Close(f"SASL failed: {reply.body.get('error_message') or reply.body}")
         if self.sasl.authenticated:
             self.principal = self.sasl.principal
-
-    async def _send(self, data: bytes) -> None:
-        self.writer.write(data)
-        await self.writer.drain()

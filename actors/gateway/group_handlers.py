@@ -69,8 +69,10 @@ def _entry_for(entries: list, group_id: str, entry_type: type) -> object:
 
 
 async def find_coordinator(core: GatewayCore, req: WireRequest) -> dict:
-    return find_coordinator_response(req.body, req.version, core.node,
-                                     lambda g: core.may(req, "DESCRIBE", GROUP, g))
+    """Each group's partition, as the broker it plays (``actors.gateway.brokers``)."""
+    return find_coordinator_response(
+        req.body, req.version, lambda g: core.brokers.node_of(core.router.partition_of(g)),
+        lambda g: core.may(req, "DESCRIBE", GROUP, g))
 
 
 # ------------------------------------------------------------------------ classic groups

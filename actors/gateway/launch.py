@@ -80,7 +80,7 @@ def start_gateway(num_partitions: int, config: CoordinatorConfig, port: int = 90
     actor = Gateway.options(
         name=name, namespace=NAMESPACE, lifetime="detached",
         scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=here, soft=True),
-    ).remote(host, port, num_partitions, config, opts)
+    ).remote(host, port, num_partitions, config, opts, name)
     try:
         return ray.get(actor.address.remote(), timeout=START_TIMEOUT_S)
     except Exception:

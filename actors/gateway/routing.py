@@ -83,6 +83,11 @@ class Router:
         for batcher in self._batchers:
             batcher.close()
 
+    @property
+    def handles(self) -> list:
+        """The ``offsets-<p>`` actor handles, by partition."""
+        return self._handles
+
     def partition_of(self, group_id: str) -> int:
         return partition_for(group_id, self.num_partitions)
 

@@ -30,7 +30,8 @@ MAX_FETCH_WAIT_MS = 5_000
 async def metadata(core: GatewayCore, req: WireRequest) -> dict:
     index = await core.topics(refresh=True)
     return topics.metadata_response(req.body, req.version, index, core.node,
-                                    lambda t: core.may(req, "DESCRIBE", TOPIC, t))
+                                    lambda t: core.may(req, "DESCRIBE", TOPIC, t),
+                                    core.brokers.nodes())
 
 
 async def _controller(call) -> tuple[int, str | None, object]:

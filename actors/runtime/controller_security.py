@@ -1,5 +1,6 @@
 """The controller's security section: ACL bindings and SCRAM users, durable, pushed to the
-gateway.
+gateways and the partitions (each partition is a broker for its groups, with every gateway's
+listener settings).
 
 Kafka keeps both in its metadata log (``kafka-acls``, ``kafka-configs --entity-type users``);
 here they are records in the controller's own log, beside topics and group configs, replayed
@@ -108,16 +109,14 @@ class SecurityStore:
         return msgpack.packb([kind, name, payload], use_bin_type=True)
 
     async def _push_gateway(self) -> None:
-        """Push the image to every running gateway (``gateway``, ``gateway-<name>``)."""
+        """Push the image to every running gateway (``gateway``, ``gateway-<name>``) and
+        every partition (each listens for the gateways' clients and authorizes them), all at
+        once, each bounded by ``PUSH_TIMEOUT_S``."""
         names = [n for n in ray.util.list_named_actors()
                  if n == GATEWAY_NAME or n.startswith(GATEWAY_NAME + "-")]
+        names += [f"offsets-{p}" for p in range(self.num_partitions)]
         image = self.security_image()
-        for name in names:
-            try:
-                gateway = ray.get_actor(name, namespace="cohort")
-                await asyncio.wait_for(gateway.update_security.remote(image), PUSH_TIMEOUT_S)
-            except Exception as e:  # gone or restarting: it re-reads the image on its own
-                log.info("security push to %s failed: %s", name, e)
+        await asyncio.gather(*(_push_security(name, image) for name in names))
 
     def _replay_security(self, kind: str, name: str, payload: object) -> bool:
         """Apply an ``acl`` or ``user`` record; False for any other kind."""
@@ -140,6 +139,14 @@ class SecurityStore:
         out = [_acl_record(b, b) for b in self._acls.values()]
         out += [self._security_record("user", n, c.as_list()) for n, c in self._users.items()]
         return out
+
+
+async def _push_security(name: str, image: SecurityImage) -> None:
+    try:
+        actor = ray.get_actor(name, namespace="cohort")
+        await asyncio.wait_for(actor.update_security.remote(image), PUSH_TIMEOUT_S)
+    except Exception as e:  # gone or restarting: a gateway re-reads the image on its own, and
+        log.info("security push to %s failed: %s", name, e)  # it brings partitions up to date
 
 
 def _acl_record(b: AclBinding, payload: AclBinding | None) -> bytes:

@@ -5,8 +5,9 @@ turn logic (replies only after durability, a failed write or a bug answered with
 COORDINATOR_NOT_AVAILABLE and a reload from storage, fenced for good on NOT_COORDINATOR,
 bounds, COORDINATOR_LOAD_IN_PROGRESS while loading) and runs without Ray. What is Ray's lives
 here: the actor, its loop task, the controller lookup, the log under ``storage_path`` (local
-or an object store: ``storage_factory``), the metrics agent, and which groups hash to this
-partition.
+or an object store: ``storage_factory``), the metrics agent, which groups hash to this
+partition, and its Kafka listeners (``actors.gateway.broker``: Kafka clients reach the
+partition directly, as they reach a Kafka coordinator; the gateway asks it to listen).
 """
 
 from __future__ import annotations
@@ -17,7 +18,10 @@ from collections.abc import Callable
 
 import ray
 
+from actors.gateway.broker import PartitionBroker
+from actors.gateway.listener import ListenerSpec
 from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE, ControllerImage
+from actors.runtime.controller_security import SecurityImage
 from actors.runtime.fileops import FileOps
 from actors.runtime.metrics import PartitionMetrics
 from actors.runtime.storage_factory import open_storage
@@ -52,6 +56,8 @@ class OffsetsPartition:
             metrics=PartitionMetrics(partition), seed=os.getpid(),
         )
         self._loop_task = asyncio.get_running_loop().create_task(self._turns.run())
+        self._broker = PartitionBroker(partition, num_partitions, self._turns,
+                                       ray.util.get_node_ip_address())
 
     # ------------------------------------------------------------------ requests
 
@@ -66,6 +72,27 @@ class OffsetsPartition:
     async def update_image(self, image: ControllerImage) -> None:
         """The controller's push; older images than the one applied are ignored."""
         self._turns.update_image(image)
+
+    # ------------------------------------------------------------------ Kafka listeners
+
+    async def listen(self, spec: ListenerSpec, port_hint: int = 0) -> tuple[str, int, int]:
+        """Listen for the clients of ``spec``'s gateway (idempotent): (host, port, version of
+        the security image held). ``port_hint``: where it listened before, tried first."""
+        return await self._broker.listen(spec, port_hint)
+
+    async def close_listener(self, gateway: str) -> None:
+        self._broker.close(gateway)
+
+    async def update_security(self, image: SecurityImage) -> None:
+        """Users and ACLs, pushed by the controller (and by a gateway that has a newer one)."""
+        self._broker.update_security(image)
+
+    async def member_epoch(self, gateway: str, group_id: str, member_id: str) -> int:
+        """The epoch (or generation) last sent to a member on ``gateway``'s listener; -1."""
+        return self._broker.member_epoch(gateway, group_id, member_id)
+
+    async def listeners(self) -> dict:
+        return self._broker.stats()
 
     # ------------------------------------------------------------------ inspection
 

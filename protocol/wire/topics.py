@@ -1,7 +1,8 @@
 """Metadata and the topic admin APIs (CreateTopics, DeleteTopics, CreatePartitions) on the wire.
 
-The gateway is a one-broker cluster: it leads every partition, is its only replica, and is the
-controller. Topics are the controller's (``cluster.create_topic``); their ids are stable (the
+The gateway leads every topic partition, is its only replica, and is the controller; the
+other brokers Metadata lists are the coordinators (the partition actors' listeners), which lead
+nothing. Topics are the controller's (``cluster.create_topic``); their ids are stable (the
 controller keeps them), so Metadata by name and by id agree across calls and restarts. Topics
 are never created by Metadata (``allow_auto_topic_creation`` is ignored, as on a Kafka cluster
 with ``auto.create.topics.enable=false``). The admin requests are planned here (checked field
@@ -28,7 +29,7 @@ CLUSTER_ID = "cohort"
 
 @dataclass(frozen=True)
 class Node:
-    """The gateway as a broker: Metadata's and FindCoordinator's one node."""
+    """A broker as Metadata and FindCoordinator name it: the gateway, or a partition."""
 
     node_id: int
     host: str
@@ -65,18 +66,22 @@ class TopicIndex:
 
 
 def metadata_response(body: dict, version: int, index: TopicIndex, node: Node,
-                      may_describe: Callable[[str], bool]) -> dict:
-    """Metadata's reply: the named topics (or all, filtered by what the principal may see)."""
+                      may_describe: Callable[[str], bool],
+                      coordinators: Iterable[Node] = ()) -> dict:
+    """Metadata's reply: the named topics (or all, filtered by what the principal may see),
+    led by ``node``; the brokers are ``node`` and the ``coordinators`` (the partitions'
+    listeners: clients drop a broker Metadata no longer names, coordinator or not)."""
     requested = body.get("topics")
     if requested is None or (version == 0 and not requested):
         entries = [_topic_entry(t, node) for name, t in sorted(index.by_name.items())
                    if may_describe(name)]
     else:
         entries = [_requested_entry(r, index, node, may_describe) for r in requested]
-    broker = {"node_id": node.node_id, "host": node.host, "port": node.port, "rack": None}
+    brokers = [{"node_id": n.node_id, "host": n.host, "port": n.port, "rack": None}
+               for n in (node, *coordinators)]
     return {
         "throttle_time": 0,
-        "brokers": [broker],
+        "brokers": brokers,
         "cluster_id": CLUSTER_ID,
         "controller_id": node.node_id,
         "topics": entries,

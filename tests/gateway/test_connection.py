@@ -82,3 +82,86 @@ def test_a_commit_queued_behind_a_held_request_is_not_served_after_the_client_cl
 
     asyncio.run(scenario())
     assert served == [100]
+
+
+def _read_frames(sock: socket.socket, n: int) -> list[int]:
+    """The correlation ids of the next ``n`` response frames, in the order they came."""
+    ids, buf = [], b""
+    while len(ids) < n:
+        while len(buf) < 4 or len(buf) < 4 + struct.unpack(">i", buf[:4])[0]:
+            chunk = sock.recv(65536)
+            assert chunk, "the connection closed early"
+            buf += chunk
+        size = struct.unpack(">i", buf[:4])[0]
+        ids.append(struct.unpack(">i", buf[4:8])[0])
+        buf = buf[4 + size:]
+    return ids
+
+
+def _serve_one(respond, pipelined, send: bytes, replies: int,
+               then_closed: bool = False) -> list[int]:
+    """One connection on a real socket with ``respond`` as its handler: ``send`` written at
+    once, the correlation ids of the first ``replies`` response frames returned (and, with
+    ``then_closed``, the connection checked to close right after them)."""
+
+    async def scenario() -> list[int]:
+        server = await asyncio.start_server(
+            lambda r, w: connection.Connection(_Core(), r, w, respond, pipelined).run(),
+            "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        client = socket.create_connection(("127.0.0.1", port))
+        client.settimeout(10)
+        client.sendall(send)
+        ids = await asyncio.to_thread(_read_frames, client, replies)
+        if then_closed:
+            assert await asyncio.to_thread(client.recv, 65536) == b""
+        client.close()
+        server.close()
+        return ids
+
+    return asyncio.run(scenario())
+
+
+def _reply(correlation_id: int) -> bytes:
+    return frame(struct.pack(">i", correlation_id) + struct.pack(">i", 0))
+
+
+def test_pipelined_requests_are_all_submitted_at_once_and_answered_in_request_order():
+    submitted: list[int] = []
+
+    async def respond(req) -> bytes:
+        cid = req.header.correlation_id
+        submitted.append(cid)
+        # The first is answered last: its reply is held until every later one was submitted.
+        while cid == 1 and len(submitted) < 5:
+            await asyncio.sleep(0.001)
+        return _reply(cid)
+
+    sent = b"".join(_offset_commit(i, "g", i) for i in range(1, 6))
+    assert _serve_one(respond, frozenset({OFFSET_COMMIT}), sent, 5) == [1, 2, 3, 4, 5]
+    assert submitted == [1, 2, 3, 4, 5]
+
+
+def test_a_request_that_is_not_pipelined_waits_until_every_earlier_reply_is_written():
+    events: list[str] = []
+
+    async def respond(req) -> bytes:
+        cid = req.header.correlation_id
+        events.append(f"start {cid}")
+        await asyncio.sleep(0.01 if cid == 1 else 0)
+        events.append(f"end {cid}")
+        return _reply(cid)
+
+    sent = b"".join(_offset_commit(i, "g", i) for i in range(1, 4))
+    assert _serve_one(respond, frozenset(), sent, 3) == [1, 2, 3]
+    assert events == ["start 1", "end 1", "start 2", "end 2", "start 3", "end 3"]
+
+
+def test_a_bad_frame_behind_pipelined_requests_closes_only_after_their_replies():
+    async def respond(req) -> bytes:
+        await asyncio.sleep(0.01)
+        return _reply(req.header.correlation_id)
+
+    unknown_api = frame(struct.pack(">hhi", 999, 0, 9) + _string("test"))
+    sent = _offset_commit(1, "g", 1) + _offset_commit(2, "g", 2) + unknown_api
+    assert _serve_one(respond, frozenset({OFFSET_COMMIT}), sent, 2, then_closed=True) == [1, 2]

@@ -102,6 +102,17 @@ def _authenticate(client: WireClient, user: str, password: str, mechanism: str) 
     return final.error_code
 
 
+def _offset_commit(group: str, topic: str, offset: int):
+    oc = OffsetCommitRequest
+    return oc[8](group_id=group, generation_id_or_member_epoch=-1, member_id="",
+                 group_instance_id=None, topics=[oc.OffsetCommitRequestTopic(
+                     name=topic, partitions=[oc.OffsetCommitRequestTopic.
+                                             OffsetCommitRequestPartition(
+                                                 partition_index=0, committed_offset=offset,
+                                                 committed_leader_epoch=-1,
+                                                 committed_metadata="")])])
+
+
 def test_acls_are_added_listed_and_removed_with_cohort_acls(cluster):
     group, topic = unique("acl-cli"), unique("acl-cli-t")
     added = json.loads(_cohort("acls", "--add", "--allow-principal", "User:carol",
@@ -141,15 +152,7 @@ def test_an_unauthorised_principal_gets_group_authorization_failed_and_changes_n
     assert cluster.describe(group).error_code == Errors.GROUP_ID_NOT_FOUND  # never created
     client = WireClient(bootstrap, tls=_tls(cert))
     assert _authenticate(client, "bob", PASSWORDS["bob"], "PLAIN") == 0
-    oc = OffsetCommitRequest
-    commit = oc[8](group_id=group, generation_id_or_member_epoch=-1, member_id="",
-                   group_instance_id=None, topics=[oc.OffsetCommitRequestTopic(
-                       name=topic, partitions=[oc.OffsetCommitRequestTopic.
-                                               OffsetCommitRequestPartition(
-                                                   partition_index=0, committed_offset=99,
-                                                   committed_leader_epoch=-1,
-                                                   committed_metadata="")])])
-    reply = client.call(commit, OffsetCommitResponse, 8)
+    reply = client.call(_offset_commit(group, topic, 99), OffsetCommitResponse, 8)
     assert reply.topics[0].partitions[0].error_code == 30  # GROUP_AUTHORIZATION_FAILED
     assert cluster.call(m.OffsetFetchRequest(group_id=group)).topics == []
     client.close()
@@ -182,3 +185,33 @@ def test_a_super_user_needs_no_acl(cluster, secure, members):
     admin = members.add(bootstrap, group, [topic],
                         config=_client_config(cert, "admin", "SCRAM-SHA-256"))
     wait_for(lambda: whole([admin], [(topic, 0)]))
+
+
+def test_a_partition_listener_demands_what_its_gateway_demands(cluster, secure):
+    """Group traffic goes to the partitions' own listeners: TLS, SASL and the same ACLs and
+    users hold there as at the gateway."""
+    _, cert = secure
+    group, topic = unique("sec-part"), unique("sec-part-t")
+    cluster.create_topic(topic, 1)
+    gateway = ray.get_actor(NAME, namespace="cohort")
+    address = wait_for(lambda: ray.get(gateway.coordinators.remote()).get(
+        cluster.partition_for(group)))
+    early = WireClient(address, tls=_tls(cert))
+    early.send(MetadataRequest[12](topics=None, allow_auto_topic_creation=False))
+    assert early.closed_by_peer()
+    bob = WireClient(address, tls=_tls(cert))
+    assert _authenticate(bob, "bob", "not-his-password", "SCRAM-SHA-256") == 58
+    bob = WireClient(address, tls=_tls(cert))
+    assert _authenticate(bob, "bob", PASSWORDS["bob"], "PLAIN") == 0
+    denied = bob.call(_offset_commit(group, topic, 5), OffsetCommitResponse, 8)
+    assert denied.topics[0].partitions[0].error_code == 30  # GROUP_AUTHORIZATION_FAILED
+    bob.close()
+    admin_security.add_acls([AclBinding("User:alice", "GROUP", group, "READ"),
+                             AclBinding("User:alice", "TOPIC", topic, "READ")])
+    alice = WireClient(address, tls=_tls(cert))
+    assert _authenticate(alice, "alice", PASSWORDS["alice"], "SCRAM-SHA-256") == 0
+    allowed = alice.call(_offset_commit(group, topic, 6), OffsetCommitResponse, 8)
+    alice.close()
+    assert allowed.topics[0].partitions[0].error_code == 0
+    fetched = cluster.call(m.OffsetFetchRequest(group_id=group)).topics
+    assert [(t.name, p.committed_offset) for t in fetched for p in t.partitions] == [(topic, 6)]

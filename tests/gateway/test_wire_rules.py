@@ -156,16 +156,33 @@ def test_a_batched_offset_fetch_asks_each_group_and_answers_in_the_batched_shape
 # ---------------------------------------------------------------- coordinator, metadata
 
 
-def test_find_coordinator_answers_the_gateway_for_each_group_key_in_a_batch():
-    resp = find_coordinator_response({"key_type": 0, "coordinator_keys": ["a", "b"]}, 4, NODE,
-                                     lambda g: g == "a")
-    a, b = resp["coordinators"]
-    assert (a["node_id"], a["port"], a["error_code"]) == (0, 9092, 0)
-    assert b["error_code"] == 30  # GROUP_AUTHORIZATION_FAILED
-    v0 = find_coordinator_response({"key": "a"}, 0, NODE, everyone)
-    assert (v0["node_id"], v0["host"], v0["error_code"]) == (0, "127.0.0.1", 0)
-    txn = find_coordinator_response({"key": "t", "key_type": 1}, 3, NODE, everyone)
+def test_find_coordinator_names_each_groups_own_coordinator_in_a_batch():
+    coordinators = {"a": Node(1003, "127.0.0.1", 40001), "c": Node(1001, "10.0.0.2", 40002)}
+    resp = find_coordinator_response({"key_type": 0, "coordinator_keys": ["a", "b", "c"]}, 4,
+                                     coordinators.get, lambda g: g != "b")
+    a, b, c = resp["coordinators"]
+    assert (a["key"], a["node_id"], a["port"], a["error_code"]) == ("a", 1003, 40001, 0)
+    assert b["error_code"] == 30 and b["node_id"] == -1  # GROUP_AUTHORIZATION_FAILED
+    assert (c["node_id"], c["host"], c["port"]) == (1001, "10.0.0.2", 40002)
+    v0 = find_coordinator_response({"key": "a"}, 0, coordinators.get, everyone)
+    assert (v0["node_id"], v0["host"], v0["error_code"]) == (1003, "127.0.0.1", 0)
+    txn = find_coordinator_response({"key": "t", "key_type": 1}, 3, coordinators.get, everyone)
     assert txn["error_code"] == 15 and "groups only" in txn["error_message"]
+
+
+def test_find_coordinator_says_not_available_while_the_groups_partition_does_not_listen():
+    moving = find_coordinator_response({"key": "g"}, 3, lambda g: None, everyone)
+    assert moving["error_code"] == 15  # COORDINATOR_NOT_AVAILABLE: clients retry
+    assert (moving["node_id"], moving["host"], moving["port"]) == (-1, "", -1)
+
+
+def test_metadata_lists_the_coordinators_as_brokers_that_lead_nothing():
+    coordinators = [Node(1000, "127.0.0.1", 40000), Node(1001, "127.0.0.1", 40001)]
+    resp = topics.metadata_response({"topics": None}, 12, INDEX, NODE, everyone, coordinators)
+    assert [b["node_id"] for b in resp["brokers"]] == [0, 1000, 1001]
+    assert resp["controller_id"] == 0
+    leaders = {p["leader_id"] for t in resp["topics"] for p in t["partitions"]}
+    assert leaders == {0}
 
 
 def test_metadata_by_name_and_by_id_agree_and_unknown_topics_say_so():

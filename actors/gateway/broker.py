@@ -1,0 +1,263 @@
+"""A partition actor as a Kafka broker: the coordinator of its groups, listening itself.
+
+Kafka's clients talk to their group's coordinator directly (FindCoordinator names it), so in
+Cohort each ``offsets-<p>`` actor listens for Kafka's protocol and serves its groups' requests
+in its own process: socket, decode, the partition's turn (durable), encode, socket, with no
+Ray call and no other process in between. One listener per gateway (``ListenerSpec``: the
+gateway's TLS, SASL and ACL settings; its users and ACLs come with the security image the
+controller and the gateway push).
+
+What a partition serves itself (``LOCAL``): the group coordinator's APIs, answered for the
+groups that hash to it (any other group is NOT_COORDINATOR, as on a Kafka broker that does not
+coordinate it), and ApiVersions and SASL. ListGroups answers none: Kafka's admin clients ask
+every broker in Metadata and merge, and the gateway already lists every group. Everything else
+a client may send to any broker (Metadata, FindCoordinator, the topic and config admin APIs,
+Fetch and the share-partition APIs) is forwarded to the gateway, whose answer is the
+cluster's: there is one Metadata, one topic index, one synthetic stream. The hot requests
+(commits, offset fetches, heartbeats) are pipelined (``connection``) and are applied as
+requests the wire codec built (``typed``: checked once, at the codec).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import ray
+
+from actors.gateway import group_handlers as groups
+from actors.gateway import share_handlers as shares
+from actors.gateway.admission import Admission
+from actors.gateway.connection import Connection
+from actors.gateway.dispatch import api_versions
+from actors.gateway.listener import (
+    ListenerSpec,
+    partition_address,
+    partition_node_id,
+    tls_context,
+)
+from actors.gateway.serving import Serving, WireRequest
+from actors.runtime.controller import NAMESPACE
+from actors.runtime.controller_security import SecurityImage
+from actors.runtime.turns import PartitionTurns
+from protocol.api import BY_API_KEY, error_response
+from protocol.errors import Errors
+from protocol.placement import partition_for
+from protocol.wire.codec import encode_response
+from protocol.wire.topics import Node, TopicIndex
+
+log = logging.getLogger(__name__)
+
+# The APIs a partition answers itself, by Kafka's name; the rest goes to the gateway.
+LOCAL = {
+    "ApiVersions": api_versions,
+    "OffsetCommit": groups.offset_commit,
+    "OffsetFetch": groups.offset_fetch,
+    "JoinGroup": groups.join_group,
+    "Heartbeat": groups.heartbeat,
+    "LeaveGroup": groups.leave_group,
+    "SyncGroup": groups.sync_group,
+    "DescribeGroups": groups.describe_groups,
+    "ListGroups": groups.list_groups,
+    "DeleteGroups": groups.delete_groups,
+    "OffsetDelete": groups.offset_delete,
+    "ConsumerGroupHeartbeat": groups.consumer_group_heartbeat,
+    "ConsumerGroupDescribe": groups.consumer_group_describe,
+    "ShareGroupHeartbeat": shares.share_group_heartbeat,
+    "ShareGroupDescribe": shares.share_group_describe,
+    "AlterShareGroupOffsets": shares.alter_share_group_offsets,
+    "DeleteShareGroupOffsets": shares.delete_share_group_offsets,
+}
+# Answered within the turn that applies them: submitted as soon as read (``connection``).
+PIPELINED = frozenset(key for key, api in BY_API_KEY.items() if api.name in {
+    "OffsetCommit", "OffsetFetch", "Heartbeat", "ConsumerGroupHeartbeat"})
+
+
+class LocalRoute:
+    """``actors.gateway.routing.Router``'s calls, answered by this partition's own turns:
+    what the group handlers send reaches the mailbox directly. A request for a group of
+    another partition is refused by the turns (NOT_COORDINATOR), as by a Kafka broker that is
+    not its coordinator."""
+
+    def __init__(self, turns: PartitionTurns, partition: int, num_partitions: int) -> None:
+        self._turns = turns
+        self._partition = partition
+        self._num_partitions = num_partitions
+
+    async def call(self, request: object) -> object:
+        return (await self._turns.handle_batch([request]))[0]
+
+    async def call_by_partition(self, group_ids: list[str], make) -> dict[str, object]:
+        mine = [g for g in group_ids if partition_for(g, self._num_partitions) == self._partition]
+        others = [g for g in group_ids if g not in set(mine)]
+        out: dict[str, object] = {}
+        if mine:
+            out.update(dict.fromkeys(mine, await self.call(make(mine))))
+        if others:
+            refusal = error_response(make(others), Errors.NOT_COORDINATOR,
+                                     f"offsets-{self._partition} does not coordinate them")
+            out.update(dict.fromkeys(others, refusal))
+        return out
+
+    async def call_all(self, request: object) -> list[object]:
+        return []  # ListGroups: the gateway lists every group (module docstring)
+
+
+class _GatewaySessions:
+    """The share sessions live at the gateway (the share-partition leader); a member that
+    leaves through its coordinator has its session dropped there too."""
+
+    def __init__(self, gateway: str) -> None:
+        self._gateway = gateway
+
+    def drop(self, group_id: str, member_id: str) -> None:
+        try:
+            ray.get_actor(self._gateway, namespace=NAMESPACE).drop_share_session.remote(
+                group_id, member_id)
+        except Exception as e:  # the gateway is restarting: its session expires on its own
+            log.info("share session of %s/%s not dropped: %s", group_id, member_id, e)
+
+
+class BrokerCore(Serving):
+    """What the group handlers read of a listener, in a partition (``GatewayCore``'s half
+    that the coordinator needs): the route to this partition's turns and the topics of the
+    image the partition applies."""
+
+    def __init__(self, node: Node, spec: ListenerSpec, route: LocalRoute,
+                 turns: PartitionTurns) -> None:
+        super().__init__(node, spec.options)
+        self.router = route
+        self.share_sessions = _GatewaySessions(spec.gateway)
+        self._turns = turns
+        self._index = TopicIndex()
+        self._index_of: object = None
+
+    async def topics_knowing(self, names=(), uuids=()) -> TopicIndex:
+        """The topics of the image this partition applies: the controller pushes every
+        change before it returns, so no request waits on the controller."""
+        shard = self._turns.shard
+        image = shard.image if shard is not None else None
+        if image is not None and image is not self._index_of:
+            self._index, self._index_of = TopicIndex(image.topics()), image
+        return self._index
+
+
+class Listener:
+    """One gateway's listener in this partition: a server, its connections, their bound."""
+
+    def __init__(self, spec: ListenerSpec, core: BrokerCore) -> None:
+        self.spec = spec
+        self.core = core
+        self.admission = Admission(spec.options.max_connections)
+        self._server: asyncio.base_events.Server | None = None
+        self._connections: set[asyncio.Task] = set()
+        self._forward_to = None
+
+    @property
+    def port(self) -> int:
+        return self._server.sockets[0].getsockname()[1]
+
+    async def start(self, bind_host: str, port_hint: int) -> None:
+        options = self.spec.options
+        tls = tls_context(options.tls_certfile, options.tls_keyfile) \
+            if options.tls_certfile else None
+        for port in ([port_hint, 0] if port_hint else [0]):
+            try:
+                self._server = await asyncio.start_server(
+                    self._accept, bind_host, port, ssl=tls, reuse_address=True)
+                return
+            except OSError as e:  # the old port is taken: any port will do
+                log.info("cannot listen on %s:%d (%s)", bind_host, port, e)
+        raise OSError(f"cannot listen on {bind_host}")
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._connections):
+            task.cancel()
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        self._connections.add(task)
+        try:
+            await self.admission.serve(reader, writer, self._serve)
+        finally:
+            self._connections.discard(task)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await Connection(self.core, reader, writer, self._respond, PIPELINED).run()
+
+    async def _respond(self, req: WireRequest) -> bytes | None:
+        handler = LOCAL.get(req.api.name)
+        if handler is not None:
+            body = await handler(self.core, req)
+            return None if body is None else encode_response(req.header, body)
+        if self._forward_to is None:
+            self._forward_to = ray.get_actor(self.spec.gateway, namespace=NAMESPACE)
+        try:
+            return await self._forward_to.forwarded.remote(
+                req.header, req.body, req.principal, req.client_host)
+        except Exception:
+            self._forward_to = None  # restarted, maybe: found again next time
+            raise
+
+
+class PartitionBroker:
+    """Every listener of one partition, by gateway name (see the module docstring)."""
+
+    def __init__(self, partition: int, num_partitions: int, turns: PartitionTurns,
+                 node_ip: str) -> None:
+        self._partition = partition
+        self._turns = turns
+        self._route = LocalRoute(turns, partition, num_partitions)
+        self._node_ip = node_ip
+        self._listeners: dict[str, Listener] = {}
+        self.security = SecurityImage(-1)
+
+    async def listen(self, spec: ListenerSpec, port_hint: int = 0) -> tuple[str, int, int]:
+        """Listen for ``spec``'s gateway (if not already, with the same spec): the host and
+        port clients reach this partition at, and the security image version it holds."""
+        if self._turns.state == "fenced":
+            self.close_all()
+            raise RuntimeError(f"offsets-{self._partition} is fenced: it serves nobody")
+        listener = self._listeners.get(spec.gateway)
+        if listener is None or listener.spec != spec:
+            if listener is not None:
+                listener.close()
+            bind_host, advertised = partition_address(spec.host, self._node_ip)
+            core = BrokerCore(Node(partition_node_id(self._partition), advertised, 0), spec,
+                              self._route, self._turns)
+            core.update_security(self.security)
+            listener = Listener(spec, core)
+            await listener.start(bind_host, port_hint)
+            core.node = Node(core.node.node_id, advertised, listener.port)
+            self._listeners[spec.gateway] = listener
+            log.info("offsets-%d listens for %s on %s:%d", self._partition, spec.gateway,
+                     advertised, listener.port)
+        return listener.core.node.host, listener.core.node.port, self.security.version
+
+    def close(self, gateway: str) -> None:
+        listener = self._listeners.pop(gateway, None)
+        if listener is not None:
+            listener.close()
+
+    def close_all(self) -> None:
+        for name in list(self._listeners):
+            self.close(name)
+
+    def update_security(self, image: SecurityImage) -> None:
+        if image.version < self.security.version:
+            return
+        self.security = image
+        for listener in self._listeners.values():
+            listener.core.update_security(image)
+
+    def member_epoch(self, gateway: str, group_id: str, member_id: str) -> int:
+        listener = self._listeners.get(gateway)
+        return -1 if listener is None else listener.core.epochs.get((group_id, member_id), -1)
+
+    def stats(self) -> dict:
+        return {name: {"port": lst.port, "connections": lst.admission.open,
+                       "refused_connections": lst.admission.refused,
+                       "served": dict(lst.core.served)}
+                for name, lst in self._listeners.items()}

@@ -1,0 +1,69 @@
+"""A gateway's listener, as the partitions open it too: the spec a partition needs to listen
+for one gateway's clients, the node ids the partitions play, and where a partition binds.
+
+Kafka's coordinator is a broker: a client finds the coordinator of its group
+(FindCoordinator) and talks to that broker directly. Cohort's coordinators are the
+``offsets-<p>`` partition actors, so each opens a listener for every gateway (one per
+security setup: a plaintext ``gateway``, a SASL ``gateway-sasl`` ...), with that gateway's
+TLS, SASL and ACL settings; the gateway names them in Metadata and FindCoordinator as brokers
+``PARTITION_NODE_BASE + p`` (stable per partition, whatever node or port it is on now).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import ssl
+from dataclasses import dataclass
+
+from actors.gateway.serving import GatewayOptions
+
+# Partition p is broker PARTITION_NODE_BASE + p in Metadata; the gateway is its own node_id
+# (0 unless set), which must stay below this.
+PARTITION_NODE_BASE = 1000
+WILDCARD = "0.0.0.0"
+
+
+@dataclass(frozen=True)
+class ListenerSpec:
+    """One gateway's listener: its name (``gateway`` or ``gateway-<x>``, the actor a
+    partition forwards what it does not serve itself to), the host it binds, its options."""
+
+    gateway: str
+    host: str
+    options: GatewayOptions
+
+
+def partition_node_id(p: int) -> int:
+    return PARTITION_NODE_BASE + p
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def partition_address(gateway_host: str, node_ip: str) -> tuple[str, str]:
+    """(host to bind, host to advertise) for a partition's listener, given the host its
+    gateway binds and the address of the partition's own node.
+
+    A gateway on loopback serves clients on its own machine only: its partitions (on that
+    machine too, or unreachable anyway) bind and advertise the same loopback address. Any
+    other gateway host means clients come over the network: a partition may run on any node,
+    so it binds every interface of its node and advertises that node's address (the gateway's
+    own address, or ``advertised_host``, names the gateway's node, not the partition's).
+    """
+    if is_loopback(gateway_host):
+        return gateway_host, gateway_host
+    return WILDCARD, node_ip
+
+
+def tls_context(certfile: str, keyfile: str) -> ssl.SSLContext:
+    """A listener's TLS (1.2 and up) with the gateway's certificate and key."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.load_cert_chain(certfile, keyfile)
+    return ctx

@@ -1,0 +1,129 @@
+"""What every Kafka listener of Cohort holds, whoever runs it: the options it was started with,
+the node it plays, the users and ACLs it enforces, what it served, and the epochs it told.
+
+Two kinds of process listen for Kafka's protocol: the gateway (bootstrap, Metadata, the admin
+APIs, the synthetic stream) and each ``offsets-<p>`` partition actor (the coordinator of its
+groups: ``actors.gateway.broker``). A client reaches both with one principal and one set of
+credentials, so both authenticate and authorize alike; this is that one half, and the group
+handlers (``group_handlers``, ``share_handlers``) are written against it plus a ``router``
+(how a request reaches its partition: a Ray call at the gateway, a direct call in the
+partition).
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+from dataclasses import dataclass
+
+from actors.gateway.admission import MAX_CONNECTIONS
+from actors.runtime.controller_security import SecurityImage
+from protocol.api import Api
+from protocol.security.acls import authorize
+from protocol.security.scram import ScramCredential
+from protocol.wire.codec import RequestHeader
+from protocol.wire.framing import MAX_REQUEST_BYTES
+from protocol.wire.topics import Node
+
+MAX_TRACKED_MEMBERS = 100_000
+
+
+@dataclass(frozen=True)
+class GatewayOptions:
+    """How the gateway listens and what it demands (Kafka's listener and broker settings);
+    the partitions' listeners for this gateway demand the same.
+
+    ``sasl_mechanisms``: empty for no authentication (PLAINTEXT / SSL), else any of ``PLAIN``
+    and ``SCRAM-SHA-256`` (SASL_PLAINTEXT / SASL_SSL). ``tls_certfile`` / ``tls_keyfile``: PEM
+    files that turn TLS on (a partition on another node reads them at the same path).
+    ``authorizer``: check ACLs (Kafka's ``authorizer.class.name``); off, everything is
+    allowed. ``super_users``: principals the authorizer always allows. ``max_connections``:
+    open client connections at most, per listener (Kafka's ``max.connections``); one more is
+    closed at once (``actors.gateway.admission``).
+    """
+
+    sasl_mechanisms: tuple[str, ...] = ()
+    tls_certfile: str | None = None
+    tls_keyfile: str | None = None
+    authorizer: bool = False
+    super_users: tuple[str, ...] = ()
+    node_id: int = 0
+    advertised_host: str | None = None
+    max_request_bytes: int = MAX_REQUEST_BYTES
+    max_connections: int = MAX_CONNECTIONS
+    records_per_s: float = 50.0
+    batch_interval_ms: int = 200
+    # The stream began at the Unix epoch: its end is past any Ray consumer's position (they
+    # process at the same rate, from later), and the same for every gateway and restart.
+    stream_anchor_ms: int = 0
+
+
+@dataclass
+class WireRequest:
+    """One decoded request, who sent it, and its row of the API table (``protocol.api``):
+    what a handler translates it with."""
+
+    header: RequestHeader
+    body: dict
+    principal: str
+    client_host: str
+    api: Api
+
+    @property
+    def version(self) -> int:
+        return self.header.api_version
+
+    @property
+    def client_id(self) -> str:
+        return self.header.client_id or ""
+
+
+class Serving:
+    """A listener's node, options, security image and bookkeeping (see the module docstring).
+
+    The security image only moves forward (a push older than the one held is ignored), so a
+    late push cannot bring back an ACL that was removed.
+    """
+
+    def __init__(self, node: Node, options: GatewayOptions) -> None:
+        self.node = node
+        self.options = options
+        self.security = SecurityImage(-1)
+        # Requests served, by (API key, version): what clients actually spoke (bounded by the
+        # number of versions the API table serves).
+        self.served: dict[tuple[int, int], int] = {}
+        # The epoch (or classic generation) last sent to each member, newest last: what a
+        # real client's callbacks ran under, for timelines. At most MAX_TRACKED_MEMBERS.
+        self.epochs: collections.OrderedDict[tuple[str, str], int] = collections.OrderedDict()
+
+    # ----------------------------------------------------------------- security
+
+    def update_security(self, image: SecurityImage) -> None:
+        if image.version >= self.security.version:
+            self.security = image
+
+    def user(self, name: str) -> ScramCredential | None:
+        return self.security.users.get(name)
+
+    def may(self, req: WireRequest, operation: str, resource_type: str, name: str) -> bool:
+        if not self.options.authorizer:
+            return True
+        return authorize(self.security.acls, req.principal, req.client_host, operation,
+                         resource_type, name, self.options.super_users)
+
+    # -------------------------------------------------------------- bookkeeping
+
+    def saw_epoch(self, group_id: str, member_id: str | None, epoch: int) -> None:
+        if not member_id or epoch < 0:
+            return
+        self.epochs[(group_id, member_id)] = epoch
+        self.epochs.move_to_end((group_id, member_id))
+        while len(self.epochs) > MAX_TRACKED_MEMBERS:
+            self.epochs.popitem(last=False)
+
+    def count(self, api_key: int, version: int) -> None:
+        self.served[(api_key, version)] = self.served.get((api_key, version), 0) + 1
+
+    @staticmethod
+    def now_ms() -> int:
+        return int(time.time() * 1000)
