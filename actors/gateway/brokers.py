@@ -92,8 +92,9 @@ class PartitionBrokers:
             await asyncio.sleep(WATCH_EVERY_S)
 
     async def _listen(self, handle, p: int) -> None:
-        host, port, security_version = await handle.listen.remote(
-            self._spec, self._port_hints.get(p, 0))
+        base = self._spec.options.coordinator_port
+        hint = base + p if base else self._port_hints.get(p, 0)
+        host, port, security_version = await handle.listen.remote(self._spec, hint)
         image = self._security()
         if security_version < image.version:
             await handle.update_security.remote(image)

@@ -66,6 +66,10 @@ def start_gateway(num_partitions: int, config: CoordinatorConfig, port: int = 90
             raise ValueError(f"unknown SASL mechanism {mech!r}; supported: {list(MECHANISMS)}")
     if bool(options.get("tls_certfile")) != bool(options.get("tls_keyfile")):
         raise ValueError("TLS needs both tls_certfile and tls_keyfile")
+    base = options.get("coordinator_port", 0)
+    if not isinstance(base, int) or not (base == 0 or 1 <= base <= 65535 - num_partitions + 1):
+        raise ValueError(f"coordinator_port must be 0 or a port with room for "
+                         f"{num_partitions} partitions after it, got {base!r}")
     if options.get("max_connections", 1) < 1:
         raise ValueError(f"max_connections must be at least 1, got {options['max_connections']}")
     existing = _live_gateway(name)

@@ -39,7 +39,9 @@ class GatewayOptions:
     ``authorizer``: check ACLs (Kafka's ``authorizer.class.name``); off, everything is
     allowed. ``super_users``: principals the authorizer always allows. ``max_connections``:
     open client connections at most, per listener (Kafka's ``max.connections``); one more is
-    closed at once (``actors.gateway.admission``).
+    closed at once (``actors.gateway.admission``). ``coordinator_port``: 0 for partitions
+    listening on any free port (kept across their restarts while free), or N for partition
+    p listening on N + p (what a firewall or a Kubernetes port list can name).
     """
 
     sasl_mechanisms: tuple[str, ...] = ()
@@ -51,6 +53,7 @@ class GatewayOptions:
     advertised_host: str | None = None
     max_request_bytes: int = MAX_REQUEST_BYTES
     max_connections: int = MAX_CONNECTIONS
+    coordinator_port: int = 0
     records_per_s: float = 50.0
     batch_interval_ms: int = 200
     # The stream began at the Unix epoch: its end is past any Ray consumer's position (they

@@ -46,6 +46,9 @@ def add_gateway_parsers(sub: argparse._SubParsersAction) -> None:
     gw.add_argument("--max-connections", type=int, default=None, metavar="N",
                     help="open client connections at most, as Kafka's max.connections "
                          "(default 1000); one more is closed at once")
+    gw.add_argument("--coordinator-port", type=int, default=None, metavar="N",
+                    help="partition p, the coordinator of its groups, listens on N + p "
+                         "(default: any free port)")
     gw.add_argument("--stop", action="store_true", help="stop the running gateway")
 
     acls = sub.add_parser("acls", parents=[common], help="add, list, remove ACLs",
@@ -97,6 +100,8 @@ def gateway_commands() -> dict[str, Callable[[argparse.Namespace], int]]:
             options["advertised_host"] = args.advertised_host
         if args.max_connections is not None:
             options["max_connections"] = args.max_connections
+        if args.coordinator_port is not None:
+            options["coordinator_port"] = args.coordinator_port
         out(cluster.start_gateway(args.port, args.host, **options))
         return 0
 

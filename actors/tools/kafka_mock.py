@@ -42,6 +42,12 @@ def librdkafka() -> ctypes.CDLL:
         ("rd_kafka_mock_topic_create", c_int, [c_void_p, c_char_p, c_int, c_int]),
         ("rd_kafka_mock_set_group_consumer_heartbeat_interval_ms", None, [c_void_p, c_int]),
         ("rd_kafka_mock_set_group_consumer_session_timeout_ms", None, [c_void_p, c_int]),
+        ("rd_kafka_mock_start_request_tracking", None, [c_void_p]),
+        ("rd_kafka_mock_get_requests", ctypes.POINTER(c_void_p),
+         [c_void_p, ctypes.POINTER(ctypes.c_size_t)]),
+        ("rd_kafka_mock_request_api_key", ctypes.c_int16, [c_void_p]),
+        ("rd_kafka_mock_request_destroy_array", None, [ctypes.POINTER(c_void_p), ctypes.c_size_t]),
+        ("rd_kafka_mock_clear_requests", None, [c_void_p]),
     ):
         fn = getattr(lib, name)
         fn.restype, fn.argtypes = restype, argtypes
@@ -80,6 +86,26 @@ class MockCluster:
         lib.rd_kafka_mock_set_group_consumer_heartbeat_interval_ms(self._mc,
                                                                    heartbeat_interval_ms)
         lib.rd_kafka_mock_set_group_consumer_session_timeout_ms(self._mc, session_timeout_ms)
+
+    def track_requests(self) -> None:
+        """Start recording every request the cluster receives (``requests_by_key``)."""
+        librdkafka().rd_kafka_mock_start_request_tracking(self._mc)
+
+    def requests_by_key(self, clear: bool = True) -> dict[int, int]:
+        """How many requests of each API key arrived since tracking started (or since the
+        last call that cleared them)."""
+        lib = librdkafka()
+        count = ctypes.c_size_t(0)
+        reqs = lib.rd_kafka_mock_get_requests(self._mc, ctypes.byref(count))
+        out: dict[int, int] = {}
+        for i in range(count.value):
+            key = int(lib.rd_kafka_mock_request_api_key(reqs[i]))
+            out[key] = out.get(key, 0) + 1
+        if reqs:
+            lib.rd_kafka_mock_request_destroy_array(reqs, count.value)
+        if clear:
+            lib.rd_kafka_mock_clear_requests(self._mc)
+        return out
 
     def close(self) -> None:
         if self._mc:

@@ -5,6 +5,8 @@ after a kill it listens again where its clients saw it."""
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 import ray
 from confluent_kafka import Consumer, TopicPartition
@@ -18,7 +20,7 @@ from kafka.protocol.metadata import (
     MetadataResponse,
 )
 
-from actors.gateway.launch import running_gateway
+from actors.gateway.launch import running_gateway, start_gateway, stop_gateway
 from actors.gateway.listener import PARTITION_NODE_BASE
 from protocol import messages as m
 from tests.gateway.conftest import unique, wait_for, whole
@@ -163,3 +165,48 @@ def test_a_killed_partition_listens_again_where_its_clients_saw_it(cluster, gate
     finally:
         consumer.close()
     assert committed[0].offset == 9
+
+
+def _free_run(n: int) -> int:
+    """A port p with p .. p + n - 1 all free now."""
+    for base in range(41000, 60000, 97):
+        socks = []
+        try:
+            for port in range(base, base + n):
+                s = socket.socket()
+                socks.append(s)
+                s.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise AssertionError("no run of free ports")
+
+
+def test_a_second_gateway_gets_listeners_of_its_own_on_the_ports_it_names(cluster, gateway):
+    base = _free_run(cluster.num_partitions)
+    name = "gateway-fixedports"
+    with pytest.raises(ValueError, match="coordinator_port"):
+        start_gateway(cluster.num_partitions, cluster.config, port=0, name=name,
+                      coordinator_port=65535)
+    start_gateway(cluster.num_partitions, cluster.config, port=0, name=name,
+                  coordinator_port=base)
+    try:
+        second = ray.get_actor(name, namespace="cohort")
+        found = wait_for(lambda: (c := ray.get(second.coordinators.remote()))
+                         and len(c) == cluster.num_partitions and c)
+        assert found == {p: f"127.0.0.1:{base + p}" for p in range(cluster.num_partitions)}
+        assert _coordinators(cluster.num_partitions) != found  # the first gateway's: its own
+    finally:
+        stop_gateway(name)
+
+    def refused(port: int) -> bool:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return False
+        except OSError:
+            return True
+
+    assert all(refused(base + p) for p in range(cluster.num_partitions))  # stopped with it
