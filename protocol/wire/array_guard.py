@@ -1,4 +1,5 @@
-"""Refuse, before kio reads a request body, any array claiming more entries than bytes left.
+"""Refuse, before kio reads a request body, an array claiming more entries than bytes left,
+and a null where the schema says an array is never null.
 
 kio's native reader reserves room for an array's entries before it reads them: a compact
 array's length is a varint of up to 2**35, so a 20-byte frame claiming 2**32 entries makes it
@@ -6,12 +7,16 @@ ask for 32 GiB and the process aborts (a Rust allocation failure is not an excep
 would take the gateway down for every client. Kafka's own parsers refuse such an array
 ("Tried to allocate a collection of size N, but there are only M bytes remaining"); this walk
 applies the same rule for every request kio decodes (the hot ones are read by hand,
-``fast_requests``, under the same rule).
+``fast_requests``, under the same rules). kio also reads a null (length -1) where the schema
+has a non-nullable array and gives None, which no translation expects (a commit's topics
+would fail the gateway's handler with a TypeError); Kafka's parsers refuse it ("non-nullable
+field topics was serialized as null"), and so does this walk.
 
 The walk follows kio's reading exactly (``rust/src/schema.rs``: field order, null markers,
 tagged fields read by their schema), without building anything. It refuses only an array too
-long for the bytes left, which kio would refuse too (it runs out of bytes) or die on; anything
-else it cannot read it leaves to kio, which refuses it at the same place.
+long for the bytes left, which kio would refuse too (it runs out of bytes) or die on, and a
+null non-nullable array; anything else it cannot read it leaves to kio, which refuses it at
+the same place.
 """
 
 from __future__ import annotations
@@ -46,13 +51,18 @@ class ArrayTooLong(Exception):
     """An array claims more entries than the bytes left in the frame."""
 
 
+class NullArray(Exception):
+    """A null where the schema has an array that is never null."""
+
+
 class _Unreadable(Exception):
     """kio refuses the body at this point (before any array it might die on)."""
 
 
 def check_arrays(schema: type, data: bytes, offset: int) -> None:
     """Raise ``ArrayTooLong`` if reading ``data`` from ``offset`` as ``schema`` meets an array
-    claiming more entries than bytes left; return otherwise."""
+    claiming more entries than bytes left, ``NullArray`` if it meets a null where the schema
+    has an array that is never null; return otherwise."""
     try:
         _entity(schema, False)(data, offset)
     except (_Unreadable, IndexError, ValueError, struct.error):
@@ -104,7 +114,7 @@ def _field(f: dataclasses.Field, flexible: bool, tagged: bool) -> Step:
         inner = _primitive(get_schema_field_type(f), flexible, nullable)
     if not kind.is_array:
         return inner
-    return _array(inner, flexible)
+    return _array(inner, flexible, nullable=tagged or is_optional(f))
 
 
 def _primitive(kafka_type: str, flexible: bool, nullable: bool) -> Step:
@@ -132,7 +142,7 @@ def _legacy_sized(data: bytes, pos: int, prefix, width: int, nullable: bool) -> 
     return pos + width + max(n, 0)
 
 
-def _array(item: Step, flexible: bool) -> Step:
+def _array(item: Step, flexible: bool, nullable: bool) -> Step:
     def walk(data: bytes, pos: int) -> int:
         if flexible:
             n, pos = uvarint(data, pos)
@@ -142,6 +152,8 @@ def _array(item: Step, flexible: bool) -> Step:
             pos += 4
             if count < -1:
                 raise _Unreadable("negative array length")
+        if count == -1 and not nullable:
+            raise NullArray("null where an array is required")
         if count > len(data) - pos:
             raise ArrayTooLong(f"an array of {count} entries in {len(data) - pos} bytes")
         for _ in range(count):

@@ -22,10 +22,12 @@ from typing import Any
 from protocol.wire.primitives import (
     INT32,
     boolean,
+    compact_array_count,
     compact_array_length,
     compact_nullable_string,
     compact_string,
     int32s,
+    legacy_array_count,
     legacy_array_length,
     legacy_nullable_string,
     legacy_string,
@@ -39,9 +41,9 @@ _PARTITION_V6 = struct.Struct(">iqi")  # ... and committed_leader_epoch
 Decoder = Callable[[bytes, int, int], dict[str, Any]]
 
 
-# (string, nullable string, array length) in a version's encoding.
-_COMPACT = (compact_string, compact_nullable_string, compact_array_length)
-_LEGACY = (legacy_string, legacy_nullable_string, legacy_array_length)
+# (string, nullable string, nullable array's length, array's length) in a version's encoding.
+_COMPACT = (compact_string, compact_nullable_string, compact_array_length, compact_array_count)
+_LEGACY = (legacy_string, legacy_nullable_string, legacy_array_length, legacy_array_count)
 
 
 # ---------------------------------------------------------------------------- OffsetCommit
@@ -50,7 +52,7 @@ _LEGACY = (legacy_string, legacy_nullable_string, legacy_array_length)
 def offset_commit(data: bytes, pos: int, version: int) -> dict[str, Any]:
     """v2-v4 carry retention_time, v6 adds leader epochs, v7 the instance id, v8 is flexible."""
     flexible = version >= 8
-    string, nullable_string, array_length = _COMPACT if flexible else _LEGACY
+    string, nullable_string, _, count = _COMPACT if flexible else _LEGACY
     group_id, pos = string(data, pos)
     (generation,) = INT32.unpack_from(data, pos)
     member_id, pos = string(data, pos + 4)
@@ -60,16 +62,14 @@ def offset_commit(data: bytes, pos: int, version: int) -> dict[str, Any]:
         body["retention_time"], pos = timedelta_i64_ms(data, pos)
     if version >= 7:
         body["group_instance_id"], pos = nullable_string(data, pos)
-    n, pos = array_length(data, pos)
-    topics = None
-    if n is not None:
-        topics = []
-        for _ in range(n):
-            name, pos = string(data, pos)
-            partitions, pos = _commit_partitions(data, pos, version, flexible)
-            if flexible:
-                pos = no_tagged_fields(data, pos)
-            topics.append({"name": name, "partitions": partitions})
+    n, pos = count(data, pos)
+    topics = []
+    for _ in range(n):
+        name, pos = string(data, pos)
+        partitions, pos = _commit_partitions(data, pos, version, flexible)
+        if flexible:
+            pos = no_tagged_fields(data, pos)
+        topics.append({"name": name, "partitions": partitions})
     body["topics"] = topics
     if flexible:
         no_tagged_fields(data, pos)
@@ -77,11 +77,9 @@ def offset_commit(data: bytes, pos: int, version: int) -> dict[str, Any]:
 
 
 def _commit_partitions(data: bytes, pos: int, version: int, flexible: bool
-                       ) -> tuple[list[dict] | None, int]:
-    _, nullable_string, array_length = _COMPACT if flexible else _LEGACY
-    n, pos = array_length(data, pos)
-    if n is None:
-        return None, pos
+                       ) -> tuple[list[dict], int]:
+    _, nullable_string, _, count = _COMPACT if flexible else _LEGACY
+    n, pos = count(data, pos)
     partitions = []
     for _ in range(n):
         if version >= 6:
@@ -104,29 +102,27 @@ def _commit_partitions(data: bytes, pos: int, version: int, flexible: bool
 
 
 def offset_fetch(data: bytes, pos: int, version: int) -> dict[str, Any]:
-    """v1-v7 name one group (v6 flexible, v7 require_stable); v8 many groups; v9 adds the
-    member id and epoch (KIP-848)."""
+    """v1-v7 name one group (v2 may ask for all its topics: null topics; v6 is flexible, v7
+    adds require_stable); v8 many groups; v9 adds the member id and epoch (KIP-848)."""
     flexible = version >= 6
-    string, nullable_string, array_length = _COMPACT if flexible else _LEGACY
+    string, nullable_string, _, count = _COMPACT if flexible else _LEGACY
     if version < 8:
         group_id, pos = string(data, pos)
-        topics, pos = _fetch_topics(data, pos, flexible)
+        topics, pos = _fetch_topics(data, pos, flexible, nullable=version >= 2)
         body: dict[str, Any] = {"group_id": group_id, "topics": topics}
     else:
-        n, pos = array_length(data, pos)
-        groups = None
-        if n is not None:
-            groups = []
-            for _ in range(n):
-                group_id, pos = string(data, pos)
-                group: dict[str, Any] = {"group_id": group_id}
-                if version >= 9:
-                    group["member_id"], pos = nullable_string(data, pos)
-                    (group["member_epoch"],) = INT32.unpack_from(data, pos)
-                    pos += 4
-                group["topics"], pos = _fetch_topics(data, pos, flexible)
-                pos = no_tagged_fields(data, pos)
-                groups.append(group)
+        n, pos = count(data, pos)
+        groups = []
+        for _ in range(n):
+            group_id, pos = string(data, pos)
+            group: dict[str, Any] = {"group_id": group_id}
+            if version >= 9:
+                group["member_id"], pos = nullable_string(data, pos)
+                (group["member_epoch"],) = INT32.unpack_from(data, pos)
+                pos += 4
+            group["topics"], pos = _fetch_topics(data, pos, flexible, nullable=True)
+            pos = no_tagged_fields(data, pos)
+            groups.append(group)
         body = {"groups": groups}
     if version >= 7:
         body["require_stable"], pos = boolean(data, pos)
@@ -135,18 +131,16 @@ def offset_fetch(data: bytes, pos: int, version: int) -> dict[str, Any]:
     return body
 
 
-def _fetch_topics(data: bytes, pos: int, flexible: bool) -> tuple[list[dict] | None, int]:
-    string, _, array_length = _COMPACT if flexible else _LEGACY
-    n, pos = array_length(data, pos)
+def _fetch_topics(data: bytes, pos: int, flexible: bool, nullable: bool
+                  ) -> tuple[list[dict] | None, int]:
+    string, _, length, count = _COMPACT if flexible else _LEGACY
+    n, pos = (length if nullable else count)(data, pos)
     if n is None:
         return None, pos
     topics = []
     for _ in range(n):
         name, pos = string(data, pos)
-        count, pos = array_length(data, pos)
-        indexes = None
-        if count is not None:
-            indexes, pos = int32s(data, pos, count)
+        indexes, pos = int32s(data, *count(data, pos))
         if flexible:
             pos = no_tagged_fields(data, pos)
         topics.append({"name": name, "partition_indexes": indexes})
@@ -159,7 +153,7 @@ def _fetch_topics(data: bytes, pos: int, flexible: bool) -> tuple[list[dict] | N
 def heartbeat(data: bytes, pos: int, version: int) -> dict[str, Any]:
     """The classic heartbeat: v3 adds the instance id, v4 is flexible."""
     flexible = version >= 4
-    string, nullable_string, _ = _COMPACT if flexible else _LEGACY
+    string, nullable_string, _, _ = _COMPACT if flexible else _LEGACY
     group_id, pos = string(data, pos)
     (generation,) = INT32.unpack_from(data, pos)
     member_id, pos = string(data, pos + 4)
@@ -204,10 +198,7 @@ def consumer_group_heartbeat(data: bytes, pos: int, version: int) -> dict[str, A
         owned = []
         for _ in range(n):
             topic_id, pos = uuid_or_none(data, pos)
-            count, pos = compact_array_length(data, pos)
-            partitions = None
-            if count is not None:
-                partitions, pos = int32s(data, pos, count)
+            partitions, pos = int32s(data, *compact_array_count(data, pos))
             pos = no_tagged_fields(data, pos)
             owned.append({"topic_id": topic_id, "partitions": partitions})
     body["topic_partitions"] = owned

@@ -10,8 +10,9 @@ they must not differ from kio in any way a client could observe, so every edge c
 * an unsigned varint has at most 5 bytes (the 5th may carry any 7 bits: values to 2**35-1);
 * a compact string or array's length is the varint minus one, 0 meaning null; a legacy
   string's is an int16 (-1 null, below that refused), a legacy array's an int32 (likewise);
-* a null where the schema has a non-nullable string is refused; a null array is accepted
-  whatever the schema says (kio gives None);
+* a null where the schema has a non-nullable string is refused (kio refuses it); so is a null
+  where it has a non-nullable array (kio gives None, which no translation expects: the codec
+  refuses it on both paths, as Kafka's parsers do, ``array_guard``);
 * a boolean is the byte 0 or 1, anything else is refused;
 * a UUID of sixteen zero bytes reads as None;
 * strings must be valid UTF-8 (Python's strict codec and Rust's ``from_utf8`` agree).
@@ -120,7 +121,7 @@ def legacy_nullable_string(data: bytes, pos: int) -> tuple[str | None, int]:
 
 
 def compact_array_length(data: bytes, pos: int) -> tuple[int | None, int]:
-    """An array's entry count (None: null), refused if more than the bytes left."""
+    """A nullable array's entry count (None: null), refused if more than the bytes left."""
     n = data[pos]
     if n < 0x80:
         pos += 1
@@ -131,6 +132,21 @@ def compact_array_length(data: bytes, pos: int) -> tuple[int | None, int]:
     if n - 1 > len(data) - pos:
         raise BadBody(f"an array of {n - 1} entries in {len(data) - pos} bytes")
     return n - 1, pos
+
+
+def compact_array_count(data: bytes, pos: int) -> tuple[int, int]:
+    """A non-nullable array's entry count: a null is refused."""
+    n, pos = compact_array_length(data, pos)
+    if n is None:
+        raise BadBody("null where an array is required")
+    return n, pos
+
+
+def legacy_array_count(data: bytes, pos: int) -> tuple[int, int]:
+    n, pos = legacy_array_length(data, pos)
+    if n is None:
+        raise BadBody("null where an array is required")
+    return n, pos
 
 
 def legacy_array_length(data: bytes, pos: int) -> tuple[int | None, int]:
@@ -145,7 +161,7 @@ def legacy_array_length(data: bytes, pos: int) -> tuple[int | None, int]:
     return n, pos
 
 
-def int32s(data: bytes, pos: int, n: int) -> tuple[list[int], int]:
+def int32s(data: bytes, n: int, pos: int) -> tuple[list[int], int]:
     """``n`` int32s (an array's entries, its length already read)."""
     if n == 1:
         return [INT32.unpack_from(data, pos)[0]], pos + 4

@@ -185,6 +185,9 @@ EDGE_CASES = {
     "a legacy array of 2**31 - 1 entries": (9, 1, _FETCH_V1 + struct.pack(">i", 2**31 - 1)),
     "a legacy array of length -2": (9, 1, _FETCH_V1 + struct.pack(">i", -2)),
     "a null where an array is required": (9, 1, _FETCH_V1 + struct.pack(">i", -1)),
+    "a null where the array may be null": (9, 2, _FETCH_V1 + struct.pack(">i", -1)),
+    "a null list of partitions": (
+        68, 1, _CGH_HEAD + b"\x00\x00\x00\x02" + _TOPIC + b"\x00\x00\x00"),
     "a null group id (compact)": (68, 1, b"\x00" + _CGH_HEAD[2:] + b"\x00" + _CGH_TAIL),
     "a null group id (legacy)": (12, 0, _legacy_str(b"", -1) + _HB_REST),
     "a legacy string of length -2": (12, 0, _legacy_str(b"", -2) + _HB_REST),
@@ -207,7 +210,7 @@ EDGE_CASES = {
 }
 DECODES = {
     "no tagged fields, written in two bytes", "a five-byte varint", "a four-byte character",
-    "a null where an array is required", "a boolean of 1", "a zero topic id", "a topic id",
+    "a null where the array may be null", "a boolean of 1", "a zero topic id", "a topic id",
     "the longest retention kio reads", "the most negative retention kio reads", "trailing bytes",
 }
 
@@ -235,6 +238,19 @@ def test_an_array_claiming_billions_of_entries_is_refused_before_anything_is_all
     for decode in (decode_request, decode_request_with_kio):
         with pytest.raises(MalformedRequest, match="entries"):
             decode(frame)
+
+
+def test_a_null_where_the_schema_has_an_array_is_refused_on_both_paths():
+    """kio reads it as None, which the translations cannot take (a JoinGroup's protocols
+    would fail the gateway's handler); Kafka's parsers refuse it, and so does the codec."""
+    body = struct.pack(">h", 1) + b"g" + struct.pack(">ii", 1, 1) + struct.pack(">h", 0)
+    body += struct.pack(">h", -1) + struct.pack(">h", 1) + b"c" + struct.pack(">i", -1)
+    frame = _request_frame(11, 5, body)
+    for decode in (decode_request, decode_request_with_kio):
+        with pytest.raises(MalformedRequest, match="null where an array is required"):
+            decode(frame)
+    frame = _request_frame(11, 5, body[:-4] + struct.pack(">i", 0))
+    assert decode_request(frame).body["protocols"] == []
 
 
 def _consumer_heartbeat(group_id: str = "g", partitions: int = 0) -> bytes:
