@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import struct
+from collections.abc import Callable
 from functools import cache
 from typing import Any, NamedTuple
 
@@ -143,22 +144,22 @@ def encode_response_with_kio(header: RequestHeader, body: dict[str, Any],
 
 
 def _decode(data: bytes, fast: bool) -> Decoded:
-    data = bytes(data)  # kio reads only immutable buffers
+    if type(data) is not bytes:
+        data = bytes(data)  # kio reads only immutable buffers
     header, offset = read_header(data)
-    if not served(header.api_key):
-        raise UnknownApi(f"unknown API key {header.api_key}")
-    if not supports(header.api_key, header.api_version):
-        raise UnsupportedVersion(header)
-    schema = _request_schema(header.api_key, header.api_version)
-    if schema.__flexible__:
+    version = header.api_version
+    plan = _PLANS.get((header.api_key, version, fast))
+    if plan is None:
+        if not served(header.api_key):
+            raise UnknownApi(f"unknown API key {header.api_key}")
+        if not supports(header.api_key, version):
+            raise UnsupportedVersion(header)
+        plan = _PLANS[header.api_key, version, fast] = _plan(header.api_key, version, fast)
+    flexible, decode = plan
+    if flexible:
         offset = _skip_tagged_fields(data, offset)
-    decode = DECODERS.get(header.api_key) if fast else None
     try:
-        if decode is not None:
-            body = decode(data, offset, header.api_version)
-        else:
-            check_arrays(schema, data, offset)
-            body = plain(_reader(schema)(data, offset)[0])
+        body = decode(data, offset, version)
     except Exception as e:  # kio's DecodeError, an ArrayTooLong, anything a hostile frame provokes
         raise MalformedRequest(f"cannot decode the request body: {e}") from None
     if len(data) > _BOUNDED_BYTES:
@@ -166,6 +167,25 @@ def _decode(data: bytes, fast: bool) -> Decoded:
         if why is not None:
             raise MalformedRequest(why)
     return Decoded(header, body)
+
+
+# (API key, version, hand-written allowed) -> (flexible header, body decoder), for the keys
+# and versions served only (the table bounds it).
+_PLANS: dict[tuple[int, int, bool], tuple[bool, Callable[[bytes, int, int], dict]]] = {}
+
+
+def _plan(api_key: int, version: int, fast: bool
+          ) -> tuple[bool, Callable[[bytes, int, int], dict]]:
+    schema = _request_schema(api_key, version)
+    decode = DECODERS.get(api_key) if fast else None
+    if decode is None:
+        read = _reader(schema)
+
+        def decode(data: bytes, offset: int, version: int) -> dict:
+            check_arrays(schema, data, offset)
+            return plain(read(data, offset)[0])
+
+    return schema.__flexible__, decode
 
 
 # A frame this short can break neither bound: a longer string needs more bytes, and every
