@@ -36,6 +36,8 @@ from protocol.wire.primitives import (
 
 _INDEX_ERROR = struct.Struct(">ih")  # partition_index, error_code
 _THROTTLE_ERROR = struct.Struct(">ih")  # throttle_time, error_code
+_INDEX_OFFSET = struct.Struct(">iq")  # partition_index, committed_offset
+_EPOCH_INTERVAL = struct.Struct(">ii")  # member_epoch, heartbeat_interval
 _ZERO_UUID = bytes(16)
 Encoder = Callable[[bytearray, dict[str, Any], int], None]
 
@@ -128,8 +130,8 @@ def _fetch_topics(out: bytearray, topics: list | None, version: int, flexible: b
         array_length(out, len(partitions))
         for p in partitions:
             p = p or {}
-            out += INT32.pack(_int(p.get("partition_index")))
-            out += struct.pack(">q", _int(p.get("committed_offset")))
+            out += _INDEX_OFFSET.pack(_int(p.get("partition_index")),
+                                      _int(p.get("committed_offset")))
             if version >= 5:
                 out += INT32.pack(_int(p.get("committed_leader_epoch", -1)))
             string(out, nullable_text(p.get("metadata")))
@@ -157,8 +159,7 @@ def leave_group(out: bytearray, body: dict[str, Any], version: int) -> None:
     """v0 is an error code; v1 adds the throttle time, v3 members, v4 is flexible."""
     flexible = version >= 4
     string, _, array_length = _writers(flexible)
-    heartbeat_like = version >= 1
-    if heartbeat_like:
+    if version >= 1:
         out += _THROTTLE_ERROR.pack(_int(body.get("throttle_time")),
                                     error_code(body.get("error_code")))
     else:
@@ -240,8 +241,8 @@ def consumer_group_heartbeat(out: bytearray, body: dict[str, Any], version: int)
                                 error_code(body.get("error_code")))
     put_compact_string(out, nullable_text(body.get("error_message")))
     put_compact_string(out, nullable_text(body.get("member_id")))
-    out += struct.pack(">ii", _int(body.get("member_epoch")),
-                       _int(body.get("heartbeat_interval")))
+    out += _EPOCH_INTERVAL.pack(_int(body.get("member_epoch")),
+                                _int(body.get("heartbeat_interval")))
     assignment = body.get("assignment")
     if assignment is None:
         out.append(0xFF)  # a null struct (KIP-893)
