@@ -14,7 +14,7 @@ from __future__ import annotations
 import base64
 import logging
 import random
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +46,7 @@ from protocol.records import (
 )
 from protocol.share.rules import ShareGroupRules
 from protocol.timers import Timers
+from protocol.validation import end_vouch, vouch
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +97,8 @@ class GroupCoordinatorShard:
         self._records: list[Record] = []
         # Replies to earlier (delayed) requests that this event completed.
         self._completed: list[tuple[object, object]] = []
+        # ids of the requests of the running batch its caller vouched for (``handle_batch``).
+        self._checked: Collection[int] = ()
         self.history = RebalanceHistory(self.emit, lambda: self.config.group_rebalance_history_max)
         self.consumer = ConsumerGroupRules(self)
         self.classic = ClassicGroupRules(self)
@@ -132,11 +135,25 @@ class GroupCoordinatorShard:
         result.response = next((r for q, r in result.replies if q is request), None)
         return result
 
-    def handle_batch(self, requests: list[object]) -> CoordinatorResult:
+    def handle_batch(self, requests: list[object],
+                     checked: Collection[int] = ()) -> CoordinatorResult:
         """One turn: a reply for each request (``None`` while one is delayed: a JoinGroup or
-        SyncGroup waiting for the rest of its group), each group's target recomputed once."""
+        SyncGroup waiting for the rest of its group), each group's target recomputed once.
+
+        ``checked``: the ``id()`` of each request of ``requests`` that the caller vouches is
+        well typed, because the Kafka wire codec built it in this process; its handler skips
+        ``check_types`` (``protocol.validation``: one check, not two). Only an in-process
+        caller can name an object's id, so no request can vouch for itself; by default every
+        request is checked."""
         self._records = []
         self._completed = []
+        self._checked = checked
+        try:
+            return self._handle_batch(requests)
+        finally:
+            self._checked = ()
+
+    def _handle_batch(self, requests: list[object]) -> CoordinatorResult:
         replies: list[object | None] = [None] * len(requests)
         admitted: list[tuple[int, Admitted]] = []
         in_turn: set[tuple[str, str]] = set()
@@ -297,8 +314,10 @@ class GroupCoordinatorShard:
         """Run a handler atomically: a refusal (``CoordinatorError``) becomes its error reply and
         must leave no trace, so a handler that refuses after it emitted records is a bug. A bug
         (any other exception) is raised: the runtime fails the whole turn and reloads the shard
-        from its log, never answering over half-applied state (docs/decisions.md)."""
+        from its log, never answering over half-applied state (docs/decisions.md). A request
+        the caller vouched for (``handle_batch``'s ``checked``) is not type-checked again."""
         emitted = len(self._records)
+        token = vouch(req) if id(req) in self._checked else None
         try:
             return fn(arg)
         except CoordinatorError as e:
@@ -308,6 +327,9 @@ class GroupCoordinatorShard:
                     f"{len(self._records) - emitted} record(s)"
                 ) from e
             return error_response(req, e.error, e.message)
+        finally:
+            if token is not None:
+                end_vouch(token)
 
     # ---- runtime hooks: what the runtime (actors/runtime) asks the shard instead of knowing
     # group types, their records or their requests itself.

@@ -85,7 +85,7 @@ class LocalRoute:
         self._num_partitions = num_partitions
 
     async def call(self, request: object) -> object:
-        return (await self._turns.handle_batch([request]))[0]
+        return (await self._turns.handle_batch([request], typed=True))[0]
 
     async def call_by_partition(self, group_ids: list[str], make) -> dict[str, object]:
         mine = [g for g in group_ids if partition_for(g, self._num_partitions) == self._partition]

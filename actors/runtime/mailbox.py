@@ -58,6 +58,9 @@ class Event:
     requests: list[object] = field(default_factory=list)
     query: Callable[[GroupCoordinatorShard], object] | None = None
     done: asyncio.Future | None = None
+    # The requests were built by the Kafka wire codec in this process: well typed, so the
+    # shard does not check them again (``GroupCoordinatorShard.handle_batch``'s ``checked``).
+    typed: bool = False
     # Requests' replies as they come: a delayed one (JoinGroup, SyncGroup) turns later.
     replies: list[object] = field(default_factory=list)
     remaining: int = 0

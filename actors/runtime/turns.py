@@ -137,9 +137,13 @@ class PartitionTurns:
 
     # ------------------------------------------------------------------ what callers ask
 
-    async def handle_batch(self, requests: list[object], waker: object = None) -> list[object]:
+    async def handle_batch(self, requests: list[object], waker: object = None,
+                           typed: bool = False) -> list[object]:
         """A reply for each request, once the records behind it are durable. ``waker``: the
-        client actor that sent them, to be woken when its members' targets change."""
+        client actor that sent them, to be woken when its members' targets change.
+        ``typed``: the caller built every request with the Kafka wire codec in this process,
+        so the shard need not type-check them again; only an in-process caller may say so (a
+        Ray method must never pass a caller's word on, or any client could forge it)."""
         if type(requests) is not list:
             return [error_response(requests, Errors.INVALID_REQUEST, "expected a list")]
         error = refusal(self.state, self.queued, len(self._owed), len(requests))
@@ -163,7 +167,7 @@ class PartitionTurns:
             members = GroupCoordinatorShard.wakeable_members([requests[i] for i in mine])
             self._wakers.note(waker, members)
         batch = distinct([requests[i] for i in mine])
-        event = Event(batch, done=asyncio.get_running_loop().create_future())
+        event = Event(batch, done=asyncio.get_running_loop().create_future(), typed=typed)
         self._enqueue(event)
         for i, reply in zip(mine, await event.done, strict=True):
             replies[i] = reply
@@ -268,7 +272,8 @@ class PartitionTurns:
                 requests += ev.requests
         assert len(self._owed) + self.queued <= MAX_WAITING_REPLIES, "owed replies bounded"
         if requests:
-            result = shard.handle_batch(requests)
+            checked = {id(req) for ev in events if ev.typed for req in ev.requests}
+            result = shard.handle_batch(requests, checked=checked)
             records += result.records
             completed += result.replies
         answers = [_ask(ev.query, shard) if ev.query else None for ev in events]

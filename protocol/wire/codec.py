@@ -1,10 +1,20 @@
 """A Kafka request frame in, plain values out; plain values in, a response frame out.
 
 The header is read by hand (it is four fields and, for flexible versions, tagged fields), so
-that a frame too short for it is told apart from a body kio cannot decode; the body is
-decoded and encoded by kio at the version the client asked for, through ``entities``. Every
-way a frame can be wrong raises a ``WireError`` subclass naming what was wrong, so the
-connection can answer or close for that client alone.
+that a frame too short for it is told apart from a body kio cannot decode. The body is decoded
+and encoded at the version the client asked for: by hand for the APIs that dominate group
+traffic (``fast_requests``, ``fast_responses``: OffsetCommit, OffsetFetch, Heartbeat,
+ConsumerGroupHeartbeat, and the classic rebalance's responses), by kio through ``entities``
+for every other. Both give the same plain values and the same bytes; kio is the oracle the
+hand-written codecs are tested against (``decode_request_with_kio``,
+``encode_response_with_kio``). Every way a frame can be wrong raises a ``WireError`` subclass
+naming what was wrong, so the connection can answer or close for that client alone.
+
+What a decoded body guarantees, whichever decoder read it (the shard trusts it: a request the
+codec built needs no ``check_types`` again, ``protocol.validation``): its values have the types
+and widths of the schema, every string fits Kafka's int16 length (``MAX_STRING_BYTES``: Kafka's
+parsers refuse a longer compact string too), and it holds at most ``MAX_REQUEST_ENTRIES`` array
+entries in all. The last two are enforced here (``_bounds_error``), not by the decoders.
 """
 
 from __future__ import annotations
@@ -12,18 +22,24 @@ from __future__ import annotations
 import dataclasses
 import io
 import struct
-from dataclasses import dataclass
+from collections.abc import Callable
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
+from protocol.types import MAX_REQUEST_ENTRIES, MAX_STRING_BYTES
+from protocol.validation import string_error
+from protocol.wire.array_guard import check_arrays
 from protocol.wire.entities import build, plain
+from protocol.wire.fast_requests import DECODERS
+from protocol.wire.fast_responses import ENCODERS
 from protocol.wire.framing import frame
 from protocol.wire.versions import served, supports
 
 _HEADER = struct.Struct(">hhi")
+_SIZE_AND_CORRELATION = struct.Struct(">ii")
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
 # A tagged-field section longer than this many fields is not a header a client wrote.
@@ -52,16 +68,16 @@ class MalformedRequest(WireError):
     pass
 
 
-@dataclass(frozen=True)
-class RequestHeader:
+class RequestHeader(NamedTuple):
+    """A request's header fields (a tuple: made for every frame, so made cheaply)."""
+
     api_key: int
     api_version: int
     correlation_id: int
     client_id: str | None
 
 
-@dataclass(frozen=True)
-class Decoded:
+class Decoded(NamedTuple):
     header: RequestHeader
     body: dict[str, Any]
 
@@ -88,25 +104,35 @@ def read_header(data: bytes) -> tuple[RequestHeader, int]:
 
 
 def decode_request(data: bytes) -> Decoded:
-    data = bytes(data)  # kio reads only immutable buffers
-    header, offset = read_header(data)
-    if not served(header.api_key):
-        raise UnknownApi(f"unknown API key {header.api_key}")
-    if not supports(header.api_key, header.api_version):
-        raise UnsupportedVersion(header)
-    schema = _request_schema(header.api_key, header.api_version)
-    if schema.__flexible__:
-        offset = _skip_tagged_fields(data, offset)
-    try:
-        body, _ = _reader(schema)(data, offset)
-    except Exception as e:  # kio's DecodeError, and anything a hostile frame provokes
-        raise MalformedRequest(f"cannot decode the request body: {e}") from None
-    return Decoded(header, plain(body))
+    """The frame's header and body as plain values (see the module docstring for what the
+    body guarantees); a ``WireError`` if it cannot be served."""
+    return _decode(data, fast=True)
+
+
+def decode_request_with_kio(data: bytes) -> Decoded:
+    """``decode_request`` with kio for every API: the oracle of the hand-written decoders."""
+    return _decode(data, fast=False)
 
 
 def encode_response(header: RequestHeader, body: dict[str, Any],
                     version: int | None = None) -> bytes:
     """The framed response to ``header``'s request (at ``version``, default the request's)."""
+    version = header.api_version if version is None else version
+    encode = ENCODERS.get(header.api_key)
+    if encode is None:
+        return encode_response_with_kio(header, body, version)
+    schema = _response_schema(header.api_key, version)  # also refuses a version kio lacks
+    out = bytearray(_SIZE_AND_CORRELATION.pack(0, header.correlation_id))
+    if schema.__header_schema__.__flexible__:
+        out.append(0)  # no tagged fields in the response header
+    encode(out, body, version)
+    _INT32.pack_into(out, 0, len(out) - 4)
+    return bytes(out)
+
+
+def encode_response_with_kio(header: RequestHeader, body: dict[str, Any],
+                             version: int | None = None) -> bytes:
+    """``encode_response`` through kio for every API: the oracle of the hand-written encoders."""
     version = header.api_version if version is None else version
     schema = _response_schema(header.api_key, version)
     buf = io.BytesIO()
@@ -117,12 +143,89 @@ def encode_response(header: RequestHeader, body: dict[str, Any],
     return frame(buf.getvalue())
 
 
+def _decode(data: bytes, fast: bool) -> Decoded:
+    if type(data) is not bytes:
+        data = bytes(data)  # kio reads only immutable buffers
+    header, offset = read_header(data)
+    version = header.api_version
+    plan = _PLANS.get((header.api_key, version, fast))
+    if plan is None:
+        if not served(header.api_key):
+            raise UnknownApi(f"unknown API key {header.api_key}")
+        if not supports(header.api_key, version):
+            raise UnsupportedVersion(header)
+        plan = _PLANS[header.api_key, version, fast] = _plan(header.api_key, version, fast)
+    flexible, decode = plan
+    if flexible:
+        offset = _skip_tagged_fields(data, offset)
+    try:
+        body = decode(data, offset, version)
+    except Exception as e:  # kio's DecodeError, an ArrayTooLong, anything a hostile frame provokes
+        raise MalformedRequest(f"cannot decode the request body: {e}") from None
+    if len(data) > _BOUNDED_BYTES:
+        why = _bounds_error(body)
+        if why is not None:
+            raise MalformedRequest(why)
+    return Decoded(header, body)
+
+
+# (API key, version, hand-written allowed) -> (flexible header, body decoder), for the keys
+# and versions served only (the table bounds it).
+_PLANS: dict[tuple[int, int, bool], tuple[bool, Callable[[bytes, int, int], dict]]] = {}
+
+
+def _plan(api_key: int, version: int, fast: bool
+          ) -> tuple[bool, Callable[[bytes, int, int], dict]]:
+    schema = _request_schema(api_key, version)
+    decode = DECODERS.get(api_key) if fast else None
+    if decode is None:
+        read = _reader(schema)
+
+        def decode(data: bytes, offset: int, version: int) -> dict:
+            check_arrays(schema, data, offset)
+            return plain(read(data, offset)[0])
+
+    return schema.__flexible__, decode
+
+
+# A frame this short can break neither bound: a longer string needs more bytes, and every
+# array entry of a request takes at least one byte (tests/gateway/test_fast_codec.py checks
+# this of every schema served), so more than MAX_REQUEST_ENTRIES entries need more bytes too.
+_BOUNDED_BYTES = min(MAX_STRING_BYTES, MAX_REQUEST_ENTRIES)
+# A string of at most this many characters fits MAX_STRING_BYTES whatever they are (UTF-8
+# takes at most four bytes a character), so only longer ones are measured.
+_SHORT_CHARS = MAX_STRING_BYTES // 4
+
+
+def _bounds_error(body: dict[str, Any]) -> str | None:
+    """Why ``body`` breaks a bound every request keeps (a string longer than Kafka's int16
+    length, more than ``MAX_REQUEST_ENTRIES`` array entries in all), or None."""
+    entries, stack = 0, [body]
+    while stack:
+        value = stack.pop()
+        t = type(value)
+        if t is dict:
+            stack.extend(value.values())
+        elif t is list:
+            entries += len(value)
+            if entries > MAX_REQUEST_ENTRIES:
+                return f"the request holds more than {MAX_REQUEST_ENTRIES} array entries"
+            stack.extend(value)
+        elif t is str and len(value) > _SHORT_CHARS:
+            why = string_error(value)
+            if why is not None:
+                return f"a string field is {why}"
+    return None
+
+
 def response_fields(api_key: int, version: int) -> frozenset[str]:
     """The top-level field names of a response version (what a translation may set)."""
     return frozenset(f.name for f in dataclasses.fields(_response_schema(api_key, version)))
 
 
 def _skip_tagged_fields(data: bytes, offset: int) -> int:
+    if offset < len(data) and data[offset] == 0:
+        return offset + 1  # none: what every client sends
     try:
         count, offset = _uvarint(data, offset)
         if count > MAX_HEADER_TAGS:
