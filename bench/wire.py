@@ -18,10 +18,11 @@ Figures, per system:
    Cohort's synthetic stream already holds more than any run reads);
 4. (``--mixed``) async commits/s again while the same clients fetch as in 3;
 5. (``--stable``) the time ``--members`` KIP-848 consumers take from subscribe until every
-   partition is owned by exactly one of them, then the KIP-848 heartbeats/s the coordinator
-   serves them over ``--window`` seconds (the heartbeat interval is ``--heartbeat-ms`` on both
-   systems that speak KIP-848, so ``members * 1000 / heartbeat-ms`` are offered; counted where
-   they are served: Cohort's listeners, the mock's request log).
+   partition is owned by exactly one of them and none owns more than its fair share, then the
+   KIP-848 heartbeats/s the coordinator serves them over ``--window`` seconds (the heartbeat
+   interval is ``--heartbeat-ms`` on both systems that speak KIP-848, so
+   ``members * 1000 / heartbeat-ms`` are offered; counted where they are served: Cohort's
+   listeners, the mock's request log).
 
 It prints each figure and the ratios Cohort/Tansu and Cohort/mock, which are what to compare
 across machines (the machine is shared; absolute rates drift between runs).
@@ -323,7 +324,8 @@ def fetch_rate(bootstrap: str, tag: str, clients: int, records: int, partitions:
 
 def stable_then_heartbeats(target: Target, group: str, members: int, partitions: int,
                            window_s: float) -> tuple[float, float]:
-    """Seconds from the first subscribe until every partition has exactly one owner (NaN if
+    """Seconds from the first subscribe until every partition has exactly one owner and no
+    member owns more than its fair share (the group is balanced: every member joined) (NaN if
     that takes longer than ``STABLE_TIMEOUT_S``: a broker without KIP-848, Tansu 0.6), then
     the heartbeats/s the system served the stable group over ``window_s`` (NaN if it cannot
     count them or never got stable)."""
@@ -342,10 +344,13 @@ def stable_then_heartbeats(target: Target, group: str, members: int, partitions:
         c = _consumer(target.bootstrap, group, **{"group.protocol": "consumer"})
         consumers.append((c, on_assign, on_revoke))
 
+    fair_share = -(-partitions // members)  # what the uniform assignors give each at most
+
     def stable() -> bool:
         with lock:
             counts = [p for s in owned for p in s]
-        return len(counts) == partitions == len(set(counts))
+            most = max(len(s) for s in owned)
+        return len(counts) == partitions == len(set(counts)) and most <= fair_share
 
     done = threading.Event()
 

@@ -27,6 +27,7 @@ from actors.gateway.core import GatewayCore, GatewayOptions
 from actors.gateway.dispatch import HANDLERS
 from actors.gateway.listener import ListenerSpec, tls_context
 from actors.gateway.serving import WireRequest
+from actors.runtime.controller import ControllerImage
 from actors.runtime.controller_security import GATEWAY_NAME, SecurityImage
 from protocol.api import BY_API_KEY
 from protocol.config import CoordinatorConfig
@@ -107,6 +108,11 @@ class Gateway:
     async def update_security(self, image: SecurityImage) -> None:
         await self._started
         self.core.update_security(image)
+
+    async def update_image(self, image: ControllerImage) -> None:
+        """The controller's push of its image (topics), as to every partition."""
+        await self._started
+        self.core.update_image(image)
 
     async def drop_share_session(self, group_id: str, member_id: str) -> None:
         """A share member left through its coordinator: its share session goes too."""

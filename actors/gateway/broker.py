@@ -9,11 +9,13 @@ controller and the gateway push).
 
 What a partition serves itself (``LOCAL``): the group coordinator's APIs, answered for the
 groups that hash to it (any other group is NOT_COORDINATOR, as on a Kafka broker that does not
-coordinate it), and ApiVersions and SASL. ListGroups answers none: Kafka's admin clients ask
-every broker in Metadata and merge, and the gateway already lists every group. Everything else
-a client may send to any broker (Metadata, FindCoordinator, the topic and config admin APIs,
-Fetch and the share-partition APIs) is forwarded to the gateway, whose answer is the
-cluster's: there is one Metadata, one topic index, one synthetic stream. The hot requests
+coordinate it), ApiVersions and SASL, and Metadata and FindCoordinator (clients send them to
+their coordinator too, on every join), answered as the gateway answers them: from the topics of
+the image the partition applies and the directory of coordinators the gateway sends with every
+``listen``. ListGroups answers none: Kafka's admin clients ask every broker in Metadata and
+merge, and the gateway already lists every group. Everything else (the topic and config admin
+APIs, Fetch and the share-partition APIs) is forwarded to the gateway, whose answer is the
+cluster's: one topic index, one synthetic stream. The hot requests
 (commits, offset fetches, heartbeats) are pipelined (``connection``) and are applied as
 requests the wire codec built (``typed``: checked once, at the codec).
 """
@@ -27,10 +29,12 @@ import ray
 
 from actors.gateway import group_handlers as groups
 from actors.gateway import share_handlers as shares
+from actors.gateway import topic_handlers as brokers
 from actors.gateway.admission import Admission
 from actors.gateway.connection import Connection
 from actors.gateway.dispatch import api_versions
 from actors.gateway.listener import (
+    Coordinators,
     ListenerSpec,
     partition_address,
     partition_node_id,
@@ -51,6 +55,8 @@ log = logging.getLogger(__name__)
 # The APIs a partition answers itself, by Kafka's name; the rest goes to the gateway.
 LOCAL = {
     "ApiVersions": api_versions,
+    "Metadata": brokers.metadata,
+    "FindCoordinator": groups.find_coordinator,
     "OffsetCommit": groups.offset_commit,
     "OffsetFetch": groups.offset_fetch,
     "JoinGroup": groups.join_group,
@@ -83,6 +89,9 @@ class LocalRoute:
         self._turns = turns
         self._partition = partition
         self._num_partitions = num_partitions
+
+    def partition_of(self, group_id: str) -> int:
+        return partition_for(group_id, self._num_partitions)
 
     async def call(self, request: object) -> object:
         return (await self._turns.handle_batch([request], typed=True))[0]
@@ -127,6 +136,10 @@ class BrokerCore(Serving):
                  turns: PartitionTurns) -> None:
         super().__init__(node, spec.options)
         self.router = route
+        # The gateway (which leads every topic partition) and where every partition listens,
+        # as of the gateway's last ``listen`` round.
+        self.leader = node
+        self.brokers = Coordinators()
         self.share_sessions = _GatewaySessions(spec.gateway)
         self._turns = turns
         self._index = TopicIndex()
@@ -214,9 +227,11 @@ class PartitionBroker:
         self._listeners: dict[str, Listener] = {}
         self.security = SecurityImage(-1)
 
-    async def listen(self, spec: ListenerSpec, port_hint: int = 0) -> tuple[str, int, int]:
+    async def listen(self, spec: ListenerSpec, port_hint: int = 0, leader: Node | None = None,
+                     coordinators: dict[int, Node] | None = None) -> tuple[str, int, int]:
         """Listen for ``spec``'s gateway (if not already, with the same spec): the host and
-        port clients reach this partition at, and the security image version it holds."""
+        port clients reach this partition at, and the security image version it holds.
+        ``leader`` and ``coordinators``: the gateway's node and directory, as of now."""
         if self._turns.state == "fenced":
             self.close_all()
             raise RuntimeError(f"offsets-{self._partition} is fenced: it serves nobody")
@@ -224,17 +239,25 @@ class PartitionBroker:
         if listener is None or listener.spec != spec:
             if listener is not None:
                 listener.close()
-            bind_host, advertised = partition_address(spec.host, self._node_ip)
-            core = BrokerCore(Node(partition_node_id(self._partition), advertised, 0), spec,
-                              self._route, self._turns)
-            core.update_security(self.security)
-            listener = Listener(spec, core)
-            await listener.start(bind_host, port_hint)
-            core.node = Node(core.node.node_id, advertised, listener.port)
-            self._listeners[spec.gateway] = listener
-            log.info("offsets-%d listens for %s on %s:%d", self._partition, spec.gateway,
-                     advertised, listener.port)
-        return listener.core.node.host, listener.core.node.port, self.security.version
+            listener = await self._open(spec, port_hint)
+        core = listener.core
+        if leader is not None:
+            core.leader = leader
+        core.brokers = Coordinators(coordinators).with_node(self._partition, core.node)
+        return core.node.host, core.node.port, self.security.version
+
+    async def _open(self, spec: ListenerSpec, port_hint: int) -> Listener:
+        bind_host, advertised = partition_address(spec.host, self._node_ip)
+        node_id = partition_node_id(self._partition)
+        core = BrokerCore(Node(node_id, advertised, 0), spec, self._route, self._turns)
+        core.update_security(self.security)
+        listener = Listener(spec, core)
+        await listener.start(bind_host, port_hint)
+        core.node = Node(node_id, advertised, listener.port)
+        self._listeners[spec.gateway] = listener
+        log.info("offsets-%d listens for %s on %s:%d", self._partition, spec.gateway,
+                 advertised, listener.port)
+        return listener
 
     def close(self, gateway: str) -> None:
         listener = self._listeners.pop(gateway, None)

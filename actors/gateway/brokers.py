@@ -6,7 +6,9 @@ gateway is the one that knows its listener spec, so it keeps every partition lis
 ``listen`` call per partition every ``WATCH_EVERY_S`` (idempotent: a partition that listens
 already answers at once with its address). The port the partition had is passed back as a
 hint, so a partition restarted on the same node listens where its clients last saw it and they
-reconnect without asking anew. A call unanswered for ``SUSPECT_AFTER_S`` (a restart, a dead
+reconnect without asking anew. Each call also carries the directory as it stands (and the
+gateway's own node), which the partition answers Metadata and FindCoordinator with. A call
+unanswered for ``SUSPECT_AFTER_S`` (a restart, a dead
 node) takes the partition out of the directory until it answers again: meanwhile FindCoordinator
 answers COORDINATOR_NOT_AVAILABLE for its groups and clients retry, as with a broker that is
 down. The same call carries the security image to a partition that is behind the gateway's.
@@ -35,10 +37,11 @@ class PartitionBrokers:
     """Where each ``offsets-<p>`` listens for this gateway's clients (see the module
     docstring). ``node_of(p)`` is None while the partition is not known to listen."""
 
-    def __init__(self, handles: list, spec: ListenerSpec,
+    def __init__(self, handles: list, spec: ListenerSpec, leader: Node,
                  security: Callable[[], SecurityImage]) -> None:
         self._handles = handles
         self._spec = spec
+        self._leader = leader
         self._security = security
         self._nodes: dict[int, Node] = {}
         self._port_hints: dict[int, int] = {}
@@ -94,7 +97,8 @@ class PartitionBrokers:
     async def _listen(self, handle, p: int) -> None:
         base = self._spec.options.coordinator_port
         hint = base + p if base else self._port_hints.get(p, 0)
-        host, port, security_version = await handle.listen.remote(self._spec, hint)
+        host, port, security_version = await handle.listen.remote(
+            self._spec, hint, self._leader, dict(self._nodes))
         image = self._security()
         if security_version < image.version:
             await handle.update_security.remote(image)

@@ -3,10 +3,10 @@ partitions, the partitions' own listeners (``brokers``: where FindCoordinator se
 clients), the controller's topics and security image (cached, refreshed), the stream clock,
 and the authorization decision (``serving.Serving``, which the partitions' listeners share).
 
-Caches are bounded in age, not trusted forever: topics are re-read when older than
-``TOPICS_TTL_S`` or when a request names one the cache lacks (and on every Metadata request,
-which is how clients learn of changes); the security image is re-read every
-``SECURITY_REFRESH_S`` and pushed by the controller on every change.
+Caches are bounded in age, not trusted forever: the controller pushes its image (topics) and
+its security image on every change, before the change returns; topics are also re-read when
+older than ``TOPICS_TTL_S`` or when a request names one the cache lacks, and the security image
+every ``SECURITY_REFRESH_S``. No Metadata request waits on the controller.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from actors.gateway.brokers import PartitionBrokers
 from actors.gateway.listener import ListenerSpec
 from actors.gateway.routing import Router
 from actors.gateway.serving import GatewayOptions, Serving, WireRequest
-from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE
+from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE, ControllerImage
 from protocol.config import CoordinatorConfig
 from protocol.wire.share_session import ShareSessions
 from protocol.wire.stream import SyntheticStream
@@ -41,12 +41,14 @@ class GatewayCore(Serving):
         super().__init__(node, options)
         self.config = config
         self.router = Router(num_partitions)
-        self.brokers = PartitionBrokers(self.router.handles, listener, lambda: self.security)
+        self.brokers = PartitionBrokers(self.router.handles, listener, node,
+                                        lambda: self.security)
         self.controller = ray.get_actor(CONTROLLER_NAME, namespace=NAMESPACE)
         self.stream = SyntheticStream(options.stream_anchor_ms, options.records_per_s,
                                       options.batch_interval_ms)
         self._index = TopicIndex()
         self._index_at = float("-inf")
+        self._image_version = -1
         self._refresher: asyncio.Task | None = None
         # KIP-932's share sessions: the gateway is every share-partition's leader.
         self.share_sessions = ShareSessions()  # group.share.max.share.sessions: 2,000
@@ -64,7 +66,19 @@ class GatewayCore(Serving):
         if self._refresher is not None:
             self._refresher.cancel()
 
+    @property
+    def leader(self) -> Node:
+        """The broker that leads every topic partition: this gateway."""
+        return self.node
+
     # ------------------------------------------------------------------- topics
+
+    def update_image(self, image: ControllerImage) -> None:
+        """The controller's push (before its change returns): the topics, current."""
+        if image.version >= self._image_version:
+            self._image_version = image.version
+            self._index = TopicIndex(image.metadata.topics())
+            self._index_at = time.monotonic()
 
     async def topics(self, refresh: bool = False) -> TopicIndex:
         if refresh or time.monotonic() - self._index_at > TOPICS_TTL_S:

@@ -16,6 +16,7 @@ import ssl
 from dataclasses import dataclass
 
 from actors.gateway.serving import GatewayOptions
+from protocol.wire.topics import Node
 
 # Partition p is broker PARTITION_NODE_BASE + p in Metadata; the gateway is its own node_id
 # (0 unless set), which must stay below this.
@@ -31,6 +32,24 @@ class ListenerSpec:
     gateway: str
     host: str
     options: GatewayOptions
+
+
+class Coordinators:
+    """Where each partition listens for one gateway's clients, as a snapshot: what a
+    partition's listener answers Metadata and FindCoordinator with (the gateway sends it with
+    every ``listen`` round, so it is at most a round old)."""
+
+    def __init__(self, nodes: dict[int, Node] | None = None) -> None:
+        self._nodes = dict(nodes or {})
+
+    def node_of(self, p: int) -> Node | None:
+        return self._nodes.get(p)
+
+    def nodes(self) -> list[Node]:
+        return [self._nodes[p] for p in sorted(self._nodes)]
+
+    def with_node(self, p: int, node: Node) -> Coordinators:
+        return Coordinators({**self._nodes, p: node})
 
 
 def partition_node_id(p: int) -> int:

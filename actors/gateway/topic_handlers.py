@@ -28,8 +28,14 @@ MAX_FETCH_WAIT_MS = 5_000
 
 
 async def metadata(core: GatewayCore, req: WireRequest) -> dict:
-    index = await core.topics(refresh=True)
-    return topics.metadata_response(req.body, req.version, index, core.node,
+    """The topics as the controller last pushed them (re-read only for a topic the listener
+    does not know), led by the gateway; the brokers are the gateway and every coordinator.
+    Served alike by the gateway and by each partition's listener."""
+    named = req.body.get("topics") or []
+    index = await core.topics_knowing(
+        names=[t["name"] for t in named if t.get("name") is not None],
+        uuids=[t["topic_id"] for t in named if t.get("name") is None and t.get("topic_id")])
+    return topics.metadata_response(req.body, req.version, index, core.leader,
                                     lambda t: core.may(req, "DESCRIBE", TOPIC, t),
                                     core.brokers.nodes())
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import msgpack
 import ray
 
-from actors.runtime.controller_security import SecurityStore
+from actors.runtime.controller_security import GATEWAY_NAME, SecurityStore
 from actors.runtime.one_change import ChangeLock, one_change_at_a_time
 from actors.runtime.storage import PartitionStorage
 from actors.runtime.storage_factory import open_storage
@@ -278,11 +278,15 @@ class Controller(SecurityStore, ChangeLock):
             await asyncio.to_thread(self._log.write_snapshot, self._compacted())
 
     async def _push(self) -> None:
+        """The image to every partition and every gateway (each answers Metadata from it)."""
         image = self.image()
         calls = []
-        for p in range(self.num_partitions):
+        names = [partition_actor_name(p) for p in range(self.num_partitions)]
+        names += [n for n in ray.util.list_named_actors()
+                  if n == GATEWAY_NAME or n.startswith(GATEWAY_NAME + "-")]
+        for name in names:
             try:
-                actor = ray.get_actor(partition_actor_name(p), namespace=NAMESPACE)
+                actor = ray.get_actor(name, namespace=NAMESPACE)
             except ValueError:
                 continue  # not started yet: it pulls the image when it loads
             calls.append(actor.update_image.remote(image))

@@ -30,6 +30,7 @@ from protocol.api import group_ids_of
 from protocol.config import CoordinatorConfig
 from protocol.placement import partition_for
 from protocol.shard import GroupCoordinatorShard
+from protocol.wire.topics import Node
 
 
 @ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)
@@ -75,10 +76,13 @@ class OffsetsPartition:
 
     # ------------------------------------------------------------------ Kafka listeners
 
-    async def listen(self, spec: ListenerSpec, port_hint: int = 0) -> tuple[str, int, int]:
+    async def listen(self, spec: ListenerSpec, port_hint: int = 0, leader: Node | None = None,
+                     coordinators: dict[int, Node] | None = None) -> tuple[str, int, int]:
         """Listen for the clients of ``spec``'s gateway (idempotent): (host, port, version of
-        the security image held). ``port_hint``: where it listened before, tried first."""
-        return await self._broker.listen(spec, port_hint)
+        the security image held). ``port_hint``: where it listened before, tried first;
+        ``leader`` (the gateway) and ``coordinators`` (every partition's listener): what this
+        listener's Metadata and FindCoordinator name."""
+        return await self._broker.listen(spec, port_hint, leader, coordinators)
 
     async def close_listener(self, gateway: str) -> None:
         self._broker.close(gateway)
