@@ -27,6 +27,7 @@ from actors.gateway.core import GatewayCore, GatewayOptions
 from actors.gateway.dispatch import HANDLERS
 from actors.gateway.listener import ListenerSpec, tls_context
 from actors.gateway.serving import WireRequest
+from actors.runtime import gc_policy
 from actors.runtime.controller import ControllerImage
 from actors.runtime.controller_security import GATEWAY_NAME, SecurityImage
 from protocol.api import BY_API_KEY
@@ -67,6 +68,8 @@ class Gateway:
         spec = ListenerSpec(self.name, self.host, self.options)
         self.core = GatewayCore(self.num_partitions, self.config, node, self.options, spec)
         await self.core.start()
+        gc_policy.tune()
+        gc_policy.settle()
         log.info("gateway listening on %s:%d", self.host, self.port)
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

@@ -20,6 +20,7 @@ import ray
 
 from actors.gateway.broker import PartitionBroker
 from actors.gateway.listener import ListenerSpec
+from actors.runtime import gc_policy
 from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE, ControllerImage
 from actors.runtime.controller_security import SecurityImage
 from actors.runtime.fileops import FileOps
@@ -54,8 +55,9 @@ class OffsetsPartition:
         self._storage = storage
         self._turns = PartitionTurns(
             f"offsets-{partition}", storage, config, _controller_image, owns=self._owns,
-            metrics=PartitionMetrics(partition), seed=os.getpid(),
+            metrics=PartitionMetrics(partition), seed=os.getpid(), on_loaded=gc_policy.settle,
         )
+        gc_policy.tune()
         self._loop_task = asyncio.get_running_loop().create_task(self._turns.run())
         self._broker = PartitionBroker(partition, num_partitions, self._turns,
                                        ray.util.get_node_ip_address())

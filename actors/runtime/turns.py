@@ -102,10 +102,12 @@ class PartitionTurns:
         in_thread: Callable[..., Awaitable] = asyncio.to_thread,
         metrics: PartitionMetrics | NoMetrics | None = None,
         seed: int = 0,
+        on_loaded: Callable[[], None] = lambda: None,
     ) -> None:
         """``fetch_image``: the controller's current image (read at every load); ``owns``:
         whether a request's groups hash to this partition; ``in_thread``: how blocking storage
-        calls run off the event loop; ``seed``: of the shard's member ids."""
+        calls run off the event loop; ``seed``: of the shard's member ids; ``on_loaded``: run
+        after every load, before the first turn (the process's garbage policy)."""
         self.name = name
         self.storage = storage
         self.config = config
@@ -121,6 +123,7 @@ class PartitionTurns:
         self._clock_ms = clock_ms
         self._in_thread = in_thread
         self._seed = seed
+        self._on_loaded = on_loaded
         self._snapshot_retry_at = 0.0
         self._failed_in_a_row = 0  # turns failed by a bug since the last that worked
         self._compacted = CompactedState()
@@ -435,6 +438,7 @@ class PartitionTurns:
         stats["seconds"] = time.perf_counter() - started
         self.load_stats = stats
         self._metrics.loaded(stats["seconds"])
+        self._on_loaded()
         self._set_state("active")
         log.info("%s loaded %s", self.name, stats)
 
