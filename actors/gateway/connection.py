@@ -34,6 +34,7 @@ anything the client sends on a new connection, so it cannot land after those.)
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import secrets
 from collections.abc import Awaitable, Callable
@@ -94,8 +95,11 @@ class Connection:
         self.sasl = SaslSession(mechanisms, core.user, lambda: secrets.token_urlsafe(18)) \
             if mechanisms else None
         self.principal = ANONYMOUS if self.sasl is None else None
-        # Replies owed, in request order: (the request's name, its future frame).
-        self._owed: asyncio.Queue[tuple[str, asyncio.Future]] = asyncio.Queue(MAX_IN_FLIGHT)
+        # Replies owed, in request order: (the request's name, its future frame); at most
+        # MAX_IN_FLIGHT. ``_more``: something was added; ``_idle``: nothing is owed.
+        self._owed: collections.deque[tuple[str, asyncio.Future]] = collections.deque()
+        self._more, self._idle, self._room = asyncio.Event(), asyncio.Event(), asyncio.Event()
+        self._idle.set()
         self._failed: str | None = None
 
     async def run(self) -> None:
@@ -150,18 +154,27 @@ class Connection:
         # A task starts at once, in creation order, and a local request reaches its mailbox
         # before its first suspension: submission order is mailbox order.
         task = asyncio.get_running_loop().create_task(self.respond(req))
-        await self._owed.put((api_name(req.header.api_key), task))
-        self._check_failed()
+        await self._owe(api_name(req.header.api_key), task)
 
     async def _reply_now(self, name: str, data: bytes) -> None:
         done = asyncio.get_running_loop().create_future()
         done.set_result(data)
-        await self._owed.put((name, done))
+        await self._owe(name, done)
         await self._written()
+
+    async def _owe(self, name: str, reply: asyncio.Future) -> None:
+        while len(self._owed) >= MAX_IN_FLIGHT:  # nothing more is read until one is written
+            self._room.clear()
+            await self._room.wait()
+            self._check_failed()
+        self._owed.append((name, reply))
+        self._idle.clear()
+        self._more.set()
+        self._check_failed()
 
     async def _written(self) -> None:
         """Wait until every reply owed so far is written (or the connection failed)."""
-        await self._owed.join()
+        await self._idle.wait()
         self._check_failed()
 
     def _check_failed(self) -> None:
@@ -169,30 +182,47 @@ class Connection:
             raise _Close(self._failed)
 
     async def _write_replies(self) -> None:
-        """Write each owed reply once it is ready, in request order. A request that failed
-        unexpectedly fails the connection: what is still owed is dropped, and the reader,
-        woken from any wait, closes."""
+        """Write the owed replies in request order, each once it is ready, and every reply
+        already ready behind it in the same write. A request that failed unexpectedly fails
+        the connection: what is still owed is dropped, and the reader, woken from any wait,
+        closes."""
         while True:
-            name, reply = await self._owed.get()
+            if not self._owed:
+                self._idle.set()
+                self._more.clear()
+                await self._more.wait()
+                continue
+            frames: list[bytes] = []
             try:
-                if self._failed is None:
-                    data = await reply
+                await asyncio.wait([self._owed[0][1]])
+                while self._owed and self._owed[0][1].done() and self._failed is None:
+                    name, reply = self._owed.popleft()
+                    if reply.cancelled():
+                        raise RuntimeError("its handler was cancelled")
+                    data = reply.result()
                     if data is not None:
-                        self.writer.write(data)
-                        if self._owed.empty():
-                            await self.writer.drain()
+                        frames.append(data)
+                if frames:
+                    self.writer.write(b"".join(frames))
+                    if not self._owed:
+                        await self.writer.drain()
             except asyncio.CancelledError:
                 raise
             except ConnectionError as e:
-                self._failed = f"{type(e).__name__}: {e}"
+                self._fail(f"{type(e).__name__}: {e}")
             except Exception as e:
                 log.exception("%s from %s failed", name, self.client_host)
-                self._failed = f"{name} failed: {e}"
-                self.writer.close()
-            finally:
-                if self._failed is not None and not reply.done():
-                    reply.cancel()
-                self._owed.task_done()
+                self._fail(f"{name} failed: {e}")
+            self._room.set()
+
+    def _fail(self, why: str) -> None:
+        """Drop what is owed and close: the reader, woken, ends the connection."""
+        self._failed = why
+        for _, reply in self._owed:
+            if not reply.done():
+                reply.cancel()
+        self._owed.clear()
+        self.writer.close()
 
     async def _gateway_respond(self, req: WireRequest) -> bytes | None:
         body = await HANDLERS[req.header.api_key](self.core, req)
