@@ -40,6 +40,7 @@ class Fence:
 
     def __init__(self, directory: Path, fsync: bool, ops: FileOps) -> None:
         self._directory = directory
+        self._epoch_path = str(directory / EPOCH_FILE)  # read by every write and every turn
         self._fsync = fsync
         self._ops = ops
         self._lock_file: BinaryIO | None = None
@@ -86,7 +87,7 @@ class Fence:
         what the client cached (close-to-open), a stat may answer from the attribute cache.
         """
         try:
-            fd = os.open(self._directory / EPOCH_FILE, os.O_RDONLY)
+            fd = os.open(self._epoch_path, os.O_RDONLY)
         except FileNotFoundError:
             return 0
         try:

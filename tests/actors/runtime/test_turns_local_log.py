@@ -23,6 +23,7 @@ from actors.runtime import turns as turns_module
 from actors.runtime.fileops import FileOps
 from actors.runtime.log import QUICK_APPEND_BYTES, PartitionLog
 from actors.runtime.log_frames import scan_frames
+from actors.runtime.metrics import NoMetrics
 from actors.runtime.turns import PartitionTurns
 from protocol import messages as m
 from protocol.codec import decode_record
@@ -36,6 +37,7 @@ from tests.actors.runtime.test_turns import (
     committed,
     eventually,
     fetch_image,
+    join,
     run,
 )
 
@@ -179,5 +181,35 @@ def test_a_zombie_appending_on_the_loop_is_fenced_and_its_record_never_lands(tmp
         assert on_disk(tmp_path) == [("g", 1)]
         assert commit_error((await new.handle_batch([commit("g", 3)]))[0]) == Errors.NONE
         assert on_disk(tmp_path) == [("g", 1), ("g", 3)]
+
+    run(scenario)
+
+
+class CountingMetrics(NoMetrics):
+    """What the partition reported per turn, summed."""
+
+    def __init__(self) -> None:
+        self.busy_s = 0.0
+        self.rebalances = 0
+
+    def turn(self, busy_s: float, queue_size: int, rebalances: int) -> None:
+        self.busy_s += busy_s
+        self.rebalances += rebalances
+
+
+def test_every_turns_epoch_bumps_reach_the_metrics_though_they_are_sent_summed(tmp_path):
+    async def scenario() -> None:
+        metrics = CountingMetrics()
+        turns = PartitionTurns("offsets-0", PartitionLog(tmp_path), CONFIG, fetch_image,
+                               metrics=metrics)
+        task = asyncio.get_running_loop().create_task(turns.run())
+        await eventually(lambda: turns.state == "active")
+        for member in ("m1", "m2", "m3"):  # three turns, each bumps the group epoch
+            [reply] = await turns.handle_batch([join(member)])
+            assert reply.error_code == Errors.NONE
+        assert turns.shard.groups["g"].group_epoch == 3
+        await eventually(lambda: metrics.rebalances == 3)  # an idle turn sends the rest
+        assert metrics.busy_s > 0
+        task.cancel()
 
     run(scenario)
