@@ -43,3 +43,11 @@ def test_past_the_bound_the_tokens_are_resolved_afresh():
     assert len(tokens) == 1, "the full cache started over"
     again = tokens.resolve(a)
     assert again.name == "a" and again is not first_a
+
+
+def test_what_pickle_refuses_is_packed_as_ray_would_have_sent_it():
+    class Local(str):
+        """A class pickle cannot name (defined in a function)."""
+
+    packed = unpack(pack(m.OffsetFetchRequest(group_id=Local("g"))))
+    assert packed.group_id == "g" and type(packed.group_id).__name__ == "Local"
