@@ -530,10 +530,24 @@ def show(after: dict, before: dict | None, args: argparse.Namespace) -> None:
                        ("actor_commit", "commit (as the other clients)")):
         row(label, new[key]["median"], get(old, key, "median"))
         row("  p99", new[key]["p99"], get(old, key, "p99"))
+    print(f"\nCohort's part of a call: the call minus a no-op call in the same run{'':1}{cols}")
+    for base, key, label in (
+        ("driver_noop", "driver_heartbeat", "driver, heartbeat"),
+        ("driver_noop", "driver_commit", "driver, commit"),
+        ("actor_noop", "actor_heartbeat", "client actor, heartbeat"),
+        ("actor_noop", "actor_commit", "client actor, commit"),
+    ):
+        row(label, new[key]["median"] - new[base]["median"],
+            None if old is None else old[key]["median"] - old[base]["median"])
     print(f"\n{args.callers} client actors, one call in flight each, per second{'':7}{cols}")
     for kind in ("noop", "heartbeat", "commit"):
         key = f"callers_{kind}_per_s"
         row(kind, new[key], get(old, key), higher_is_better=True)
+    for kind in ("heartbeat", "commit"):
+        key = f"callers_{kind}_per_s"
+        share = 100 * new[key] / new["callers_noop_per_s"]
+        old_share = None if old is None else 100 * old[key] / old["callers_noop_per_s"]
+        row(f"{kind}, % of the no-op rate", share, old_share, higher_is_better=True)
     loads = [after["loadavg"]] + ([before["loadavg"]] if before else [])
     print("\nload average (1, 5, 15 min) at the end of a run: "
           + "; ".join(" ".join(f"{x:.2f}" for x in la) for la in loads))
@@ -553,6 +567,9 @@ def main() -> None:
         print(json.dumps(measure(args)))
         return
     after, before = compare(args)
+    results = ROOT / "bench" / "results"
+    results.mkdir(parents=True, exist_ok=True)
+    (results / "ray_call.json").write_text(json.dumps({"after": after, "before": before}))
     show(after, before, args)
 
 
