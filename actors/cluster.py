@@ -28,6 +28,7 @@ from actors.runtime.controller import (
     partition_actor_name,
     partition_handles,
 )
+from actors.runtime.packed import pack, unpack
 from actors.runtime.partition import OffsetsPartition
 from actors.runtime.placement_nodes import alive_nodes, plan
 from actors.runtime.ray_driver import get_unwrapped as _get
@@ -361,9 +362,12 @@ class Cluster(ClientSpawner):
     def _call_partition(self, p: int, request: object, deadline_s: float) -> object:
         deadline = time.monotonic() + deadline_s
         retries = 0
+        packed = pack(request)
         while True:
             try:
-                resp = ray.get(self._partitions[p].handle.remote(request), timeout=deadline_s)
+                # Pickled by us, not by Ray: ~150 µs less a call (actors/runtime/packed.py).
+                ref = self._partitions[p].handle_packed.remote(packed)
+                resp = unpack(ray.get(ref, timeout=deadline_s))
                 if _error_of(resp) not in RETRIABLE:
                     return resp
             except (RayActorError, GetTimeoutError) as e:

@@ -5,13 +5,17 @@ In one run, on one local Ray:
 
 1. raw: N caller actors each call a no-op async actor method back to back for S seconds;
 2. heartbeat: the same N callers, each one member of a stable group, send steady-state
-   heartbeats to one ``OffsetsPartition`` back to back (one request per call, fsync on);
-3. batched: each caller hosts B members and sends their heartbeats as one ``handle_batch``;
+   heartbeats to one ``OffsetsPartition`` back to back (one request per call, fsync on), as
+   Cohort's own callers send them since issue 23 (pickled by the caller: ``handle_packed``),
+   and as they did before (the message objects, pickled by Ray: ``handle``), side by side;
+3. batched: each caller hosts B members and sends their heartbeats as one
+   ``handle_batch_packed``;
 4. load: a partition log of R records (default 1,000,000: real group records, written as the
    partition writes them) is loaded by the partition's own load path.
 
 It prints the rates and the ratios heartbeat/raw and batched/heartbeat, which are what to
 compare across machines: the machine is shared, so absolute rates drift between runs.
+``bench/ray_call.py`` splits one call's time into its parts.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import pickle
 import sys
 import tempfile
 import time
@@ -83,12 +88,17 @@ class Caller:
             )
         return m.ConsumerGroupHeartbeatRequest(group, mid, epoch, topic_partitions=owned)
 
-    async def heartbeats(self, partition, group: str, seconds: float, batched: bool) -> int:
+    async def heartbeats(self, partition, group: str, seconds: float, batched: bool,
+                         packed: bool = True) -> int:
         reqs = [self._request(group, mid, "") for mid in self.members]
         n, deadline = 0, time.monotonic() + seconds
         while time.monotonic() < deadline:
             if batched:
-                replies = await partition.handle_batch.remote(reqs)
+                replies = pickle.loads(await partition.handle_batch_packed.remote(
+                    pickle.dumps(reqs)))
+            elif packed:
+                data = await partition.handle_packed.remote(pickle.dumps(reqs[n % len(reqs)]))
+                replies = [pickle.loads(data)]
             else:
                 replies = [await partition.handle.remote(reqs[n % len(reqs)])]
             assert all(r.error_code == Errors.NONE for r in replies), replies[0]
@@ -103,7 +113,7 @@ def rate(callers: list, method: str, seconds: float, *args) -> float:
 
 
 def heartbeat_rate(cluster: Cluster, callers: list, per_caller: int, seconds: float,
-                   batched: bool, tag: str) -> float:
+                   batched: bool, tag: str, packed: bool = True) -> float:
     group = f"bench-{tag}"
     topic = f"bench-{tag}-t"
     cluster.create_topic(topic, max(1, len(callers) * per_caller))
@@ -113,7 +123,7 @@ def heartbeat_rate(cluster: Cluster, callers: list, per_caller: int, seconds: fl
         for i, c in enumerate(callers)
     ])
     cluster.wait_stable(group, members=len(callers) * per_caller)
-    return rate(callers, "heartbeats", seconds, partition, group, seconds, batched)
+    return rate(callers, "heartbeats", seconds, partition, group, seconds, batched, packed)
 
 
 def group_records(members: int, partitions: int) -> list:
@@ -177,6 +187,7 @@ def main() -> None:
         ray.get([c.raw.remote(noop, 0.2) for c in callers])  # start every worker first
         raw = rate(callers, "raw", args.seconds, noop, args.seconds)
         single = heartbeat_rate(cluster, callers, 1, args.seconds, False, "single")
+        plain = heartbeat_rate(cluster, callers, 1, args.seconds, False, "plain", packed=False)
         batched = heartbeat_rate(cluster, callers, args.batch, args.seconds, True, "batched")
         cluster.shutdown()
         ray.shutdown()
@@ -184,7 +195,8 @@ def main() -> None:
     print(f"{args.callers} callers, {args.seconds:.0f} s each, one call in flight per caller")
     print(f"  raw no-op async actor calls        {raw:10,.0f} /s")
     print(f"  heartbeats, one per call           {single:10,.0f} /s   "
-          f"= {single / raw:.2f} x raw")
+          f"= {single / raw:.2f} x raw, {single / plain:.2f} x unpacked")
+    print(f"    unpacked (Ray pickles them)      {plain:10,.0f} /s   = {plain / raw:.2f} x raw")
     print(f"  heartbeats, {args.batch} per call          {batched:10,.0f} /s   "
           f"= {batched / single:.1f} x one per call, {batched / raw:.1f} x raw calls")
 

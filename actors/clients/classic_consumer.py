@@ -29,6 +29,7 @@ import ray
 from actors.clients.owner_watch import watch_owner
 from actors.clients.timeline import TimelineSink
 from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE, partition_actor_name
+from actors.runtime.packed import pack, unpack
 from protocol import messages as m
 from protocol.client.classic import ClassicMemberClient
 from protocol.placement import partition_for
@@ -205,7 +206,8 @@ class ClassicConsumer:
         ):
             if isinstance(req, cls):
                 self._stats[name] += 1
-        call = asyncio.ensure_future(self._coordinator.handle.remote(req))
+        # Pickled by us, not by Ray: ~150 µs less a call (actors/runtime/packed.py).
+        call = asyncio.ensure_future(self._coordinator.handle_packed.remote(pack(req)))
         give_up = time.monotonic() + timeout_s
         try:
             while not call.done():
@@ -220,7 +222,7 @@ class ClassicConsumer:
                 if not call.done():
                     self.client.poll(time.monotonic())  # in flight: only checks the deadline
                     self._flush_timeline()
-            reply = call.result()
+            reply = unpack(call.result())
         except (asyncio.TimeoutError, ray.exceptions.RayError) as e:
             call.cancel()
             self._stats["failed_calls"] += 1

@@ -34,6 +34,7 @@ import ray
 from actors.clients.owner_watch import watch_owner
 from actors.clients.timeline import TimelineSink
 from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE, partition_actor_name
+from actors.runtime.packed import pack, unpack
 from assignors.connect import DEFAULT_MAX_DELAY_MS, IncrementalCooperativeAssignor
 from protocol import messages as m
 from protocol.client.classic_connect import ClassicConnectWorkerClient
@@ -233,7 +234,8 @@ class ConnectWorker:
         timeout_s = CALL_TIMEOUT_S
         if isinstance(request, m.JoinGroupRequest):
             timeout_s = self.client.rebalance_timeout_ms / 1000 + JOIN_CALL_MARGIN_S
-        call = asyncio.ensure_future(self._coordinator.handle.remote(request))
+        # Pickled by us, not by Ray: ~150 µs less a call (actors/runtime/packed.py).
+        call = asyncio.ensure_future(self._coordinator.handle_packed.remote(pack(request)))
         give_up = time.monotonic() + timeout_s
         try:
             while not call.done():
@@ -251,7 +253,7 @@ class ConnectWorker:
                     self.client.poll(time.monotonic())
                     self.work.advance(time.monotonic())
                     self._flush()
-            reply = call.result()
+            reply = unpack(call.result())
         except (asyncio.TimeoutError, ray.exceptions.RayError) as e:
             call.cancel()
             self._stats["failed_calls"] += 1

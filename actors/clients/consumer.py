@@ -31,6 +31,7 @@ from ray.exceptions import RayActorError
 from actors.clients.owner_watch import watch_owner
 from actors.clients.timeline import TimelineSink
 from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE, partition_actor_name
+from actors.runtime.packed import pack, unpack, waker_token
 from assignors.client.interfaces import PartitionAssignor
 from assignors.client.sticky import StickyPartitionAssignor
 from protocol import messages as m
@@ -154,7 +155,10 @@ class ConsumerClient:
             partition_actor_name(partition_for(group_id, num_partitions)), namespace=NAMESPACE
         )
         self._controller = ray.get_actor(CONTROLLER_NAME, namespace=NAMESPACE)
-        self._self = ray.get_runtime_context().current_actor if wake_ups else None
+        # This actor's handle for the partition to wake it by, pickled once (packed.py).
+        self._waker = (
+            waker_token(ray.get_runtime_context().current_actor) if wake_ups else None
+        )
         self._by_id: dict[str, ConsumerMemberClient] = {}
         self._woken = asyncio.Event()
         self._wake_ups = 0
@@ -307,12 +311,14 @@ class ConsumerClient:
             isinstance(req, m.ConsumerGroupHeartbeatRequest) for _, req in batch
         )
         try:
-            requests = [req for _, req in batch]
-            if self._self is None:
-                ref = self._coordinator.handle_batch.remote(requests)
+            # Pickled by us, not by Ray: ~150 µs less a call, ~300 µs with the waker
+            # (actors/runtime/packed.py).
+            packed = pack([req for _, req in batch])
+            if self._waker is None:
+                ref = self._coordinator.handle_batch_packed.remote(packed)
             else:
-                ref = self._coordinator.handle_batch.remote(requests, waker=self._self)
-            replies = await asyncio.wait_for(ref, CALL_TIMEOUT_S)
+                ref = self._coordinator.handle_batch_packed.remote(packed, waker=self._waker)
+            replies = unpack(await asyncio.wait_for(ref, CALL_TIMEOUT_S))
         except (RayActorError, asyncio.TimeoutError, ray.exceptions.RayError) as e:
             self._failed_calls += 1
             log.debug("heartbeat batch failed: %s", e)

@@ -30,6 +30,7 @@ from actors.clients.consumer import new_member_id
 from actors.clients.owner_watch import watch_owner
 from actors.clients.timeline import TimelineSink
 from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE, partition_actor_name
+from actors.runtime.packed import pack, unpack
 from protocol.client.share_member import ShareMemberClient
 from protocol.placement import partition_for
 from protocol.wire.stream import SyntheticStream
@@ -148,8 +149,9 @@ class ShareConsumer:
 
     async def _call(self, request: object) -> object | None:
         try:
-            return await asyncio.wait_for(self._coordinator.handle.remote(request),
-                                          CALL_TIMEOUT_S)
+            # Pickled by us, not by Ray: ~150 µs less a call (actors/runtime/packed.py).
+            ref = self._coordinator.handle_packed.remote(pack(request))
+            return unpack(await asyncio.wait_for(ref, CALL_TIMEOUT_S))
         except (RayError, asyncio.TimeoutError) as e:
             self.failed_calls += 1
             log.debug("share call failed: %s", e)

@@ -40,6 +40,7 @@ class Fence:
 
     def __init__(self, directory: Path, fsync: bool, ops: FileOps) -> None:
         self._directory = directory
+        self._epoch_path = str(directory / EPOCH_FILE)  # read by every write and every turn
         self._fsync = fsync
         self._ops = ops
         self._lock_file: BinaryIO | None = None
@@ -78,16 +79,26 @@ class Fence:
         return epoch
 
     def current(self) -> int:
-        """The epoch of the newest incarnation that opened the log (0: none yet)."""
+        """The epoch of the newest incarnation that opened the log (0: none yet).
+
+        Every write and every turn asks this, so it is three system calls (open, read,
+        close: ~6 µs, where ``Path.read_text`` took ~25). It stays an open and a read, not
+        an ``os.stat`` of the file's inode (cheaper by ~2 µs): over NFS an open revalidates
+        what the client cached (close-to-open), a stat may answer from the attribute cache.
+        """
         try:
-            text = (self._directory / EPOCH_FILE).read_text()
+            fd = os.open(self._epoch_path, os.O_RDONLY)
         except FileNotFoundError:
             return 0
         try:
-            return int(text)
+            data = os.read(fd, 4096)
+        finally:
+            os.close(fd)
+        try:
+            return int(data)
         except ValueError:
             where = self._directory / EPOCH_FILE
-            raise RuntimeError(f"{where} holds {text!r}, not an epoch") from None
+            raise RuntimeError(f"{where} holds {data!r}, not an epoch") from None
 
     def check(self) -> None:
         """Raise ``LogFencedError`` unless this writer's epoch is still the newest."""

@@ -48,6 +48,9 @@ DEFAULT_SEGMENT_MAX_BYTES = 64 * 1024 * 1024
 SNAPSHOT_FRAME_MAX_RECORDS = 10_000  # keeps a 1M-record snapshot out of one giant frame
 SNAPSHOT_FRAME_MAX_RECORD_BYTES = 4 * 1024 * 1024  # same, for a snapshot of few large records
 FILE_NUMBER_DIGITS = 20  # zero padding, so names sort as numbers do
+# Appends up to this size (one turn's records) are quick enough for the partition's event loop:
+# one write of at most this much and one fsync (``PartitionStorage.quick_append_bytes``).
+QUICK_APPEND_BYTES = 64 * 1024
 # What recovery writes (and removes) to see that the disk takes writes again: a few turns' worth.
 PROBE_BYTES = 64 * 1024
 PROBE_FILE = "probe.tmp"
@@ -145,6 +148,12 @@ class PartitionLog(PartitionStorage):
     def failed(self) -> bool:
         """A write failed: nothing more is written until ``recover``."""
         return self._failed
+
+    @property
+    def quick_append_bytes(self) -> int:
+        """A local write + fsync: quick for a turn's usual few records (the partition times
+        each append and sends the next to a thread if one was slow)."""
+        return QUICK_APPEND_BYTES
 
     @property
     def bytes_since_snapshot(self) -> int:

@@ -66,6 +66,14 @@ class PartitionStorage(abc.ABC):
         """Bytes a load would replay after the latest snapshot: the caller snapshots when
         this outgrows the compacted state."""
 
+    @property
+    def quick_append_bytes(self) -> int:
+        """The largest append (in record bytes) this storage makes durable fast enough to
+        run on the partition's event loop instead of a worker thread, whose hop costs about
+        as much as a local fsync; 0 (the default): always a thread, as a network round trip
+        (an object store's PUT) must be."""
+        return 0
+
     @abc.abstractmethod
     def load(self) -> LoadedLog:
         """Take the next epoch (fencing every older writer), then read what is durable.

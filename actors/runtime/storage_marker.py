@@ -124,6 +124,10 @@ class MarkedStorage(PartitionStorage):
     def bytes_since_snapshot(self) -> int:
         return self.inner.bytes_since_snapshot
 
+    @property
+    def quick_append_bytes(self) -> int:
+        return self.inner.quick_append_bytes
+
     def load(self) -> LoadedLog:
         try:
             check_marker(self.storage_path, self.cluster_id, self._ops)

@@ -5,6 +5,7 @@ import time
 import pytest
 import ray
 
+from actors.runtime.packed import pack, unpack
 from protocol import messages as m
 from protocol.errors import Errors
 
@@ -100,6 +101,22 @@ def test_bad_input_gets_an_error_and_changes_nothing(cluster, garbage):
 def test_a_batch_that_is_not_a_list_is_refused(cluster):
     (resp,) = ray.get(cluster.partition(0).handle_batch.remote("nope"))
     assert resp.error_code == Errors.INVALID_REQUEST
+
+
+def test_packed_calls_answer_as_the_plain_ones_do_bad_input_included(cluster):
+    p = cluster.partition(0)
+    garbage = m.ConsumerGroupHeartbeatRequest(group_id="part-bad-g", member_epoch="zero")
+    plain = ray.get(p.handle.remote(garbage))
+    packed = unpack(ray.get(p.handle_packed.remote(pack(garbage))))
+    assert packed == plain and plain.error_code != Errors.NONE
+    (resp,) = unpack(ray.get(p.handle_batch_packed.remote(pack("nope"))))
+    assert resp.error_code == Errors.INVALID_REQUEST
+    cluster.create_topic("part-packed", 2)
+    group = "part-packed-g"
+    replies = unpack(ray.get(cluster.coordinator(group).handle_batch_packed.remote(
+        pack([join(group, "m1", "part-packed"), join(group, "m2", "part-packed")]))))
+    assert [r.error_code for r in replies] == [Errors.NONE, Errors.NONE]
+    assert len(cluster.describe(group).members) == 2
 
 
 def test_many_joins_in_one_batch_bump_the_group_epoch_once(cluster):
