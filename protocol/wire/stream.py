@@ -119,13 +119,13 @@ class SyntheticStream:
         self.chunks.put(k, data)
         return data, True
 
-    def batches_at(self, offset: int, end: int, limit_bytes: int, may_build: int
-                   ) -> tuple[bytes, int, int]:
+    def batches_at(self, offset: int, end: int, limit_bytes: int, may_build: int,
+                   fit: bool = True) -> tuple[bytes, int, int]:
         """Records from ``offset`` (with ``end`` the log end) for one partition of a Fetch: the
         arrived chunks from the one holding ``offset`` on, whole, as many as fit
-        ``limit_bytes`` (at most MAX_CHUNKS_PER_PARTITION); else a batch from ``offset``, at
-        most MAX_RECORDS_PER_PARTITION records sized by the byte estimate. At most
-        ``may_build`` batches are encoded (0: only cached chunks, maybe none). Returns the
+        ``limit_bytes`` (at most MAX_CHUNKS_PER_PARTITION); else, if ``fit``, a batch from
+        ``offset``, at most MAX_RECORDS_PER_PARTITION records sized by the byte estimate. At
+        most ``may_build`` batches are encoded (0: only cached chunks, maybe none). Returns the
         records, how many of them are at or after ``offset``, and how many were encoded."""
         k = offset // CHUNK_RECORDS
         pieces: list[bytes] = []
@@ -142,7 +142,7 @@ class SyntheticStream:
         if pieces:
             records = pieces[0] if len(pieces) == 1 else b"".join(pieces)
             return records, k * CHUNK_RECORDS - offset, built
-        if built >= may_build:
+        if built >= may_build or not fit:
             return b"", 0, built
         n = min(end - offset, MAX_RECORDS_PER_PARTITION,
                 max(1, (limit_bytes - BATCH_OVERHEAD_BYTES) // RECORD_BYTES_ESTIMATE))
@@ -241,8 +241,11 @@ def fetch_response(body: dict, index: TopicIndex, stream: SyntheticStream, now_m
             elif not 0 <= offset <= end:
                 entry["error_code"] = E.offset_out_of_range.value
             elif offset < end and budget > BATCH_OVERHEAD_BYTES:
-                limit = min(p.get("partition_max_bytes", budget), budget)
-                entry["records"], n, built = stream.batches_at(offset, end, limit, may_build)
+                own = p.get("partition_max_bytes", budget)
+                # A batch fitted to the reply's leftover bytes is not worth encoding once the
+                # reply carries records; one fitted to the client's own limit is.
+                entry["records"], n, built = stream.batches_at(
+                    offset, end, min(own, budget), may_build, fit=own <= budget or total == 0)
                 budget -= len(entry["records"])
                 may_build -= built
                 total += n

@@ -94,6 +94,15 @@ def test_a_reply_carries_at_most_max_response_bytes_of_records_whatever_the_clie
         <= stream.MAX_RESPONSE_BYTES
 
 
+def test_the_reply_s_leftover_bytes_get_no_batch_built_to_fit_them():
+    chunk = len(STREAM.chunk(1)[0])
+    body = {"max_bytes": chunk + 300, "topics": [{"topic": "foo", "partitions": [
+        {"partition": p, "fetch_offset": CHUNK, "partition_max_bytes": 1 << 20}
+        for p in range(2)]}]}
+    (first, second), count = _fetch_from(STREAM, body)
+    assert len(first) == chunk and second == b"" and count == CHUNK
+
+
 def test_the_chunk_cache_keeps_the_most_recently_served():
     cache = stream.ChunkCache(capacity=3)
     for k in range(5):
