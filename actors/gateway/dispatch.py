@@ -19,9 +19,10 @@ from actors.gateway import share_handlers as shares
 from actors.gateway import topic_handlers as brokers
 from actors.gateway.core import GatewayCore, WireRequest
 from protocol.api import BY_API_KEY
+from protocol.wire.codec import EncodedBody
 from protocol.wire.versions import SASL_AUTHENTICATE, SASL_HANDSHAKE, api_versions_body
 
-Handler = Callable[[GatewayCore, WireRequest], Awaitable[dict | None]]
+Handler = Callable[[GatewayCore, WireRequest], Awaitable[dict | EncodedBody | None]]
 
 # Served by the connection itself: the SASL exchange changes the connection's state.
 CONNECTION_APIS = frozenset({SASL_HANDSHAKE, SASL_AUTHENTICATE})

@@ -20,6 +20,8 @@ from actors.gateway.core import GatewayCore, WireRequest
 from actors.runtime.controller import _check_group_config
 from protocol.errors import CoordinatorError, Errors
 from protocol.wire import configs, stream, topics
+from protocol.wire.codec import EncodedBody
+from protocol.wire.fetch_response import fetch_body_parts
 
 TOPIC, CLUSTER, GROUP = "TOPIC", "CLUSTER", "GROUP"
 CLUSTER_NAME = "kafka-cluster"
@@ -179,9 +181,11 @@ async def list_offsets(core: GatewayCore, req: WireRequest) -> dict:
                                         lambda t: core.may(req, "DESCRIBE", TOPIC, t))
 
 
-async def fetch(core: GatewayCore, req: WireRequest) -> dict:
+async def fetch(core: GatewayCore, req: WireRequest) -> EncodedBody:
     """Records from each fetch offset; at the log end, wait for the next batch (at most the
-    client's ``max_wait``), as a broker parks a fetch until ``min_bytes`` arrive."""
+    client's ``max_wait``), as a broker parks a fetch until ``min_bytes`` arrive. The reply
+    is written without kio, around the cached batches (``protocol/wire/fetch_response.py``);
+    what one reply may cost is bounded in ``protocol/wire/stream.py``."""
     body = req.body
     index = await core.topics_knowing(names=[t["topic"] for t in body.get("topics", [])])
     may_read = lambda t: core.may(req, "READ", TOPIC, t)  # noqa: E731
@@ -190,7 +194,7 @@ async def fetch(core: GatewayCore, req: WireRequest) -> dict:
     if count == 0 and wait_ms > 0 and body.get("min_bytes", 1) > 0:
         await asyncio.sleep(min(wait_ms, core.stream.next_batch_in_ms(core.now_ms())) / 1000)
         reply, _ = stream.fetch_response(body, index, core.stream, core.now_ms(), may_read)
-    return reply
+    return EncodedBody(fetch_body_parts(req.version, reply))
 
 
 async def produce(core: GatewayCore, req: WireRequest) -> dict | None:

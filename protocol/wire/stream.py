@@ -16,26 +16,36 @@ INVALID_REQUEST and a message saying why: the stream is synthetic and takes no r
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
-from functools import lru_cache
+from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode as E
 
 from protocol.wire.record_batch import record_batch
 from protocol.wire.topics import TopicIndex
 
-# Bounds on one Fetch reply (TigerStyle): records per partition, and an estimate of a
-# record's size in a batch used to honour the client's byte limits.
-MAX_RECORDS_PER_PARTITION = 500
 # Fetch serves whole aligned chunks of the stream once they have arrived: chunk k holds
-# offsets [k * CHUNK_RECORDS, (k + 1) * CHUNK_RECORDS), encoded once and kept (at most
-# CACHED_CHUNKS of them, ~12 KiB each), since every partition of every topic is the same
-# stream. A client skips a batch's records below its fetch offset, as with any broker.
-CHUNK_RECORDS = MAX_RECORDS_PER_PARTITION
+# offsets [k * CHUNK_RECORDS, (k + 1) * CHUNK_RECORDS), one v2 batch encoded once and kept (the
+# CACHED_CHUNKS most recently served, 6.5-12 KiB each, in the stream's ``ChunkCache``), since every
+# partition of every topic is the same stream. A client skips a batch's records below its fetch
+# offset, as with any broker. The unfinished tail, and a client whose byte limit is smaller than
+# a chunk, get a batch built from the fetch offset, of at most CHUNK_RECORDS records, sized by an
+# estimate of a record's bytes.
+CHUNK_RECORDS = 500
+MAX_RECORDS_PER_PARTITION = CHUNK_RECORDS  # in a batch built from the fetch offset
 CACHED_CHUNKS = 2048
 RECORD_BYTES_ESTIMATE = 24
 BATCH_OVERHEAD_BYTES = 61
+# Bounds on one Fetch reply, so that serving one holds the gateway's event loop briefly
+# whatever the client asks (TigerStyle): consecutive chunks per partition (2,000 records), record
+# bytes per reply whatever the client's max_bytes (Kafka's broker caps it too, with its own
+# fetch.max.bytes), and batches encoded for it rather than found in the cache (~0.3 ms each).
+# A partition left without records by these bounds is fetched again by the client, as when
+# the client's own max_bytes runs out.
+MAX_CHUNKS_PER_PARTITION = 4
+MAX_RESPONSE_BYTES = 1 << 20
+MAX_BUILDS_PER_RESPONSE = 8
 # ListOffsets' special timestamps.
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL = -1, -2, -3, -4
 PRODUCE_REFUSAL = ("Cohort's topics are synthetic streams (offset n is the n-th record, "
@@ -47,6 +57,9 @@ class SyntheticStream:
     anchor_ms: int
     records_per_s: float = 50.0
     batch_interval_ms: int = 200
+    # Memo of encoded chunks (not part of the stream's identity).
+    chunks: ChunkCache = field(default_factory=lambda: ChunkCache(), init=False, repr=False,
+                                compare=False, hash=False)
 
     def end_offset(self, now_ms: int) -> int:
         """The log end offset at ``now_ms``: every batch that has arrived by then."""
@@ -97,26 +110,69 @@ class SyntheticStream:
             o = upto
         return out
 
-    def batch_at(self, offset: int, end: int, limit_bytes: int) -> tuple[bytes, int]:
-        """A batch from ``offset`` (with ``end`` the log end): the cached chunk holding
-        ``offset`` if it has fully arrived and fits ``limit_bytes``, else offsets from
-        ``offset`` on, at most MAX_RECORDS_PER_PARTITION, sized by the byte estimate; and how
-        many records at or after ``offset`` it carries."""
+    def chunk(self, k: int) -> tuple[bytes, bool]:
+        """Chunk ``k``, and whether it was encoded just now (not found in the cache)."""
+        found = self.chunks.get(k)
+        if found is not None:
+            return found, False
+        data = self.records(k * CHUNK_RECORDS, (k + 1) * CHUNK_RECORDS)
+        self.chunks.put(k, data)
+        return data, True
+
+    def batches_at(self, offset: int, end: int, limit_bytes: int, may_build: int,
+                   fit: bool = True) -> tuple[bytes, int, int]:
+        """Records from ``offset`` (with ``end`` the log end) for one partition of a Fetch: the
+        arrived chunks from the one holding ``offset`` on, whole, as many as fit
+        ``limit_bytes`` (at most MAX_CHUNKS_PER_PARTITION); else, if ``fit``, a batch from
+        ``offset``, at most MAX_RECORDS_PER_PARTITION records sized by the byte estimate. At
+        most ``may_build`` batches are encoded (0: only cached chunks, maybe none). Returns the
+        records, how many of them are at or after ``offset``, and how many were encoded."""
         k = offset // CHUNK_RECORDS
-        chunk_end = (k + 1) * CHUNK_RECORDS
-        if chunk_end <= end:
-            chunk = _chunk(self, k)
-            if len(chunk) <= limit_bytes:
-                return chunk, chunk_end - offset
+        pieces: list[bytes] = []
+        size = built = 0
+        while ((k + 1) * CHUNK_RECORDS <= end and len(pieces) < MAX_CHUNKS_PER_PARTITION
+               and (built < may_build or k in self.chunks)):
+            data, fresh = self.chunk(k)
+            built += fresh
+            if size + len(data) > limit_bytes:
+                break
+            pieces.append(data)
+            size += len(data)
+            k += 1
+        if pieces:
+            records = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+            return records, k * CHUNK_RECORDS - offset, built
+        if built >= may_build or not fit:
+            return b"", 0, built
         n = min(end - offset, MAX_RECORDS_PER_PARTITION,
                 max(1, (limit_bytes - BATCH_OVERHEAD_BYTES) // RECORD_BYTES_ESTIMATE))
-        return self.records(offset, offset + n), n
+        return self.records(offset, offset + n), n, built + 1
 
 
-@lru_cache(maxsize=CACHED_CHUNKS)
-def _chunk(stream: SyntheticStream, k: int) -> bytes:
-    """Chunk ``k`` of ``stream``, encoded once (see CHUNK_RECORDS)."""
-    return stream.records(k * CHUNK_RECORDS, (k + 1) * CHUNK_RECORDS)
+class ChunkCache:
+    """A stream's encoded chunks by index: the CACHED_CHUNKS most recently served."""
+
+    def __init__(self, capacity: int = CACHED_CHUNKS) -> None:
+        self.capacity = capacity
+        self._by_index: OrderedDict[int, bytes] = OrderedDict()
+
+    def __contains__(self, k: int) -> bool:
+        return k in self._by_index
+
+    def __len__(self) -> int:
+        return len(self._by_index)
+
+    def get(self, k: int) -> bytes | None:
+        found = self._by_index.get(k)
+        if found is not None:
+            self._by_index.move_to_end(k)
+        return found
+
+    def put(self, k: int, data: bytes) -> None:
+        self._by_index[k] = data
+        self._by_index.move_to_end(k)
+        while len(self._by_index) > self.capacity:
+            self._by_index.popitem(last=False)
 
 
 # ----------------------------------------------------------------------------- ListOffsets
@@ -159,13 +215,18 @@ def _offset_at(timestamp: int, stream: SyntheticStream, end: int, now_ms: int) -
 
 def fetch_response(body: dict, index: TopicIndex, stream: SyntheticStream, now_ms: int,
                    may_read: Callable[[str], bool]) -> tuple[dict, int]:
-    """Fetch's reply at ``now_ms`` and how many records it carries (0: worth waiting)."""
+    """Fetch's reply at ``now_ms`` and how many records it carries (0: worth waiting). Its
+    record bytes are at most the client's ``max_bytes`` and MAX_RESPONSE_BYTES (a limit smaller
+    than a chunk gets a batch built to fit it), and at most MAX_BUILDS_PER_RESPONSE batches are
+    encoded for it: the work one fetch makes the gateway do is bounded whatever it asks."""
     end = stream.end_offset(now_ms)
-    budget = max(body.get("max_bytes", 0x7FFFFFFF), 1)
+    budget = min(max(body.get("max_bytes", 0x7FFFFFFF), 1), MAX_RESPONSE_BYTES)
+    may_build = MAX_BUILDS_PER_RESPONSE
     total = 0
     responses = []
     for t in body.get("topics", []):
         name, count = t["topic"], index.partitions(t["topic"])
+        readable = may_read(name)
         parts = []
         for p in t["partitions"]:
             entry = {"partition_index": p["partition"], "error_code": 0, "high_watermark": end,
@@ -173,16 +234,20 @@ def fetch_response(body: dict, index: TopicIndex, stream: SyntheticStream, now_m
                      "aborted_transactions": None, "preferred_read_replica": -1,
                      "records": b""}
             offset = p["fetch_offset"]
-            if not may_read(name):
+            if not readable:
                 entry["error_code"] = E.topic_authorization_failed.value
             elif count is None or not 0 <= p["partition"] < count:
                 entry["error_code"] = E.unknown_topic_or_partition.value
             elif not 0 <= offset <= end:
                 entry["error_code"] = E.offset_out_of_range.value
             elif offset < end and budget > BATCH_OVERHEAD_BYTES:
-                limit = min(p.get("partition_max_bytes", budget), budget)
-                entry["records"], n = stream.batch_at(offset, end, limit)
+                own = p.get("partition_max_bytes", budget)
+                # A batch fitted to the reply's leftover bytes is not worth encoding once the
+                # reply carries records; one fitted to the client's own limit is.
+                entry["records"], n, built = stream.batches_at(
+                    offset, end, min(own, budget), may_build, fit=own <= budget or total == 0)
                 budget -= len(entry["records"])
+                may_build -= built
                 total += n
             parts.append(entry)
         responses.append({"topic": name, "partitions": parts})

@@ -22,9 +22,13 @@ LATER_MS = 1_000 + 100 * CHUNK * 1_000 // 50
 
 def _fetch(offsets: list[int], now_ms: int = LATER_MS, max_bytes: int = 1 << 20):
     body = {"max_bytes": 1 << 20, "topics": [{"topic": "foo", "partitions": [
-        {"partition": p, "fetch_offset": o, "partition_max_bytes": max_bytes}
+        {"partition": p % 3, "fetch_offset": o, "partition_max_bytes": max_bytes}
         for p, o in enumerate(offsets)]}]}
-    reply, count = stream.fetch_response(body, INDEX, STREAM, now_ms, lambda _t: True)
+    return _fetch_from(STREAM, body, now_ms)
+
+
+def _fetch_from(s: stream.SyntheticStream, body: dict, now_ms: int = LATER_MS):
+    reply, count = stream.fetch_response(body, INDEX, s, now_ms, lambda _t: True)
     return [p["records"] for p in reply["responses"][0]["partitions"]], count
 
 
@@ -45,19 +49,67 @@ def test_timestamps_in_bulk_are_each_records_own(start, n, shape):
 
 
 @given(st.integers(0, 99 * CHUNK - 1))
-def test_a_fetch_inside_an_arrived_chunk_gets_the_whole_chunk_with_every_record_right(offset):
+def test_a_fetch_inside_arrived_chunks_gets_them_whole_with_every_record_right(offset):
     (data,), count = _fetch([offset])
     first = offset - offset % CHUNK
+    last = min(first + stream.MAX_CHUNKS_PER_PARTITION * CHUNK, 100 * CHUNK)
     assert _records(data) == [(o, str(o).encode(), STREAM.timestamp_of(o))
-                              for o in range(first, first + CHUNK)]
-    assert count == first + CHUNK - offset
+                              for o in range(first, last)]
+    assert count == last - offset
 
 
 def test_a_chunk_is_encoded_once_and_served_to_every_partition():
-    (a, b, c), count = _fetch([CHUNK + 3, CHUNK, CHUNK + 499])
-    assert a is b is c
-    (again,), _ = _fetch([CHUNK + 10])
-    assert again is a and count == (CHUNK - 3) + CHUNK + 1
+    s = stream.SyntheticStream(anchor_ms=1_000, records_per_s=50, batch_interval_ms=200)
+    body = {"max_bytes": 1 << 20, "topics": [{"topic": "foo", "partitions": [
+        {"partition": p, "fetch_offset": o, "partition_max_bytes": 1 << 20}
+        for p, o in enumerate([CHUNK + 3, CHUNK, CHUNK + 499])]}]}
+    (a, b, c), count = _fetch_from(s, body)
+    assert a == b == c and count == 3 * stream.MAX_CHUNKS_PER_PARTITION * CHUNK - 3 - 499
+    assert len(s.chunks) == stream.MAX_CHUNKS_PER_PARTITION
+    assert all(not s.chunk(k)[1] for k in range(1, 1 + stream.MAX_CHUNKS_PER_PARTITION))
+
+
+def test_a_fetch_encodes_a_bounded_number_of_batches_and_leaves_the_rest_for_later():
+    s = stream.SyntheticStream(anchor_ms=1_000, records_per_s=50, batch_interval_ms=200)
+    spread = [k * 10 * CHUNK for k in range(2 * stream.MAX_BUILDS_PER_RESPONSE)]
+    body = {"max_bytes": 1 << 30, "topics": [{"topic": "foo", "partitions": [
+        {"partition": 0, "fetch_offset": o, "partition_max_bytes": 1 << 20} for o in spread]}]}
+    served = stream.MAX_BUILDS_PER_RESPONSE // stream.MAX_CHUNKS_PER_PARTITION
+    records, count = _fetch_from(s, body)
+    assert len(s.chunks) == stream.MAX_BUILDS_PER_RESPONSE
+    assert [bool(r) for r in records] == [True] * served + [False] * (len(spread) - served)
+    assert count == stream.MAX_BUILDS_PER_RESPONSE * CHUNK
+    again, _ = _fetch_from(s, body)  # what is cached is served, and the next ones built
+    assert [bool(r) for r in again] == [True] * 2 * served + [False] * (len(spread) - 2 * served)
+
+
+def test_a_reply_carries_at_most_max_response_bytes_of_records_whatever_the_client_asks():
+    many = [{"partition": 0, "fetch_offset": (k % 90) * CHUNK, "partition_max_bytes": 1 << 30}
+            for k in range(400)]
+    body = {"max_bytes": 0x7FFFFFFF, "topics": [{"topic": "foo", "partitions": many}]}
+    for _ in range(30):  # enough fetches for every chunk it names to be cached
+        records, _ = _fetch_from(STREAM, body)
+    one_partition = stream.MAX_CHUNKS_PER_PARTITION * CHUNK * 16  # 16 bytes a record, at most
+    assert stream.MAX_RESPONSE_BYTES - one_partition < sum(map(len, records)) \
+        <= stream.MAX_RESPONSE_BYTES
+
+
+def test_the_reply_s_leftover_bytes_get_no_batch_built_to_fit_them():
+    chunk = len(STREAM.chunk(1)[0])
+    body = {"max_bytes": chunk + 300, "topics": [{"topic": "foo", "partitions": [
+        {"partition": p, "fetch_offset": CHUNK, "partition_max_bytes": 1 << 20}
+        for p in range(2)]}]}
+    (first, second), count = _fetch_from(STREAM, body)
+    assert len(first) == chunk and second == b"" and count == CHUNK
+
+
+def test_the_chunk_cache_keeps_the_most_recently_served():
+    cache = stream.ChunkCache(capacity=3)
+    for k in range(5):
+        cache.put(k, bytes([k]))
+    assert cache.get(2) == b"\x02"  # 2 is now the most recent
+    cache.put(5, b"\x05")
+    assert [k for k in range(6) if k in cache] == [2, 4, 5] and len(cache) == 3
 
 
 def test_the_tail_is_served_from_the_fetch_offset_up_to_the_end():
@@ -70,6 +122,14 @@ def test_a_small_byte_limit_gets_a_small_batch_from_the_fetch_offset():
     (data,), count = _fetch([CHUNK + 3], max_bytes=200)
     assert _records(data)[0][0] == CHUNK + 3
     assert len(data) <= 200 + 2 * stream.RECORD_BYTES_ESTIMATE and 1 <= count < 10
+
+
+def test_a_chunk_encoded_but_too_big_for_the_limit_counts_against_the_bound():
+    s = stream.SyntheticStream(anchor_ms=1_000, records_per_s=50, batch_interval_ms=200)
+    end = 100 * CHUNK
+    assert s.batches_at(CHUNK + 3, end, 200, may_build=1) == (b"", 0, 1)  # the chunk, unsent
+    fitted = (200 - stream.BATCH_OVERHEAD_BYTES) // stream.RECORD_BYTES_ESTIMATE
+    assert s.batches_at(CHUNK + 3, end, 200, may_build=1)[1:] == (fitted, 1)  # now cached
 
 
 @given(st.lists(st.tuples(st.integers(0, 10**5), st.binary(max_size=300)), min_size=1,
