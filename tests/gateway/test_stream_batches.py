@@ -4,6 +4,8 @@ batch from the fetch offset."""
 
 from __future__ import annotations
 
+from unittest.mock import patch
+
 from hypothesis import given
 from hypothesis import strategies as st
 from kafka.record import MemoryRecords
@@ -48,11 +50,18 @@ def test_timestamps_in_bulk_are_each_records_own(start, n, shape):
     assert s.timestamps(start, start + n) == [s.timestamp_of(o) for o in range(start, start + n)]
 
 
+# A reply's chunks a partition, small enough that the few batches one reply may encode give
+# every partition its whole share: the tests of what a reply holds use it.
+FEW_CHUNKS = 4
+few_chunks = patch.object(stream, "MAX_CHUNKS_PER_PARTITION", FEW_CHUNKS)
+
+
 @given(st.integers(0, 99 * CHUNK - 1))
 def test_a_fetch_inside_arrived_chunks_gets_them_whole_with_every_record_right(offset):
-    (data,), count = _fetch([offset])
+    with few_chunks:
+        (data,), count = _fetch([offset])
     first = offset - offset % CHUNK
-    last = min(first + stream.MAX_CHUNKS_PER_PARTITION * CHUNK, 100 * CHUNK)
+    last = min(first + FEW_CHUNKS * CHUNK, 100 * CHUNK)
     assert _records(data) == [(o, str(o).encode(), STREAM.timestamp_of(o))
                               for o in range(first, last)]
     assert count == last - offset
@@ -63,10 +72,11 @@ def test_a_chunk_is_encoded_once_and_served_to_every_partition():
     body = {"max_bytes": 1 << 20, "topics": [{"topic": "foo", "partitions": [
         {"partition": p, "fetch_offset": o, "partition_max_bytes": 1 << 20}
         for p, o in enumerate([CHUNK + 3, CHUNK, CHUNK + 499])]}]}
-    (a, b, c), count = _fetch_from(s, body)
-    assert a == b == c and count == 3 * stream.MAX_CHUNKS_PER_PARTITION * CHUNK - 3 - 499
-    assert len(s.chunks) == stream.MAX_CHUNKS_PER_PARTITION
-    assert all(not s.chunk(k)[1] for k in range(1, 1 + stream.MAX_CHUNKS_PER_PARTITION))
+    with few_chunks:
+        (a, b, c), count = _fetch_from(s, body)
+    assert a == b == c and count == 3 * FEW_CHUNKS * CHUNK - 3 - 499
+    assert len(s.chunks) == FEW_CHUNKS
+    assert all(not s.chunk(k)[1] for k in range(1, 1 + FEW_CHUNKS))
 
 
 def test_a_fetch_encodes_a_bounded_number_of_batches_and_leaves_the_rest_for_later():
@@ -74,13 +84,29 @@ def test_a_fetch_encodes_a_bounded_number_of_batches_and_leaves_the_rest_for_lat
     spread = [k * 10 * CHUNK for k in range(2 * stream.MAX_BUILDS_PER_RESPONSE)]
     body = {"max_bytes": 1 << 30, "topics": [{"topic": "foo", "partitions": [
         {"partition": 0, "fetch_offset": o, "partition_max_bytes": 1 << 20} for o in spread]}]}
-    served = stream.MAX_BUILDS_PER_RESPONSE // stream.MAX_CHUNKS_PER_PARTITION
-    records, count = _fetch_from(s, body)
+    served = stream.MAX_BUILDS_PER_RESPONSE // FEW_CHUNKS
+    with few_chunks:
+        records, count = _fetch_from(s, body)
     assert len(s.chunks) == stream.MAX_BUILDS_PER_RESPONSE
     assert [bool(r) for r in records] == [True] * served + [False] * (len(spread) - served)
     assert count == stream.MAX_BUILDS_PER_RESPONSE * CHUNK
-    again, _ = _fetch_from(s, body)  # what is cached is served, and the next ones built
+    with few_chunks:  # what is cached is served, and the next ones built
+        again, _ = _fetch_from(s, body)
     assert [bool(r) for r in again] == [True] * 2 * served + [False] * (len(spread) - 2 * served)
+
+
+def test_once_cached_a_partition_gets_as_many_whole_chunks_as_a_reply_allows():
+    s = stream.SyntheticStream(anchor_ms=1_000, records_per_s=50, batch_interval_ms=200)
+    body = {"max_bytes": 1 << 30, "topics": [{"topic": "foo", "partitions": [
+        {"partition": 0, "fetch_offset": 3, "partition_max_bytes": 1 << 30}]}]}
+    counts = []
+    for _ in range(stream.MAX_CHUNKS_PER_PARTITION // stream.MAX_BUILDS_PER_RESPONSE + 1):
+        (data,), count = _fetch_from(s, body)  # each reply builds a few more, serves the rest
+        counts.append(count)
+    assert counts == sorted(counts) and counts[0] == stream.MAX_BUILDS_PER_RESPONSE * CHUNK - 3
+    last = stream.MAX_CHUNKS_PER_PARTITION * CHUNK
+    assert counts[-1] == last - 3
+    assert [o for o, _, _ in _records(data)] == list(range(last))
 
 
 def test_a_reply_carries_at_most_max_response_bytes_of_records_whatever_the_client_asks():
