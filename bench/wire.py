@@ -27,7 +27,7 @@ Figures, per system:
 It prints each figure and the ratios Cohort/Tansu and Cohort/mock, which are what to compare
 across machines (the machine is shared; absolute rates drift between runs).
 
-    .venv/bin/python bench/wire.py [--quick] [--clients 8] [--commits 2000] [--records 50000]
+    .venv/bin/python bench/wire.py [--quick] [--clients 8] [--commits 2000] [--records 200000]
         [--mixed] [--stable] [--members 100] [--heartbeat-ms 100] [--window 5]
         [--systems cohort,mock,tansu]
 """
@@ -439,7 +439,9 @@ def main() -> int:
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--commits", type=int, default=2000, help="async commits per client")
     ap.add_argument("--sync-commits", type=int, default=1000)
-    ap.add_argument("--records", type=int, default=50_000, help="records each consumer reads")
+    ap.add_argument("--records", type=int, default=200_000,
+                    help="records each consumer reads (a phase of a second or more: at "
+                         "50,000 the first fetches decide the figure)")
     ap.add_argument("--partitions", type=int, default=8, help="partitions of the topic")
     ap.add_argument("--coordinator-partitions", type=int, default=4,
                     help="Cohort's offsets-<p> partition actors")
