@@ -68,7 +68,8 @@ READ_CHUNK_BYTES = 64 << 10
 # max.in.flight is 1,000,000; the bound keeps a client from queueing without end).
 MAX_IN_FLIGHT = 1_000
 
-# A request served: its encoded response frame, or None when Kafka sends none (acks=0).
+# A request served: its encoded response frame, or None when Kafka sends none (acks=0); a
+# future when the request is submitted already, else a coroutine to run.
 Respond = Callable[[WireRequest], Awaitable[bytes | None]]
 
 
@@ -151,10 +152,14 @@ class Connection:
         await self._written()
 
     async def _submit(self, req: WireRequest) -> None:
-        # A task starts at once, in creation order, and a local request reaches its mailbox
-        # before its first suspension: submission order is mailbox order.
-        task = asyncio.get_running_loop().create_task(self.respond(req))
-        await self._owe(api_name(req.header.api_key), task)
+        # ``respond`` gives a future (the request is in its mailbox already) or a coroutine,
+        # run as a task: a task starts at once, in creation order, and a local request reaches
+        # its mailbox before its first suspension. Either way, submission order is mailbox
+        # order.
+        reply = self.respond(req)
+        if not isinstance(reply, asyncio.Future):
+            reply = asyncio.get_running_loop().create_task(reply)
+        await self._owe(req.api.name, reply)
 
     async def _reply_now(self, name: str, data: bytes) -> None:
         done = asyncio.get_running_loop().create_future()
