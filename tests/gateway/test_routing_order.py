@@ -1,13 +1,15 @@
 """The gateway's router keeps a connection's pipelined requests in order through retries.
 
-The partition here is a stand-in object with the two calls the router makes (``handle`` and
-``handle_batch``): the test is about the router's ordering, not about a partition."""
+The partition here is a stand-in object with the two calls the router makes (``handle_packed``
+and ``handle_batch_packed``, pickled as the gateway sends them): the test is about the router's
+ordering, not about a partition."""
 
 from __future__ import annotations
 
 import asyncio
 
 from actors.gateway.routing import Router
+from actors.runtime.packed import pack, unpack
 from protocol import messages as m
 from protocol.errors import Errors
 
@@ -26,8 +28,14 @@ class LoadingPartition:
     def __init__(self, refusals: dict[int, int]) -> None:
         self.refusals = dict(refusals)
         self.applied: list[int] = []
-        self.handle = _Call(self._one)
-        self.handle_batch = _Call(self._batch)
+        self.handle_packed = _Call(self._one_packed)
+        self.handle_batch_packed = _Call(self._batch_packed)
+
+    async def _one_packed(self, packed: bytes) -> bytes:
+        return pack(await self._one(unpack(packed)))
+
+    async def _batch_packed(self, packed: bytes) -> bytes:
+        return pack(await self._batch(unpack(packed)))
 
     async def _one(self, req: m.OffsetCommitRequest) -> m.OffsetCommitResponse:
         offset = req.topics[0].partitions[0].committed_offset
