@@ -53,7 +53,6 @@ class Gateway:
         self.options = options
         self.core: GatewayCore | None = None
         self._server: asyncio.base_events.Server | None = None
-        self._connections: set[asyncio.Task] = set()
         self.admission = Admission(options.max_connections)
         self._started = asyncio.get_running_loop().create_task(self._start())
 
@@ -61,7 +60,8 @@ class Gateway:
         tls = None
         if self.options.tls_certfile:
             tls = tls_context(self.options.tls_certfile, self.options.tls_keyfile)
-        self._server = await asyncio.start_server(self._accept, self.host, self.port, ssl=tls,
+        self._server = await asyncio.start_server(self.admission.accepting(self._serve),
+                                                  self.host, self.port, ssl=tls,
                                                   reuse_address=True)
         self.port = self._server.sockets[0].getsockname()[1]
         node = Node(self.options.node_id, self.options.advertised_host or self.host, self.port)
@@ -71,14 +71,6 @@ class Gateway:
         gc_policy.tune()
         gc_policy.settle()
         log.info("gateway listening on %s:%d", self.host, self.port)
-
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        self._connections.add(task)
-        try:
-            await self.admission.serve(reader, writer, self._serve)
-        finally:
-            self._connections.discard(task)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await self._started
@@ -156,7 +148,6 @@ class Gateway:
         partitions stop listening for this gateway too."""
         await self._started
         self._server.close()
-        for task in list(self._connections):
-            task.cancel()
+        self.admission.drop_all()
         self.core.stop()
         await self.core.brokers.close_listeners()

@@ -38,6 +38,26 @@ class Admission:
         self.max_connections = max_connections
         self.open = 0
         self.refused = 0
+        self._tasks: set[asyncio.Task] = set()
+
+    def accepting(self, serve: Serve) -> Serve:
+        """A listener's callback for ``asyncio.start_server``: each connection admitted (or
+        closed at once) and served by ``serve``, and tracked until it ends (``drop_all``)."""
+
+        async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            task = asyncio.current_task()
+            self._tasks.add(task)
+            try:
+                await self.serve(reader, writer, serve)
+            finally:
+                self._tasks.discard(task)
+
+        return accept
+
+    def drop_all(self) -> None:
+        """End every connection being served (the listener is stopping)."""
+        for task in list(self._tasks):
+            task.cancel()
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                     serve: Serve) -> None:

@@ -28,12 +28,9 @@ from collections.abc import Awaitable
 
 import ray
 
-from actors.gateway import group_handlers as groups
-from actors.gateway import share_handlers as shares
-from actors.gateway import topic_handlers as brokers
 from actors.gateway.admission import Admission
 from actors.gateway.connection import Connection
-from actors.gateway.dispatch import api_versions
+from actors.gateway.dispatch import BY_NAME
 from actors.gateway.listener import (
     Coordinators,
     ListenerSpec,
@@ -53,28 +50,14 @@ from protocol.wire.topics import Node, TopicIndex
 
 log = logging.getLogger(__name__)
 
-# The APIs a partition answers itself, by Kafka's name; the rest goes to the gateway.
-LOCAL = {
-    "ApiVersions": api_versions,
-    "Metadata": brokers.metadata,
-    "FindCoordinator": groups.find_coordinator,
-    "OffsetCommit": groups.offset_commit,
-    "OffsetFetch": groups.offset_fetch,
-    "JoinGroup": groups.join_group,
-    "Heartbeat": groups.heartbeat,
-    "LeaveGroup": groups.leave_group,
-    "SyncGroup": groups.sync_group,
-    "DescribeGroups": groups.describe_groups,
-    "ListGroups": groups.list_groups,
-    "DeleteGroups": groups.delete_groups,
-    "OffsetDelete": groups.offset_delete,
-    "ConsumerGroupHeartbeat": groups.consumer_group_heartbeat,
-    "ConsumerGroupDescribe": groups.consumer_group_describe,
-    "ShareGroupHeartbeat": shares.share_group_heartbeat,
-    "ShareGroupDescribe": shares.share_group_describe,
-    "AlterShareGroupOffsets": shares.alter_share_group_offsets,
-    "DeleteShareGroupOffsets": shares.delete_share_group_offsets,
-}
+# The APIs a partition answers itself, by Kafka's name, with the gateway's own coroutines
+# (``dispatch.BY_NAME``); the rest goes to the gateway.
+LOCAL_APIS = ("ApiVersions", "Metadata", "FindCoordinator", "OffsetCommit", "OffsetFetch",
+              "JoinGroup", "Heartbeat", "LeaveGroup", "SyncGroup", "DescribeGroups",
+              "ListGroups", "DeleteGroups", "OffsetDelete", "ConsumerGroupHeartbeat",
+              "ConsumerGroupDescribe", "ShareGroupHeartbeat", "ShareGroupDescribe",
+              "AlterShareGroupOffsets", "DeleteShareGroupOffsets")
+LOCAL = {name: BY_NAME[name] for name in LOCAL_APIS}
 # Answered within the turn that applies them: submitted as soon as read (``connection``).
 PIPELINED = frozenset(key for key, api in BY_API_KEY.items() if api.name in {
     "OffsetCommit", "OffsetFetch", "Heartbeat", "ConsumerGroupHeartbeat"})
@@ -168,7 +151,6 @@ class Listener:
         self.core = core
         self.admission = Admission(spec.options.max_connections)
         self._server: asyncio.base_events.Server | None = None
-        self._connections: set[asyncio.Task] = set()
         self._forward_to = None
 
     @property
@@ -182,7 +164,8 @@ class Listener:
         for port in ([port_hint, 0] if port_hint else [0]):
             try:
                 self._server = await asyncio.start_server(
-                    self._accept, bind_host, port, ssl=tls, reuse_address=True)
+                    self.admission.accepting(self._serve), bind_host, port, ssl=tls,
+                    reuse_address=True)
                 return
             except OSError as e:  # the old port is taken: any port will do
                 log.info("cannot listen on %s:%d (%s)", bind_host, port, e)
@@ -191,16 +174,7 @@ class Listener:
     def close(self) -> None:
         if self._server is not None:
             self._server.close()
-        for task in list(self._connections):
-            task.cancel()
-
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        self._connections.add(task)
-        try:
-            await self.admission.serve(reader, writer, self._serve)
-        finally:
-            self._connections.discard(task)
+        self.admission.drop_all()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await Connection(self.core, reader, writer, self._respond, PIPELINED).run()

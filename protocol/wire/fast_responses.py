@@ -145,12 +145,18 @@ def _fetch_topics(out: bytearray, topics: list | None, version: int, flexible: b
 # ---------------------------------------------------------- Heartbeat, LeaveGroup, SyncGroup
 
 
-def heartbeat(out: bytearray, body: dict[str, Any], version: int) -> None:
-    if version >= 1:
+def _throttle_and_error(out: bytearray, body: dict[str, Any], throttled: bool) -> None:
+    """The classic group replies' head: the throttle time (from the version that has it) and
+    the error code."""
+    if throttled:
         out += _THROTTLE_ERROR.pack(_int(body.get("throttle_time")),
                                     error_code(body.get("error_code")))
     else:
         out += INT16.pack(error_code(body.get("error_code")))
+
+
+def heartbeat(out: bytearray, body: dict[str, Any], version: int) -> None:
+    _throttle_and_error(out, body, version >= 1)
     if version >= 4:
         out.append(0)
 
@@ -159,11 +165,7 @@ def leave_group(out: bytearray, body: dict[str, Any], version: int) -> None:
     """v0 is an error code; v1 adds the throttle time, v3 members, v4 is flexible."""
     flexible = version >= 4
     string, _, array_length = _writers(flexible)
-    if version >= 1:
-        out += _THROTTLE_ERROR.pack(_int(body.get("throttle_time")),
-                                    error_code(body.get("error_code")))
-    else:
-        out += INT16.pack(error_code(body.get("error_code")))
+    _throttle_and_error(out, body, version >= 1)
     if version >= 3:
         members = body.get("members") or []
         array_length(out, len(members))
@@ -182,11 +184,7 @@ def sync_group(out: bytearray, body: dict[str, Any], version: int) -> None:
     """v1 adds the throttle time, v4 is flexible, v5 names the protocol."""
     flexible = version >= 4
     string, bytes_, _ = _writers(flexible)
-    if version >= 1:
-        out += _THROTTLE_ERROR.pack(_int(body.get("throttle_time")),
-                                    error_code(body.get("error_code")))
-    else:
-        out += INT16.pack(error_code(body.get("error_code")))
+    _throttle_and_error(out, body, version >= 1)
     if version >= 5:
         string(out, nullable_text(body.get("protocol_type")))
         string(out, nullable_text(body.get("protocol_name")))
@@ -203,11 +201,7 @@ def join_group(out: bytearray, body: dict[str, Any], version: int) -> None:
     type (and a nullable protocol name), v9 ``skip_assignment`` (KIP-814)."""
     flexible = version >= 6
     string, bytes_, array_length = _writers(flexible)
-    if version >= 2:
-        out += _THROTTLE_ERROR.pack(_int(body.get("throttle_time")),
-                                    error_code(body.get("error_code")))
-    else:
-        out += INT16.pack(error_code(body.get("error_code")))
+    _throttle_and_error(out, body, version >= 2)
     out += INT32.pack(_int(body.get("generation_id", -1)))
     if version >= 7:
         string(out, nullable_text(body.get("protocol_type")))

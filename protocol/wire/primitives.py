@@ -71,17 +71,10 @@ def uvarint(data: bytes, pos: int) -> tuple[int, int]:
 
 
 def compact_string(data: bytes, pos: int) -> tuple[str, int]:
-    n = data[pos]
-    if n < 0x80:  # a length below 127 (every id): the varint's one byte, read inline
-        pos += 1
-    else:
-        n, pos = uvarint(data, pos)
-    if n == 0:
+    value, pos = compact_nullable_string(data, pos)
+    if value is None:
         raise BadBody("null where a string is required")
-    end = pos + n - 1
-    if end > len(data):
-        raise BadBody("a string runs past the end of the frame")
-    return data[pos:end].decode(), end
+    return value, pos
 
 
 def compact_nullable_string(data: bytes, pos: int) -> tuple[str | None, int]:

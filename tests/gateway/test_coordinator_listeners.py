@@ -12,7 +12,7 @@ import ray
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from kafka.protocol.admin import ListGroupsRequest, ListGroupsResponse
-from kafka.protocol.consumer import OffsetCommitRequest, OffsetCommitResponse
+from kafka.protocol.consumer import OffsetCommitResponse
 from kafka.protocol.metadata import (
     FindCoordinatorRequest,
     FindCoordinatorResponse,
@@ -24,7 +24,7 @@ from actors.gateway.launch import running_gateway, start_gateway, stop_gateway
 from actors.gateway.listener import PARTITION_NODE_BASE
 from protocol import messages as m
 from tests.gateway.conftest import unique, wait_for, whole
-from tests.gateway.wire_client import WireClient
+from tests.gateway.wire_client import WireClient, offset_commit_request
 
 pytestmark = pytest.mark.ray
 
@@ -36,17 +36,6 @@ def _coordinators(count: int) -> dict[int, str]:
     gateway = running_gateway()
     return wait_for(lambda: (found := ray.get(gateway.coordinators.remote()))
                     and len(found) == count and found)
-
-
-def _commit(group: str, topic: str, offset: int):
-    oc = OffsetCommitRequest
-    return oc[8](group_id=group, generation_id_or_member_epoch=-1, member_id="",
-                 group_instance_id=None, topics=[oc.OffsetCommitRequestTopic(
-                     name=topic, partitions=[oc.OffsetCommitRequestTopic.
-                                             OffsetCommitRequestPartition(
-                                                 partition_index=0, committed_offset=offset,
-                                                 committed_leader_epoch=-1,
-                                                 committed_metadata="")])])
 
 
 def _group_on(cluster, p: int, prefix: str) -> str:
@@ -97,7 +86,7 @@ def test_a_partition_refuses_a_group_it_does_not_coordinate(cluster, gateway):
     cluster.create_topic(topic, 1)
     other = _group_on(cluster, 1, "notcoord")
     client = WireClient(coordinators[0])
-    reply = client.call(_commit(other, topic, 7), OffsetCommitResponse, 8)
+    reply = client.call(offset_commit_request(other, topic, 7), OffsetCommitResponse, 8)
     client.close()
     assert reply.topics[0].partitions[0].error_code == NOT_COORDINATOR
     assert cluster.call(m.OffsetFetchRequest(group_id=other)).topics == []  # nothing landed

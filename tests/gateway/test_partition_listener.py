@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 
 from kafka.protocol.consumer import (
-    OffsetCommitRequest,
     OffsetCommitResponse,
     OffsetFetchRequest,
     OffsetFetchResponse,
@@ -23,7 +22,7 @@ from actors.runtime.turns import PartitionTurns
 from protocol.config import CoordinatorConfig
 from protocol.metadata import MetadataImage, TopicMetadata
 from protocol.placement import partition_for
-from tests.gateway.wire_client import WireClient
+from tests.gateway.wire_client import WireClient, offset_commit_request
 
 TOPIC = "t"
 IMAGE = ControllerImage(1, MetadataImage([TopicMetadata("tid-t", TOPIC, 1)]), {})
@@ -36,15 +35,8 @@ def _group_on(p: int, prefix: str) -> str:
                 if partition_for(g := f"{prefix}-{k}", PARTITIONS) == p)
 
 
-def _commit(group: str, offset: int):
-    oc = OffsetCommitRequest
-    return oc[8](group_id=group, generation_id_or_member_epoch=-1, member_id="",
-                 group_instance_id=None, topics=[oc.OffsetCommitRequestTopic(
-                     name=TOPIC, partitions=[oc.OffsetCommitRequestTopic.
-                                             OffsetCommitRequestPartition(
-                                                 partition_index=0, committed_offset=offset,
-                                                 committed_leader_epoch=-1,
-                                                 committed_metadata="")])])
+def _commit_of(group: str, offset: int):
+    return offset_commit_request(group, TOPIC, offset)
 
 
 def _fetch(group: str):
@@ -98,14 +90,14 @@ def test_pipelined_requests_apply_in_the_order_they_were_read_whatever_serves_th
 
     def exchange(address: str) -> tuple[list[int], list[int]]:
         client = WireClient(address)
-        client.call(_commit(group, 5), OffsetCommitResponse, 8)
+        client.call(_commit_of(group, 5), OffsetCommitResponse, 8)
         # A fetch (served by a task) then a commit (by a callback), written at once: the
         # fetch was read first, so it must not see the commit behind it.
-        _send_together(client, _fetch(group), _commit(group, 9))
+        _send_together(client, _fetch(group), _commit_of(group, 9))
         first = [_committed(client.receive(OffsetFetchResponse, 8)),
                  client.receive(OffsetCommitResponse, 8).topics[0].partitions[0].error_code]
         # A commit then a fetch: the fetch sees it.
-        _send_together(client, _commit(group, 12), _fetch(group))
+        _send_together(client, _commit_of(group, 12), _fetch(group))
         second = [client.receive(OffsetCommitResponse, 8).topics[0].partitions[0].error_code,
                   _committed(client.receive(OffsetFetchResponse, 8))]
         client.close()
@@ -121,9 +113,9 @@ def test_a_commit_for_a_group_of_another_partition_is_not_coordinator_and_lands_
 
     def exchange(address: str) -> list[int]:
         client = WireClient(address)
-        codes = [client.call(_commit(other, 3), OffsetCommitResponse, 8)
+        codes = [client.call(_commit_of(other, 3), OffsetCommitResponse, 8)
                  .topics[0].partitions[0].error_code,
-                 client.call(_commit(mine, 4), OffsetCommitResponse, 8)
+                 client.call(_commit_of(mine, 4), OffsetCommitResponse, 8)
                  .topics[0].partitions[0].error_code]
         fetched = client.call(_fetch(other), OffsetFetchResponse, 8)
         client.close()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import ray
-from kafka.protocol.consumer import OffsetCommitRequest, OffsetCommitResponse
+from kafka.protocol.consumer import OffsetCommitResponse
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest
 from kafka.protocol.sasl import (
     SaslAuthenticateRequest,
@@ -29,7 +29,7 @@ from protocol.errors import Errors
 from protocol.security.acls import AclBinding, AclFilter
 from tests.gateway.conftest import unique, wait_for, whole
 from tests.gateway.scram_client import ScramClient
-from tests.gateway.wire_client import WireClient
+from tests.gateway.wire_client import WireClient, offset_commit_request
 
 pytestmark = pytest.mark.ray
 
@@ -102,17 +102,6 @@ def _authenticate(client: WireClient, user: str, password: str, mechanism: str) 
     return final.error_code
 
 
-def _offset_commit(group: str, topic: str, offset: int):
-    oc = OffsetCommitRequest
-    return oc[8](group_id=group, generation_id_or_member_epoch=-1, member_id="",
-                 group_instance_id=None, topics=[oc.OffsetCommitRequestTopic(
-                     name=topic, partitions=[oc.OffsetCommitRequestTopic.
-                                             OffsetCommitRequestPartition(
-                                                 partition_index=0, committed_offset=offset,
-                                                 committed_leader_epoch=-1,
-                                                 committed_metadata="")])])
-
-
 def test_acls_are_added_listed_and_removed_with_cohort_acls(cluster):
     group, topic = unique("acl-cli"), unique("acl-cli-t")
     added = json.loads(_cohort("acls", "--add", "--allow-principal", "User:carol",
@@ -152,7 +141,7 @@ def test_an_unauthorised_principal_gets_group_authorization_failed_and_changes_n
     assert cluster.describe(group).error_code == Errors.GROUP_ID_NOT_FOUND  # never created
     client = WireClient(bootstrap, tls=_tls(cert))
     assert _authenticate(client, "bob", PASSWORDS["bob"], "PLAIN") == 0
-    reply = client.call(_offset_commit(group, topic, 99), OffsetCommitResponse, 8)
+    reply = client.call(offset_commit_request(group, topic, 99), OffsetCommitResponse, 8)
     assert reply.topics[0].partitions[0].error_code == 30  # GROUP_AUTHORIZATION_FAILED
     assert cluster.call(m.OffsetFetchRequest(group_id=group)).topics == []
     client.close()
@@ -203,14 +192,14 @@ def test_a_partition_listener_demands_what_its_gateway_demands(cluster, secure):
     assert _authenticate(bob, "bob", "not-his-password", "SCRAM-SHA-256") == 58
     bob = WireClient(address, tls=_tls(cert))
     assert _authenticate(bob, "bob", PASSWORDS["bob"], "PLAIN") == 0
-    denied = bob.call(_offset_commit(group, topic, 5), OffsetCommitResponse, 8)
+    denied = bob.call(offset_commit_request(group, topic, 5), OffsetCommitResponse, 8)
     assert denied.topics[0].partitions[0].error_code == 30  # GROUP_AUTHORIZATION_FAILED
     bob.close()
     admin_security.add_acls([AclBinding("User:alice", "GROUP", group, "READ"),
                              AclBinding("User:alice", "TOPIC", topic, "READ")])
     alice = WireClient(address, tls=_tls(cert))
     assert _authenticate(alice, "alice", PASSWORDS["alice"], "SCRAM-SHA-256") == 0
-    allowed = alice.call(_offset_commit(group, topic, 6), OffsetCommitResponse, 8)
+    allowed = alice.call(offset_commit_request(group, topic, 6), OffsetCommitResponse, 8)
     alice.close()
     assert allowed.topics[0].partitions[0].error_code == 0
     fetched = cluster.call(m.OffsetFetchRequest(group_id=group)).topics

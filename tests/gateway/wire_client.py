@@ -62,3 +62,18 @@ class WireClient:
 
     def close(self) -> None:
         self.sock.close()
+
+
+def offset_commit_request(group: str, topic: str, offset: int, partition: int = 0):
+    """kafka-python's OffsetCommit v8 committing ``offset`` to one partition, as a simple
+    (memberless) group does."""
+    from kafka.protocol.consumer import OffsetCommitRequest as oc
+
+    return oc[8](group_id=group, generation_id_or_member_epoch=-1, member_id="",
+                 group_instance_id=None, topics=[oc.OffsetCommitRequestTopic(
+                     name=topic, partitions=[oc.OffsetCommitRequestTopic.
+                                             OffsetCommitRequestPartition(
+                                                 partition_index=partition,
+                                                 committed_offset=offset,
+                                                 committed_leader_epoch=-1,
+                                                 committed_metadata="")])])
