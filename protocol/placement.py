@@ -10,6 +10,8 @@ partitions, which makes the two easy to compare.
 
 from __future__ import annotations
 
+import functools
+
 _INT32_MASK = 0xFFFFFFFF
 
 
@@ -27,6 +29,9 @@ def kafka_abs(n: int) -> int:
     return 0 if n == -(1 << 31) else abs(n)
 
 
+# Every request a partition serves asks where its group lives, and Java's hash costs a
+# Python loop over the id's characters: the answers for the groups seen lately are kept.
+@functools.lru_cache(maxsize=1 << 16)
 def partition_for(group_id: str, num_partitions: int) -> int:
     if num_partitions <= 0:
         raise ValueError("num_partitions must be positive")

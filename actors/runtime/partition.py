@@ -13,6 +13,7 @@ partition directly, as they reach a Kafka coordinator; the gateway asks it to li
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 from collections.abc import Callable
 
@@ -54,8 +55,9 @@ class OffsetsPartition:
         # marker must be that Cohort's or the partition refuses to serve (storage_marker.py).
         storage = open_storage(storage_path, f"offsets-{partition}", cluster_id, file_ops)
         self._storage = storage
+        mine = functools.partial(owns, partition=partition, num_partitions=num_partitions)
         self._turns = PartitionTurns(
-            f"offsets-{partition}", storage, config, _controller_image, owns=self._owns,
+            f"offsets-{partition}", storage, config, _controller_image, owns=mine,
             metrics=PartitionMetrics(partition), seed=os.getpid(), on_loaded=gc_policy.settle,
         )
         gc_policy.tune()
@@ -139,12 +141,11 @@ class OffsetsPartition:
         state with their own functions (``fn`` must only read)."""
         return await self._turns.query(fn)
 
-    # ------------------------------------------------------------------ routing
 
-    def _owns(self, req: object) -> bool:
-        return all(
-            partition_for(g, self.num_partitions) == self.partition for g in group_ids_of(req)
-        )
+def owns(req: object, partition: int, num_partitions: int) -> bool:
+    """Whether every group ``req`` names hashes to ``partition`` (a function, not the actor's
+    method: Ray wraps every method of an actor class, private ones too, in a tracing shim)."""
+    return all(partition_for(g, num_partitions) == partition for g in group_ids_of(req))
 
 
 async def _controller_image() -> ControllerImage:
