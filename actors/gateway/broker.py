@@ -23,13 +23,14 @@ requests the wire codec built (``typed``: checked once, at the codec).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable
 
 import ray
 
 from actors.gateway.admission import Admission
-from actors.gateway.connection import Connection
+from actors.gateway.connection import Connection, Pending
 from actors.gateway.dispatch import BY_NAME
 from actors.gateway.listener import (
     Coordinators,
@@ -80,9 +81,9 @@ class LocalRoute:
     async def call(self, request: object) -> object:
         return (await self._turns.handle_batch([request], typed=True))[0]
 
-    def submit(self, request: object) -> asyncio.Future:
-        """``call`` without a coroutine: a future of the list of the one reply."""
-        return self._turns.submit(request)
+    def submit(self, request: object, done: asyncio.Future) -> None:
+        """``call`` without a coroutine: ``done`` gets the list of the one reply."""
+        self._turns.submit(request, done)
 
     async def call_by_partition(self, group_ids: list[str], make) -> dict[str, object]:
         mine = [g for g in group_ids if partition_for(g, self._num_partitions) == self._partition]
@@ -179,47 +180,33 @@ class Listener:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await Connection(self.core, reader, writer, self._respond, PIPELINED).run()
 
-    def _respond(self, req: WireRequest) -> Awaitable[bytes | None]:
-        """The reply to ``req``, as a future: an allowed OffsetCommit (the hot request) goes
-        straight into the partition's mailbox with a callback to encode its reply; anything
+    def _respond(self, req: WireRequest) -> Awaitable[bytes | None] | Pending:
+        """How ``req`` is answered: an allowed OffsetCommit (the hot request) goes straight
+        into the partition's mailbox (``Pending``: its reply is encoded when written); anything
         else is a coroutine the connection runs as a task."""
         if req.api.name == "OffsetCommit":
-            reply = self._commit_now(req)
-            if reply is not None:
-                return reply
+            pending = self._commit_now(req)
+            if pending is not None:
+                return pending
         return self._respond_in_task(req)
 
-    def _commit_now(self, req: WireRequest) -> asyncio.Future | None:
-        """``group_handlers.offset_commit``'s path when every topic is allowed, with no task
-        and no coroutine: None when some are not (the handler answers those)."""
+    def _commit_now(self, req: WireRequest) -> Pending | None:
+        """``group_handlers.offset_commit``'s path when every topic is allowed, with no task,
+        no coroutine and no callback of its own: None when some are not (the handler answers
+        those)."""
         core, body = self.core, req.body
-        if not core.may(req, "READ", "GROUP", body["group_id"]) or not all(
-                core.may(req, "READ", "TOPIC", t["name"]) for t in body.get("topics", ())):
+        if core.options.authorizer and (
+                not core.may(req, "READ", "GROUP", body["group_id"]) or not all(
+                    core.may(req, "READ", "TOPIC", t["name"]) for t in body.get("topics", ()))):
             return None
-        request = req.api.decode(body)
         loop = asyncio.get_running_loop()
-        reply = loop.create_future()
-
-        def submit() -> None:
-            core.router.submit(request).add_done_callback(answered)
-
-        def answered(done: asyncio.Future) -> None:
-            if reply.done():
-                return
-            if done.cancelled():
-                reply.cancel()
-            elif done.exception() is not None:
-                reply.set_exception(done.exception())
-            else:
-                reply.set_result(encode_response(
-                    req.header, req.api.encode(done.result()[0], body)))
-
+        done = loop.create_future()
         # Submitted by a callback in the next loop iteration, as a task's first step would
         # be: a request of this connection read before this one and run as a task reaches the
         # mailbox first (its first step was scheduled first), so mailbox order stays read
         # order.
-        loop.call_soon(submit)
-        return reply
+        loop.call_soon(core.router.submit, req.api.decode(body), done)
+        return Pending(done, functools.partial(_encode_first, req))
 
     async def _respond_in_task(self, req: WireRequest) -> bytes | None:
         handler = LOCAL.get(req.api.name)
@@ -234,6 +221,11 @@ class Listener:
         except Exception:
             self._forward_to = None  # restarted, maybe: found again next time
             raise
+
+
+def _encode_first(req: WireRequest, replies: list[object]) -> bytes:
+    """The response frame of ``req`` whose reply is ``replies[0]``."""
+    return encode_response(req.header, req.api.encode(replies[0], req.body))
 
 
 class PartitionBroker:

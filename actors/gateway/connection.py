@@ -38,6 +38,7 @@ import collections
 import logging
 import secrets
 from collections.abc import Awaitable, Callable
+from typing import NamedTuple
 
 from actors.gateway.dispatch import HANDLERS
 from actors.gateway.serving import WireRequest
@@ -68,9 +69,19 @@ READ_CHUNK_BYTES = 64 << 10
 # max.in.flight is 1,000,000; the bound keeps a client from queueing without end).
 MAX_IN_FLIGHT = 1_000
 
+
+
+class Pending(NamedTuple):
+    """A request submitted already: ``done`` gets its reply, and ``encode(reply)`` is the
+    response frame, made when the reply is written (no callback, no second future)."""
+
+    done: asyncio.Future
+    encode: Callable[[object], bytes | None]
+
+
 # A request served: its encoded response frame, or None when Kafka sends none (acks=0); a
-# future when the request is submitted already, else a coroutine to run.
-Respond = Callable[[WireRequest], Awaitable[bytes | None]]
+# ``Pending`` when the request is submitted already, else a coroutine to run.
+Respond = Callable[[WireRequest], Awaitable[bytes | None] | Pending]
 
 
 class _Close(Exception):
@@ -96,9 +107,11 @@ class Connection:
         self.sasl = SaslSession(mechanisms, core.user, lambda: secrets.token_urlsafe(18)) \
             if mechanisms else None
         self.principal = ANONYMOUS if self.sasl is None else None
-        # Replies owed, in request order: (the request's name, its future frame); at most
+        # Replies owed, in request order: (the request's name, its future reply, what makes
+        # the frame of that reply, or None when the future gives the frame); at most
         # MAX_IN_FLIGHT. ``_more``: something was added; ``_idle``: nothing is owed.
-        self._owed: collections.deque[tuple[str, asyncio.Future]] = collections.deque()
+        self._owed: collections.deque[tuple[str, asyncio.Future, Callable | None]] = \
+            collections.deque()
         self._more, self._idle, self._room = asyncio.Event(), asyncio.Event(), asyncio.Event()
         self._idle.set()
         self._failed: str | None = None
@@ -152,14 +165,15 @@ class Connection:
         await self._written()
 
     async def _submit(self, req: WireRequest) -> None:
-        # ``respond`` gives a future (the request is in its mailbox already) or a coroutine,
-        # run as a task: a task starts at once, in creation order, and a local request reaches
-        # its mailbox before its first suspension. Either way, submission order is mailbox
-        # order.
+        # ``respond`` gives a ``Pending`` (the request is on its way to its mailbox already)
+        # or a coroutine, run as a task: a task starts at once, in creation order, and a local
+        # request reaches its mailbox before its first suspension. Either way, submission
+        # order is mailbox order.
         reply = self.respond(req)
-        if not isinstance(reply, asyncio.Future):
-            reply = asyncio.get_running_loop().create_task(reply)
-        await self._owe(req.api.name, reply)
+        if type(reply) is Pending:
+            await self._owe(req.api.name, reply.done, reply.encode)
+        else:
+            await self._owe(req.api.name, asyncio.get_running_loop().create_task(reply))
 
     async def _reply_now(self, name: str, data: bytes) -> None:
         done = asyncio.get_running_loop().create_future()
@@ -167,12 +181,13 @@ class Connection:
         await self._owe(name, done)
         await self._written()
 
-    async def _owe(self, name: str, reply: asyncio.Future) -> None:
+    async def _owe(self, name: str, reply: asyncio.Future,
+                   encode: Callable[[object], bytes | None] | None = None) -> None:
         while len(self._owed) >= MAX_IN_FLIGHT:  # nothing more is read until one is written
             self._room.clear()
             await self._room.wait()
             self._check_failed()
-        self._owed.append((name, reply))
+        self._owed.append((name, reply, encode))
         self._idle.clear()
         self._more.set()
         self._check_failed()
@@ -201,10 +216,10 @@ class Connection:
             try:
                 await asyncio.wait([self._owed[0][1]])
                 while self._owed and self._owed[0][1].done() and self._failed is None:
-                    name, reply = self._owed.popleft()
+                    name, reply, encode = self._owed.popleft()
                     if reply.cancelled():
                         raise RuntimeError("its handler was cancelled")
-                    data = reply.result()
+                    data = reply.result() if encode is None else encode(reply.result())
                     if data is not None:
                         frames.append(data)
                 if frames:
@@ -223,7 +238,7 @@ class Connection:
     def _fail(self, why: str) -> None:
         """Drop what is owed and close: the reader, woken, ends the connection."""
         self._failed = why
-        for _, reply in self._owed:
+        for _, reply, _ in self._owed:
             if not reply.done():
                 reply.cancel()
         self._owed.clear()

@@ -192,20 +192,19 @@ class PartitionTurns:
             replies[i] = reply
         return replies
 
-    def submit(self, request: object) -> asyncio.Future:
+    def submit(self, request: object, done: asyncio.Future) -> None:
         """One request the Kafka wire codec built in this process (``typed``), enqueued now,
-        without a task: a future of its reply, set once the records behind it are durable
-        (set at once for a refusal). What a partition's own listener sends on its hot path;
-        everything ``handle_batch`` guarantees holds."""
-        done = asyncio.get_running_loop().create_future()
+        without a task: ``done`` gets the list of its one reply once the records behind it
+        are durable (at once for a refusal; never if the caller cancelled it meanwhile). What a
+        partition's own listener sends on its hot path; everything ``handle_batch``
+        guarantees holds."""
         error = refusal(self.state, self.queued, len(self._owed), 1)
         if error is None and not self._owns(request):
             error = Errors.NOT_COORDINATOR
-        if error is not None:
-            done.set_result([self._refuse(request, error)])
-        else:
+        if error is None:
             self._enqueue(Event([request], done=done, typed=True))
-        return done
+        elif not done.done():
+            done.set_result([self._refuse(request, error)])
 
     def update_image(self, image: ControllerImage) -> None:
         """The controller's push: kept until the next turn, where it replaces the metadata if
