@@ -26,6 +26,7 @@ import asyncio
 import functools
 import logging
 from collections.abc import Awaitable
+from typing import NamedTuple
 
 import ray
 
@@ -81,9 +82,9 @@ class LocalRoute:
     async def call(self, request: object) -> object:
         return (await self._turns.handle_batch([request], typed=True))[0]
 
-    def submit(self, request: object, done: asyncio.Future) -> None:
-        """``call`` without a coroutine: ``done`` gets the list of the one reply."""
-        self._turns.submit(request, done)
+    def submit(self, requests: list[object], done: asyncio.Future) -> None:
+        """``call`` for many, without a coroutine: ``done`` gets the list of their replies."""
+        self._turns.submit(requests, done)
 
     async def call_by_partition(self, group_ids: list[str], make) -> dict[str, object]:
         mine = [g for g in group_ids if partition_for(g, self._num_partitions) == self._partition]
@@ -153,6 +154,7 @@ class Listener:
         self.admission = Admission(spec.options.max_connections)
         self._server: asyncio.base_events.Server | None = None
         self._forward_to = None
+        self._batch: _Batch | None = None  # the commits read in this loop iteration
 
     @property
     def port(self) -> int:
@@ -188,25 +190,35 @@ class Listener:
             pending = self._commit_now(req)
             if pending is not None:
                 return pending
+        # The task's first step is scheduled now: commits read after this request must reach
+        # the mailbox after it, so they start a batch of their own.
+        self._batch = None
         return self._respond_in_task(req)
 
     def _commit_now(self, req: WireRequest) -> Pending | None:
         """``group_handlers.offset_commit``'s path when every topic is allowed, with no task,
         no coroutine and no callback of its own: None when some are not (the handler answers
-        those)."""
+        those). Commits read in one loop iteration, from any connection of this listener, go
+        to the mailbox as one entry, in the next iteration, as a task's first step would: a
+        request run as a task and read before them reaches the mailbox first (its first step
+        was scheduled first), so mailbox order stays read order."""
         core, body = self.core, req.body
         if core.options.authorizer and (
                 not core.may(req, "READ", "GROUP", body["group_id"]) or not all(
                     core.may(req, "READ", "TOPIC", t["name"]) for t in body.get("topics", ()))):
             return None
-        loop = asyncio.get_running_loop()
-        done = loop.create_future()
-        # Submitted by a callback in the next loop iteration, as a task's first step would
-        # be: a request of this connection read before this one and run as a task reaches the
-        # mailbox first (its first step was scheduled first), so mailbox order stays read
-        # order.
-        loop.call_soon(core.router.submit, req.api.decode(body), done)
-        return Pending(done, functools.partial(_encode_first, req))
+        batch = self._batch
+        if batch is None:
+            loop = asyncio.get_running_loop()
+            batch = self._batch = _Batch([], loop.create_future())
+            loop.call_soon(self._submit_batch, batch)
+        batch.requests.append(req.api.decode(body))
+        return Pending(batch.done, functools.partial(_encode_nth, req, len(batch.requests) - 1))
+
+    def _submit_batch(self, batch: _Batch) -> None:
+        if self._batch is batch:
+            self._batch = None
+        self.core.router.submit(batch.requests, batch.done)
 
     async def _respond_in_task(self, req: WireRequest) -> bytes | None:
         handler = LOCAL.get(req.api.name)
@@ -223,9 +235,16 @@ class Listener:
             raise
 
 
-def _encode_first(req: WireRequest, replies: list[object]) -> bytes:
-    """The response frame of ``req`` whose reply is ``replies[0]``."""
-    return encode_response(req.header, req.api.encode(replies[0], req.body))
+class _Batch(NamedTuple):
+    """OffsetCommits on their way to the mailbox as one entry; ``done`` gets their replies."""
+
+    requests: list[object]
+    done: asyncio.Future
+
+
+def _encode_nth(req: WireRequest, n: int, replies: list[object]) -> bytes:
+    """The response frame of ``req``, whose reply is ``replies[n]``."""
+    return encode_response(req.header, req.api.encode(replies[n], req.body))
 
 
 class PartitionBroker:

@@ -158,39 +158,45 @@ class Connection:
         req = WireRequest(decoded.header, decoded.body, self.principal or ANONYMOUS,
                           self.client_host, BY_API_KEY[key])
         if key in self.pipelined:
-            await self._submit(req)
+            await self._room_for_one()
+            self._submit(req)
             return
         await self._written()  # muted: served alone, as Kafka's broker serves every request
-        await self._submit(req)
+        self._submit(req)
         await self._written()
 
-    async def _submit(self, req: WireRequest) -> None:
+    def _submit(self, req: WireRequest) -> None:
         # ``respond`` gives a ``Pending`` (the request is on its way to its mailbox already)
         # or a coroutine, run as a task: a task starts at once, in creation order, and a local
         # request reaches its mailbox before its first suspension. Either way, submission
         # order is mailbox order.
+        self._check_failed()  # a failed connection submits nothing more
         reply = self.respond(req)
         if type(reply) is Pending:
-            await self._owe(req.api.name, reply.done, reply.encode)
+            self._owe(req.api.name, reply.done, reply.encode)
         else:
-            await self._owe(req.api.name, asyncio.get_running_loop().create_task(reply))
+            self._owe(req.api.name, asyncio.get_running_loop().create_task(reply))
 
     async def _reply_now(self, name: str, data: bytes) -> None:
+        await self._room_for_one()
         done = asyncio.get_running_loop().create_future()
         done.set_result(data)
-        await self._owe(name, done)
+        self._owe(name, done)
         await self._written()
 
-    async def _owe(self, name: str, reply: asyncio.Future,
-                   encode: Callable[[object], bytes | None] | None = None) -> None:
-        while len(self._owed) >= MAX_IN_FLIGHT:  # nothing more is read until one is written
+    async def _room_for_one(self) -> None:
+        """Wait until fewer than ``MAX_IN_FLIGHT`` replies are owed: nothing more is read until
+        one is written."""
+        while len(self._owed) >= MAX_IN_FLIGHT:
             self._room.clear()
             await self._room.wait()
             self._check_failed()
+
+    def _owe(self, name: str, reply: asyncio.Future,
+             encode: Callable[[object], bytes | None] | None = None) -> None:
         self._owed.append((name, reply, encode))
         self._idle.clear()
         self._more.set()
-        self._check_failed()
 
     async def _written(self) -> None:
         """Wait until every reply owed so far is written (or the connection failed)."""

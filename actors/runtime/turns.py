@@ -35,9 +35,11 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from itertools import compress
 
 from actors.runtime.compaction import CompactedState
 from actors.runtime.controller import ControllerImage
@@ -192,19 +194,38 @@ class PartitionTurns:
             replies[i] = reply
         return replies
 
-    def submit(self, request: object, done: asyncio.Future) -> None:
-        """One request the Kafka wire codec built in this process (``typed``), enqueued now,
-        without a task: ``done`` gets the list of its one reply once the records behind it
-        are durable (at once for a refusal; never if the caller cancelled it meanwhile). What a
-        partition's own listener sends on its hot path; everything ``handle_batch``
-        guarantees holds."""
-        error = refusal(self.state, self.queued, len(self._owed), 1)
-        if error is None and not self._owns(request):
-            error = Errors.NOT_COORDINATOR
-        if error is None:
-            self._enqueue(Event([request], done=done, typed=True))
-        elif not done.done():
-            done.set_result([self._refuse(request, error)])
+    def submit(self, requests: list[object], done: asyncio.Future) -> None:
+        """Distinct requests the Kafka wire codec built in this process (``typed``), enqueued
+        now as one entry, without a task: ``done`` gets the list of their replies, in order,
+        once the records behind them are durable (at once for a refusal; never if the caller
+        cancelled it meanwhile). What a partition's own listener sends on its hot path;
+        everything ``handle_batch`` guarantees holds: a request for another partition's group
+        is answered NOT_COORDINATOR, the others are applied."""
+        error = refusal(self.state, self.queued, len(self._owed), len(requests))
+        if error is not None:
+            if not done.done():
+                done.set_result([self._refuse(r, error) for r in requests])
+            return
+        owned = [self._owns(r) for r in requests]
+        if all(owned):
+            self._enqueue(Event(requests, done=done, typed=True))
+            return
+        mine = asyncio.get_running_loop().create_future()
+        if any(owned):
+            self._enqueue(Event(list(compress(requests, owned)), done=mine, typed=True))
+        else:
+            mine.set_result([])
+        mine.add_done_callback(functools.partial(self._with_refusals, requests, owned, done))
+
+    def _with_refusals(self, requests: list[object], owned: list[bool], done: asyncio.Future,
+                       mine: asyncio.Future) -> None:
+        """``done`` gets the replies to ``requests``: ``mine``'s for the owned ones, in order,
+        NOT_COORDINATOR for the others."""
+        if done.done():
+            return
+        replies = iter(mine.result())
+        done.set_result([next(replies) if ours else self._refuse(r, Errors.NOT_COORDINATOR)
+                         for r, ours in zip(requests, owned, strict=True)])
 
     def update_image(self, image: ControllerImage) -> None:
         """The controller's push: kept until the next turn, where it replaces the metadata if

@@ -122,3 +122,36 @@ def test_a_commit_for_a_group_of_another_partition_is_not_coordinator_and_lands_
         return [*codes, fetched.groups[0].error_code]
 
     assert _serving(exchange) == [NOT_COORDINATOR, 0, NOT_COORDINATOR]
+
+
+def test_a_request_served_by_a_task_between_commits_read_together_sees_only_the_first():
+    group = _group_on(0, "split")
+
+    def exchange(address: str) -> list[int]:
+        client = WireClient(address)
+        # Commits read in one iteration go to the mailbox as one entry; the fetch between
+        # them was read after the first and before the second, so it must see 20, not 30.
+        _send_together(client, _commit_of(group, 20), _fetch(group), _commit_of(group, 30))
+        codes = [client.receive(OffsetCommitResponse, 8).topics[0].partitions[0].error_code,
+                 _committed(client.receive(OffsetFetchResponse, 8)),
+                 client.receive(OffsetCommitResponse, 8).topics[0].partitions[0].error_code,
+                 _committed(client.call(_fetch(group), OffsetFetchResponse, 8))]
+        client.close()
+        return codes
+
+    assert _serving(exchange) == [0, 20, 0, 30]
+
+
+def test_commits_read_together_for_groups_of_two_partitions_are_answered_each_in_turn():
+    mine, other = _group_on(0, "both"), _group_on(1, "elsewhere")
+
+    def exchange(address: str) -> list[int]:
+        client = WireClient(address)
+        _send_together(client, _commit_of(mine, 7), _commit_of(other, 8), _commit_of(mine, 9))
+        codes = [client.receive(OffsetCommitResponse, 8).topics[0].partitions[0].error_code
+                 for _ in range(3)]
+        fetched = _committed(client.call(_fetch(mine), OffsetFetchResponse, 8))
+        client.close()
+        return [*codes, fetched]
+
+    assert _serving(exchange) == [0, NOT_COORDINATOR, 0, 9]
