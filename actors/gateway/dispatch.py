@@ -12,6 +12,7 @@ the same table, so what is advertised, decoded and dispatched is one list.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
 
 from actors.gateway import group_handlers as groups
@@ -19,8 +20,13 @@ from actors.gateway import share_handlers as shares
 from actors.gateway import topic_handlers as brokers
 from actors.gateway.core import GatewayCore, WireRequest
 from protocol.api import BY_API_KEY
-from protocol.wire.codec import EncodedBody
-from protocol.wire.versions import SASL_AUTHENTICATE, SASL_HANDSHAKE, api_versions_body
+from protocol.wire.codec import EncodedBody, encode_body
+from protocol.wire.versions import (
+    API_VERSIONS,
+    SASL_AUTHENTICATE,
+    SASL_HANDSHAKE,
+    api_versions_body,
+)
 
 Handler = Callable[[GatewayCore, WireRequest], Awaitable[dict | EncodedBody | None]]
 
@@ -28,8 +34,15 @@ Handler = Callable[[GatewayCore, WireRequest], Awaitable[dict | EncodedBody | No
 CONNECTION_APIS = frozenset({SASL_HANDSHAKE, SASL_AUTHENTICATE})
 
 
-async def api_versions(core: GatewayCore, req: WireRequest) -> dict:
-    return api_versions_body()
+async def api_versions(core: GatewayCore, req: WireRequest) -> EncodedBody:
+    return _api_versions_reply(req.header.api_version)
+
+
+@functools.cache
+def _api_versions_reply(version: int) -> EncodedBody:
+    """ApiVersions' reply never changes: written once per version (kio took ~0.3 ms a reply,
+    15% of a partition's time while 100 consumers connected to it at once)."""
+    return encode_body(API_VERSIONS, version, api_versions_body())
 
 
 # The I/O coroutine of each row, by the row's name.

@@ -151,6 +151,15 @@ def _framed(header: RequestHeader, body: EncodedBody, version: int) -> bytes:
     return b"".join((_INT32.pack(size), head, *body.parts))
 
 
+def encode_body(api_key: int, version: int, body: dict[str, Any]) -> EncodedBody:
+    """``body`` written once in ``version`` (by kio), to be framed for any number of requests:
+    for a reply that never changes (ApiVersions', asked on every new connection)."""
+    schema = _response_schema(api_key, version)
+    buf = io.BytesIO()
+    _writer(schema)(buf, build(schema, body))
+    return EncodedBody([buf.getvalue()])
+
+
 def encode_response_with_kio(header: RequestHeader, body: dict[str, Any],
                              version: int | None = None) -> bytes:
     """``encode_response`` through kio for every API: the oracle of the hand-written encoders."""

@@ -27,8 +27,14 @@ from kio.serial import entity_reader, entity_writer
 
 import tests.gateway.kip848
 import tests.gateway.kip932  # noqa: F401
+from actors.gateway.dispatch import _api_versions_reply
 from protocol.api import BY_API_KEY
-from protocol.wire.codec import RequestHeader, decode_request, encode_response
+from protocol.wire.codec import (
+    RequestHeader,
+    decode_request,
+    encode_response,
+    encode_response_with_kio,
+)
 from protocol.wire.entities import build, plain
 from protocol.wire.versions import API_VERSIONS, api_versions_body
 from tests.gateway.schema_strategies import plain_values
@@ -105,3 +111,13 @@ def test_an_api_versions_error_reply_is_read_as_v0_listing_every_api():
     assert theirs.error_code == 35
     assert {a.api_key: (a.min_version, a.max_version) for a in theirs.api_keys} == {
         key: tuple(api.versions) for key, api in BY_API_KEY.items()}
+
+
+@pytest.mark.parametrize("version", range(BY_API_KEY[API_VERSIONS].versions.min,
+                                          BY_API_KEY[API_VERSIONS].versions.max + 1))
+def test_the_api_versions_reply_written_once_frames_as_kio_writes_it_each_time(version):
+    header = RequestHeader(API_VERSIONS, version, 77, "c")
+    cached = encode_response(header, _api_versions_reply(version))
+    assert cached == encode_response_with_kio(header, api_versions_body())
+    assert encode_response(header._replace(correlation_id=78), _api_versions_reply(version)) \
+        != cached  # framed per request: the correlation id is the request's
