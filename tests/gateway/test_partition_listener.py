@@ -6,12 +6,14 @@ group of another partition is refused."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 from kafka.protocol.consumer import (
     OffsetCommitResponse,
     OffsetFetchRequest,
     OffsetFetchResponse,
 )
+from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
 from actors.gateway.broker import PartitionBroker
 from actors.gateway.listener import ListenerSpec
@@ -46,9 +48,11 @@ def _fetch(group: str):
                  require_stable=False)
 
 
-def _serving(exchange) -> object:
+def _serving(exchange, pushing: bool = False) -> object:
     """Partition 0 of 2 listening on loopback; ``exchange(address)`` runs in a thread (the
-    client's blocking socket) and its result is returned."""
+    client's blocking socket) and its result is returned. With ``pushing``, it is called as
+    ``exchange(address, push)``, ``push(image)`` handing the partition a controller image as
+    the controller's push does."""
 
     async def scenario() -> object:
         async def fetch_image() -> ControllerImage:
@@ -61,7 +65,14 @@ def _serving(exchange) -> object:
         broker = PartitionBroker(0, PARTITIONS, turns, "127.0.0.1")
         host, port, _ = await broker.listen(ListenerSpec("gateway", "127.0.0.1",
                                                          GatewayOptions()))
+        loop = asyncio.get_running_loop()
+
+        def push(image: ControllerImage) -> None:
+            loop.call_soon_threadsafe(turns.update_image, image)
+
         try:
+            if pushing:
+                return await asyncio.to_thread(exchange, f"{host}:{port}", push)
             return await asyncio.to_thread(exchange, f"{host}:{port}")
         finally:
             broker.close_all()
@@ -155,3 +166,26 @@ def test_commits_read_together_for_groups_of_two_partitions_are_answered_each_in
         return [*codes, fetched]
 
     assert _serving(exchange) == [0, NOT_COORDINATOR, 0, 9]
+
+
+def _topics_named(client: WireClient) -> list[str]:
+    reply = client.call(MetadataRequest[12](topics=None, allow_auto_topic_creation=False),
+                        MetadataResponse, 12)
+    return sorted(t.name for t in reply.topics)
+
+
+def test_a_partition_answers_metadata_from_the_image_it_holds_and_a_new_image_is_seen():
+    newer = ControllerImage(2, MetadataImage([TopicMetadata("tid-t", TOPIC, 1),
+                                              TopicMetadata("tid-u", "u", 3)]), {})
+
+    def exchange(address: str, push) -> list[list[str]]:
+        client = WireClient(address)
+        seen = [_topics_named(client), _topics_named(client)]  # the second reply is kept
+        push(newer)
+        deadline = time.monotonic() + 10
+        while "u" not in (latest := _topics_named(client)) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        client.close()
+        return [*seen, latest]
+
+    assert _serving(exchange, pushing=True) == [[TOPIC], [TOPIC], [TOPIC, "u"]]
