@@ -62,7 +62,9 @@ class Batcher:
         try:
             ref = self._handle.handle_batch_packed.remote(pack([r for r, _ in batch]))
         except Exception as e:
-            _fail_all(batch, e)
+            for _, fut in batch:
+                if not fut.done():
+                    fut.set_exception(e)
             return
         task = asyncio.ensure_future(self._deliver(ref, batch))
         self._sending.add(task)
@@ -73,7 +75,9 @@ class Batcher:
         try:
             replies = unpack(await ref)
         except Exception as e:  # the call failed: every request it carried fails alike
-            _fail_all(batch, e)
+            for _, fut in batch:
+                if not fut.done():
+                    fut.set_exception(e)
             return
         for (_, fut), reply in zip(batch, replies, strict=True):
             if not fut.done():
@@ -82,9 +86,3 @@ class Batcher:
     def close(self) -> None:
         for task in self._sending:
             task.cancel()
-
-
-def _fail_all(batch: list[tuple[object, asyncio.Future]], error: Exception) -> None:
-    for _, fut in batch:
-        if not fut.done():
-            fut.set_exception(error)
