@@ -74,3 +74,27 @@ def seaweedfs():
 
     with start() as server:
         yield server
+
+
+# ---------------------------------------------------------------------- a frozen test
+
+import faulthandler  # noqa: E402
+
+# A test that freezes the whole process (a C call that holds the GIL and never returns, say a
+# Kafka client's) leaves CI silent until its cap. faulthandler's watchdog is a C thread, so it
+# fires all the same: it prints every thread's stack and ends the run, a failure that says where.
+FROZEN_TEST_S = 600.0
+_stderr_fd: list[int] = []
+
+
+def pytest_sessionstart(session) -> None:
+    # Before any test runs, fd 2 is still the terminal or CI's log, not pytest's capture file.
+    _stderr_fd.append(os.dup(2))
+
+
+@pytest.fixture(autouse=True)
+def _frozen_test_watchdog():
+    if _stderr_fd:
+        faulthandler.dump_traceback_later(FROZEN_TEST_S, exit=True, file=_stderr_fd[0])
+    yield
+    faulthandler.cancel_dump_traceback_later()
