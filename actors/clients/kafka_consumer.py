@@ -25,6 +25,8 @@ from typing import Any
 
 import ray
 
+from actors.clients.member_ids import MemberIds
+
 TopicPartition = tuple[str, int]
 POLL_S = 0.05
 MAX_BATCH = 100
@@ -83,6 +85,7 @@ class KafkaMember:
         self._closing = False
         self._member_id = ""
         self.consumer = Consumer(conf)
+        self._ids = MemberIds(self.consumer, conf["client.id"])
         self._thread = threading.Thread(target=self._run, name=f"kafka-{group_id}", daemon=True)
 
     def start(self, subscribe: bool = True) -> KafkaMember:
@@ -105,12 +108,12 @@ class KafkaMember:
     def member_id(self) -> str:
         """librdkafka's member id; while the consumer closes, the last one seen.
 
-        ``rd_kafka_memberid()`` waits on the group's thread, which during ``close()`` may never
-        answer (seen once: a revoke callback's failed commit asked for the id), and
-        confluent-kafka holds the GIL meanwhile, so the whole process froze, timeouts included.
+        Asked with a deadline and without the GIL (``member_ids``): librdkafka's group thread
+        may never answer. During ``close()`` it is not asked at all (seen once: a revoke
+        callback's failed commit asked for the id), since the handle is destroyed there.
         """
         if not self._closing:
-            self._member_id = self.consumer.memberid() or ""
+            self._member_id = self._ids.ask()
         return self._member_id
 
     def processed(self) -> dict[TopicPartition, int]:
