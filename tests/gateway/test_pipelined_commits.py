@@ -1,8 +1,17 @@
 """Pipelined commits through a coordinator's death: 8 real clients (confluent-kafka) each send
 asynchronous OffsetCommits back to back, many in flight on one connection and sharing the
 partition's turns; the partition actor is killed among them. Every commit a client saw
-acknowledged is there after (the committed offset is the last one it saw acknowledged, or a
-later one it sent whose acknowledgement the kill took), and nothing went back."""
+acknowledged before the kill is there after, nothing the clients did not send is, and every
+commit is answered.
+
+The test does not ask for the last acknowledged offset at the end: librdkafka retries a commit
+that failed in flight (the connection broke, or the restarted partition was still loading),
+and a retry may land after newer commits, which Kafka, like Cohort, applies in the order they
+arrive. Seen here: acknowledgements 105, 129, 130, 106, 107, 128, 101..104, and 104 committed
+last. A retry never goes below what was acknowledged before the kill: a retried commit was
+unanswered at the kill or sent after it, and a connection's replies come in order, so it is
+newer than every commit acknowledged by then.
+"""
 
 from __future__ import annotations
 
@@ -83,7 +92,7 @@ def test_every_acknowledged_pipelined_commit_survives_a_partition_kill(cluster, 
     for t in threads:
         t.start()
     wait_for(lambda: sum(c.acks for c in clients) >= KILL_AFTER_ACKS, timeout_s=120)
-    before = {c.group: dict(c.acked) for c in clients}
+    before = {c.group: dict(c.acked) for c in clients}  # all acknowledged by the old partition
     cluster.kill_partition(p)
     # The clients go on through the restart until each has new commits acknowledged.
     wait_for(lambda: all(c.acked[0] > before[c.group][0] + 50 for c in clients), timeout_s=120)
@@ -97,4 +106,5 @@ def test_every_acknowledged_pipelined_commit_survives_a_partition_kill(cluster, 
         committed = {pt.partition_index: pt.committed_offset
                      for t in resp.topics for pt in t.partitions}
         for part in range(PARTITIONS):
-            assert c.acked[part] <= committed[part] <= c.sent[part], (c.group, part)
+            assert before[c.group][part] <= committed[part] <= c.sent[part], (
+                c.group, part, before[c.group][part], committed[part], c.acked[part])
