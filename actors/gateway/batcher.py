@@ -62,9 +62,7 @@ class Batcher:
         try:
             ref = self._handle.handle_batch_packed.remote(pack([r for r, _ in batch]))
         except Exception as e:
-            for _, fut in batch:
-                if not fut.done():
-                    fut.set_exception(e)
+            _fail_all(batch, e)
             return
         task = asyncio.ensure_future(self._deliver(ref, batch))
         self._sending.add(task)
@@ -75,9 +73,7 @@ class Batcher:
         try:
             replies = unpack(await ref)
         except Exception as e:  # the call failed: every request it carried fails alike
-            for _, fut in batch:
-                if not fut.done():
-                    fut.set_exception(e)
+            _fail_all(batch, e)
             return
         for (_, fut), reply in zip(batch, replies, strict=True):
             if not fut.done():
@@ -86,3 +82,9 @@ class Batcher:
     def close(self) -> None:
         for task in self._sending:
             task.cancel()
+
+
+def _fail_all(batch: list[tuple[object, asyncio.Future]], error: Exception) -> None:
+    for _, fut in batch:
+        if not fut.done():
+            fut.set_exception(error)

@@ -61,6 +61,7 @@ LOCAL_APIS = ("ApiVersions", "Metadata", "FindCoordinator", "OffsetCommit", "Off
               "ConsumerGroupDescribe", "ShareGroupHeartbeat", "ShareGroupDescribe",
               "AlterShareGroupOffsets", "DeleteShareGroupOffsets")
 LOCAL = {name: BY_NAME[name] for name in LOCAL_APIS}
+LOCAL["Metadata"] = lambda core, req: core.metadata(req)  # replies kept (BrokerCore.metadata)
 # Metadata replies a partition keeps, written (see ``BrokerCore.metadata``).
 METADATA_REPLIES_KEPT = 64
 # Answered within the turn that applies them: submitted as soon as read (``connection``).
@@ -254,8 +255,6 @@ class Listener:
         self.core.router.submit(batch.requests, batch.done)
 
     async def _respond_in_task(self, req: WireRequest) -> bytes | None:
-        if req.api.name == "Metadata":
-            return encode_response(req.header, await self.core.metadata(req))
         handler = LOCAL.get(req.api.name)
         if handler is not None:
             body = await handler(self.core, req)

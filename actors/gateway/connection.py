@@ -70,7 +70,6 @@ READ_CHUNK_BYTES = 64 << 10
 MAX_IN_FLIGHT = 1_000
 
 
-
 class Pending(NamedTuple):
     """A request submitted already: ``done`` gets its reply, and ``encode(reply)`` is the
     response frame, made when the reply is written (no callback, no second future)."""

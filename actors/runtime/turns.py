@@ -39,7 +39,6 @@ import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from itertools import compress
 
 from actors.runtime.compaction import CompactedState
 from actors.runtime.controller import ControllerImage
@@ -167,9 +166,21 @@ class PartitionTurns:
         Ray method must never pass a caller's word on, or any client could forge it)."""
         if type(requests) is not list:
             return [error_response(requests, Errors.INVALID_REQUEST, "expected a list")]
+        done = asyncio.get_running_loop().create_future()
+        self.submit(requests, done, typed, waker)
+        return await done
+
+    def submit(self, requests: list[object], done: asyncio.Future, typed: bool = True,
+               waker: object = None) -> None:
+        """``handle_batch`` without a coroutine: ``requests`` enter the mailbox now, as one
+        entry, and ``done`` gets the list of their replies, in order, once the records behind
+        them are durable (at once for those refused; never if the caller cancelled it). What
+        a partition's own listener sends on its hot path, with ``typed``."""
         error = refusal(self.state, self.queued, len(self._owed), len(requests))
         if error is not None:
-            return [self._refuse(r, error) for r in requests]
+            if not done.done():
+                done.set_result([self._refuse(r, error) for r in requests])
+            return
         replies: list[object | None] = [None] * len(requests)
         mine: list[int] = []
         for i, req in enumerate(requests):
@@ -183,49 +194,16 @@ class PartitionTurns:
             else:
                 replies[i] = self._refuse(req, Errors.NOT_COORDINATOR)
         if not mine:
-            return replies
+            if not done.done():
+                done.set_result(replies)
+            return
         if waker is not None:
             members = GroupCoordinatorShard.wakeable_members([requests[i] for i in mine])
             self._wakers.note(waker, members)
-        batch = distinct([requests[i] for i in mine])
-        event = Event(batch, done=asyncio.get_running_loop().create_future(), typed=typed)
-        self._enqueue(event)
-        for i, reply in zip(mine, await event.done, strict=True):
-            replies[i] = reply
-        return replies
-
-    def submit(self, requests: list[object], done: asyncio.Future) -> None:
-        """Distinct requests the Kafka wire codec built in this process (``typed``), enqueued
-        now as one entry, without a task: ``done`` gets the list of their replies, in order,
-        once the records behind them are durable (at once for a refusal; never if the caller
-        cancelled it meanwhile). What a partition's own listener sends on its hot path;
-        everything ``handle_batch`` guarantees holds: a request for another partition's group
-        is answered NOT_COORDINATOR, the others are applied."""
-        error = refusal(self.state, self.queued, len(self._owed), len(requests))
-        if error is not None:
-            if not done.done():
-                done.set_result([self._refuse(r, error) for r in requests])
-            return
-        owned = [self._owns(r) for r in requests]
-        if all(owned):
-            self._enqueue(Event(requests, done=done, typed=True))
-            return
-        mine = asyncio.get_running_loop().create_future()
-        if any(owned):
-            self._enqueue(Event(list(compress(requests, owned)), done=mine, typed=True))
-        else:
-            mine.set_result([])
-        mine.add_done_callback(functools.partial(self._with_refusals, requests, owned, done))
-
-    def _with_refusals(self, requests: list[object], owned: list[bool], done: asyncio.Future,
-                       mine: asyncio.Future) -> None:
-        """``done`` gets the replies to ``requests``: ``mine``'s for the owned ones, in order,
-        NOT_COORDINATOR for the others."""
-        if done.done():
-            return
-        replies = iter(mine.result())
-        done.set_result([next(replies) if ours else self._refuse(r, Errors.NOT_COORDINATOR)
-                         for r, ours in zip(requests, owned, strict=True)])
+        if len(mine) < len(requests):  # the others are answered already: merged when done
+            answered, done = done, asyncio.get_running_loop().create_future()
+            done.add_done_callback(functools.partial(_merge, replies, mine, answered))
+        self._enqueue(Event(distinct([requests[i] for i in mine]), done=done, typed=typed))
 
     def update_image(self, image: ControllerImage) -> None:
         """The controller's push: kept until the next turn, where it replaces the metadata if
@@ -544,3 +522,13 @@ def _ask(fn: Callable[[GroupCoordinatorShard], object], shard: GroupCoordinatorS
         return False, fn(shard)
     except Exception as e:
         return True, e
+
+
+def _merge(replies: list[object], mine: list[int], answered: asyncio.Future,
+           done: asyncio.Future) -> None:
+    """``answered`` gets ``replies``, the ones at ``mine`` filled from ``done``'s."""
+    if answered.done():
+        return
+    for i, reply in zip(mine, done.result(), strict=True):
+        replies[i] = reply
+    answered.set_result(replies)
