@@ -176,7 +176,7 @@ def install_stages(_shard: object = None) -> Stages:
     partition actor through ``OffsetsPartition.query``, so it names nothing of the bench."""
     import builtins
 
-    from actors.runtime import fencing, log, turns
+    from actors.runtime import fencing, log, turn_log, turns
     from actors.runtime.fileops import FileOps
     from protocol.shard import GroupCoordinatorShard
 
@@ -185,7 +185,7 @@ def install_stages(_shard: object = None) -> Stages:
         (turns.PartitionTurns, "handle_batch", stages.whole),
         (turns.PartitionTurns, "_take_events", lambda f: stages.mark("taken", f)),
         (turns.PartitionTurns, "_release", lambda f: stages.mark("release", f)),
-        (turns.PartitionTurns, "_append", lambda f: stages.timed("append", f)),
+        (turn_log.TurnLog, "append", lambda f: stages.timed("append", f)),
         (GroupCoordinatorShard, "tick", lambda f: stages.timed("tick", f)),
         (GroupCoordinatorShard, "handle_batch", lambda f: stages.timed("shard", f)),
         (log.PartitionLog, "append", lambda f: stages.timed("storage_append", f)),
@@ -193,7 +193,7 @@ def install_stages(_shard: object = None) -> Stages:
         (FileOps, "fsync", lambda f: stages.timed("fsync", f)),
         (fencing.Fence, "check", lambda f: stages.timed("fence", f)),
         (turns.PartitionTurns, "_observe", lambda f: stages.timed("metrics", f)),
-        (turns.PartitionTurns, "_maybe_snapshot", lambda f: stages.timed("snapshot_check", f)),
+        (turn_log.TurnLog, "maybe_snapshot", lambda f: stages.timed("snapshot_check", f)),
     ]
     for owner, attr, wrap in targets:
         setattr(owner, attr, wrap(getattr(owner, attr)))

@@ -52,11 +52,11 @@ from actors.runtime.mailbox import (
     distinct,
     refusal,
 )
-from actors.runtime.metrics import NoMetrics, PartitionMetrics
+from actors.runtime.metrics import NoMetrics, PartitionMetrics, ThrottledMetrics
 from actors.runtime.storage import PartitionStorage
+from actors.runtime.turn_log import TurnLog
 from actors.runtime.wakers import Wakers
 from protocol.api import error_response, routing_error
-from protocol.codec import encode_record
 from protocol.config import CoordinatorConfig
 from protocol.errors import Errors
 from protocol.records import Record
@@ -64,27 +64,11 @@ from protocol.shard import CoordinatorResult, GroupCoordinatorShard
 
 log = logging.getLogger(__name__)
 
-# Snapshot once the log since the last snapshot outgrows this and the compacted state twice.
-SNAPSHOT_MIN_BYTES = 16 << 20
-# A snapshot that could not be written is tried again no sooner than this (the log is fine).
-SNAPSHOT_RETRY_S = 10.0
 # Reloading after a failed write (or a load that cannot write its epoch, or a bug that failed
 # turn after turn) is retried with a backoff doubling from the first bound to the second.
 RECOVERY_BACKOFF_S = (0.1, 5.0)
 # How long the loop sleeps with no timer due; any event wakes it earlier.
 IDLE_WAIT_S = 1.0
-# A small append to a storage that calls it quick (``PartitionStorage.quick_append_bytes``:
-# the local log's write + fsync, ~0.15 ms) runs on the event loop itself: the hop to a worker
-# thread and back (~0.1 ms) cost as much as the fsync. An append that took longer than this
-# sends the next ones to a thread until one is quick again, so a slow disk stalls the loop
-# (the requests and sockets it serves meanwhile) past this bound once, not turn after turn.
-LOOP_APPEND_MAX_S = 0.001
-METRICS_EVERY_S = 1.0
-# The per-turn gauges (queue size, rebalance rate, idle ratio) are set at most this often, with
-# the busy time and epoch bumps of every turn since summed: a Ray metric's update costs ~5 µs
-# and there are three, ~15 µs of every turn between its append and its replies; Prometheus
-# reads them every few seconds. An idle partition still turns every ``IDLE_WAIT_S``.
-METRICS_TURN_EVERY_S = 0.05
 
 
 def now_ms() -> int:
@@ -135,9 +119,8 @@ class PartitionTurns:
         self._in_thread = in_thread
         self._seed = seed
         self._on_loaded = on_loaded
-        self._snapshot_retry_at = 0.0
         self._failed_in_a_row = 0  # turns failed by a bug since the last that worked
-        self._compacted = CompactedState()
+        self._log = TurnLog(name, storage, in_thread)  # appends, compacted state, snapshots
         self._mailbox: collections.deque[Event] = collections.deque()
         self._pending_image: ControllerImage | None = None
         self.queued = 0  # mailbox entries, by ``Event.weight``
@@ -145,15 +128,9 @@ class PartitionTurns:
         self._owed = OwedReplies()
         # The idle loop's wake-up, resolved by the next piece of work (``_nudge``).
         self._wake: asyncio.Future | None = None
-        self._loop_appends = True  # the last append was quick: the next may run on the loop
-        self._append_s = 0.0  # how long the last append took in the storage
         self._wakers = Wakers()  # client actors to tell of their members' new targets
-        self._metrics = metrics if metrics is not None else NoMetrics()
+        self._metrics = ThrottledMetrics(metrics if metrics is not None else NoMetrics())
         self._metrics.set_state("loading")
-        self._metrics_at = 0.0
-        self._turn_metrics_at = 0.0
-        self._unreported_busy_s = 0.0  # turns' work not yet in the metrics
-        self._unreported_bumps = 0  # epoch bumps not yet in the metrics
 
     # ------------------------------------------------------------------ what callers ask
 
@@ -231,7 +208,7 @@ class PartitionTurns:
         return {
             "state": self.state,
             "groups": len(shard.groups) if shard else 0,
-            "records": len(self._compacted),  # live records: the latest of each key
+            "records": len(self._log.compacted),  # live records: the latest of each key
             "image_version": self.image_version,
             "epoch": self.storage.epoch,
             "recoveries": self.recoveries,
@@ -324,14 +301,14 @@ class PartitionTurns:
         answers = [_ask(ev.query, shard) if ev.query else None for ev in events]
         busy = time.perf_counter() - started
         if records:
-            await self._append(records)
+            await self._log.append(records)
         else:
             self.storage.check_fence()  # a zombie's reads stop too
         self._release(events, completed, answers)
         self._wakers.forget(shard.departed_members(records))
         self._wakers.wake(shard.take_wake_ups(decide=len(self._wakers) > 0))
         self._observe(busy, records)
-        await self._maybe_snapshot()
+        await self._log.maybe_snapshot()
 
     def _take_events(self) -> list[Event]:
         taken, count = [], 0
@@ -348,40 +325,6 @@ class PartitionTurns:
         self.image_version = image.version
         self.shard.set_group_configs(image.group_configs)
         return self.shard.update_metadata(image.metadata)
-
-    async def _append(self, records: list[Record]) -> None:
-        """Make the records durable (one append); raises what the storage raises. Small
-        appends to a quick storage run on the loop (``LOOP_APPEND_MAX_S``), others in a
-        thread; either way nothing of the turn is released before this returns."""
-        encoded = [encode_record(r) for r in records]
-        if self._loop_appends and sum(map(len, encoded)) <= self.storage.quick_append_bytes:
-            self._timed_append(encoded)
-        else:
-            await self._in_thread(self._timed_append, encoded)
-        self._loop_appends = self._append_s <= LOOP_APPEND_MAX_S
-        for record, data in zip(records, encoded, strict=True):
-            self._compacted.add(record, data)
-
-    def _timed_append(self, encoded: list[bytes]) -> None:
-        started = time.perf_counter()
-        self.storage.append(encoded)
-        self._append_s = time.perf_counter() - started
-
-    async def _maybe_snapshot(self) -> None:
-        """Compact the log once it outgrows the state; a snapshot that cannot be written costs
-        nothing but a retry later, unless it broke the log (then the turn loop recovers)."""
-        grown = self.storage.bytes_since_snapshot > max(
-            SNAPSHOT_MIN_BYTES, 2 * self._compacted.size_bytes
-        )
-        if not grown or time.monotonic() < self._snapshot_retry_at:
-            return
-        try:
-            await self._in_thread(self.storage.write_snapshot, self._compacted.records())
-        except OSError:
-            if self.storage.failed:
-                raise
-            log.warning("%s: snapshot not written; retrying later", self.name, exc_info=True)
-            self._snapshot_retry_at = time.monotonic() + SNAPSHOT_RETRY_S
 
     def _abandon(self, error: Errors, taken: list[Event]) -> None:
         """Answer every request still owed a reply with ``error`` (the records behind its real
@@ -413,18 +356,8 @@ class PartitionTurns:
                     ev.done.set_result(value)
 
     def _observe(self, busy_s: float, records: list[Record]) -> None:
-        """Count the turn in the metrics; the per-turn ones go out summed, at most every
-        ``METRICS_TURN_EVERY_S`` (nothing is lost, a gauge is at most that much late)."""
-        self._unreported_busy_s += busy_s
-        self._unreported_bumps += self.shard.epoch_bumps(records)
-        now = time.monotonic()
-        if now - self._turn_metrics_at >= METRICS_TURN_EVERY_S:
-            self._turn_metrics_at = now
-            self._metrics.turn(self._unreported_busy_s, self.queued, self._unreported_bumps)
-            self._unreported_busy_s, self._unreported_bumps = 0.0, 0
-        if now - self._metrics_at >= METRICS_EVERY_S:
-            self._metrics_at = now
-            self._metrics.groups(*self.shard.census())
+        shard = self.shard
+        self._metrics.turn(busy_s, self.queued, shard.epoch_bumps(records), shard.census)
 
     # ------------------------------------------------------------------ loading
 
@@ -472,7 +405,7 @@ class PartitionTurns:
         self._set_state("recovering")
         self._abandon(Errors.COORDINATOR_NOT_AVAILABLE, [])
         self.shard = None
-        self._compacted = CompactedState()
+        self._log.compacted = CompactedState()
         await self._load_until_serving()
 
     def _fence(self) -> None:
@@ -485,7 +418,7 @@ class PartitionTurns:
     async def _load(self) -> None:
         started = time.perf_counter()
         image = await self._fetch_image()
-        shard, self._compacted, stats = await self._in_thread(
+        shard, self._log.compacted, stats = await self._in_thread(
             load_shard, self.storage, self.config, image.metadata, self._seed,
             self.storage.epoch is not None,  # loaded before: recover, keeping the epoch
             self._clock_ms,
@@ -495,7 +428,7 @@ class PartitionTurns:
         self.image_version = -1
         records = self._apply_image(image).records  # changes made while down bump epochs now
         if records:
-            await self._append(records)
+            await self._log.append(records)
         stats["seconds"] = time.perf_counter() - started
         self.load_stats = stats
         self._metrics.loaded(stats["seconds"])

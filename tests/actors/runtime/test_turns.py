@@ -292,10 +292,11 @@ def test_controller_images_take_one_slot_and_the_newest_wins():
 def test_the_partition_names_no_group_type():
     import actors.runtime.loading as loading
     import actors.runtime.partition as partition
+    import actors.runtime.turn_log as turn_log
     import actors.runtime.turns as turns
     import actors.runtime.wakers as wakers
 
-    for module in (partition, turns, loading, wakers):
+    for module in (partition, turns, turn_log, loading, wakers):
         source = Path(module.__file__).read_text()
         for forbidden in ("protocol.consumer", "protocol.connect", "protocol.classic",
                           "ConsumerGroup", "ConnectGroup", "ClassicGroup", "actors.tools"):

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from actors.runtime import turns as turns_module
+from actors.runtime import turn_log
 from actors.runtime.fileops import FileOps
 from actors.runtime.log import QUICK_APPEND_BYTES, PartitionLog
 from actors.runtime.log_frames import scan_frames
@@ -122,7 +122,7 @@ def test_a_small_turn_is_made_durable_on_the_loop_and_a_large_one_in_a_thread(tm
 def test_a_slow_append_sends_the_next_ones_to_a_thread_until_one_is_quick(
     tmp_path, monkeypatch: pytest.MonkeyPatch
 ):
-    monkeypatch.setattr(turns_module, "LOOP_APPEND_MAX_S", 0.2)
+    monkeypatch.setattr(turn_log, "LOOP_APPEND_MAX_S", 0.2)
 
     async def scenario() -> None:
         disk, threads = WatchedDisk(), Threads()
