@@ -48,7 +48,7 @@ from actors.runtime.turns import PartitionTurns
 from protocol.api import BY_API_KEY, error_response
 from protocol.errors import Errors
 from protocol.placement import partition_for
-from protocol.wire.codec import EncodedBody, encode_body, encode_response
+from protocol.wire.codec import EncodedBody, encode_body, encode_commit_reply, encode_response
 from protocol.wire.topics import Node, TopicIndex
 
 log = logging.getLogger(__name__)
@@ -247,7 +247,7 @@ class Listener:
             batch = self._batch = _Batch([], loop.create_future())
             loop.call_soon(self._submit_batch, batch)
         batch.requests.append(req.api.decode(body))
-        return Pending(batch.done, functools.partial(_encode_nth, req, len(batch.requests) - 1))
+        return Pending(batch.done, functools.partial(_encode_commit, req, len(batch.requests) - 1))
 
     def _submit_batch(self, batch: _Batch) -> None:
         if self._batch is batch:
@@ -276,9 +276,9 @@ class _Batch(NamedTuple):
     done: asyncio.Future
 
 
-def _encode_nth(req: WireRequest, n: int, replies: list[object]) -> bytes:
-    """The response frame of ``req``, whose reply is ``replies[n]``."""
-    return encode_response(req.header, req.api.encode(replies[n], req.body))
+def _encode_commit(req: WireRequest, n: int, replies: list[object]) -> bytes:
+    """The response frame of the OffsetCommit ``req``, whose reply is ``replies[n]``."""
+    return encode_commit_reply(req.header, replies[n], req.body)
 
 
 class PartitionBroker:

@@ -35,7 +35,7 @@ from protocol.validation import string_error
 from protocol.wire.array_guard import check_arrays
 from protocol.wire.entities import build, plain
 from protocol.wire.fast_requests import DECODERS
-from protocol.wire.fast_responses import ENCODERS
+from protocol.wire.fast_responses import ENCODERS, offset_commit_reply
 from protocol.wire.framing import frame
 from protocol.wire.versions import served, supports
 
@@ -138,6 +138,18 @@ def encode_response(header: RequestHeader, body: dict[str, Any] | EncodedBody,
     if schema.__header_schema__.__flexible__:
         out.append(0)  # no tagged fields in the response header
     encode(out, body, version)
+    _INT32.pack_into(out, 0, len(out) - 4)
+    return bytes(out)
+
+
+def encode_commit_reply(header: RequestHeader, reply: object, body: dict[str, Any]) -> bytes:
+    """``encode_response(header, offsets.commit_response(reply, body))`` for an OffsetCommit
+    request decoded into ``body``, written straight from Cohort's ``reply``."""
+    version = header.api_version
+    out = bytearray(_SIZE_AND_CORRELATION.pack(0, header.correlation_id))
+    if _response_schema(header.api_key, version).__header_schema__.__flexible__:
+        out.append(0)  # no tagged fields in the response header
+    offset_commit_reply(out, reply, body, version)
     _INT32.pack_into(out, 0, len(out) - 4)
     return bytes(out)
 

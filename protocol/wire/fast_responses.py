@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from protocol.wire.ids import kafka_error
 from protocol.wire.primitives import (
     INT16,
     INT32,
@@ -87,6 +88,36 @@ def offset_commit(out: bytearray, body: dict[str, Any], version: int) -> None:
             p = p or {}
             out += _INDEX_ERROR.pack(_int(p.get("partition_index")),
                                      error_code(p.get("error_code")))
+            if flexible:
+                out.append(0)
+        if flexible:
+            out.append(0)
+    if flexible:
+        out.append(0)
+
+
+def offset_commit_reply(out: bytearray, resp: Any, body: dict[str, Any], version: int) -> None:
+    """``offset_commit`` of ``offsets.commit_response(resp, body)``, with no dictionary between:
+    a commit's reply on a partition's hot path (building the dictionary cost as much as writing
+    it). ``body`` is the decoded request's, every field there; the reply names its partitions,
+    and one request-level error goes to every one of them, as ``commit_response`` does."""
+    flexible = version >= 8
+    string, _, array_length = _writers(flexible)
+    _throttle(out, {}, version, 3)
+    top = kafka_error(resp.error_code)
+    errors = None if top else {(t.name, p.partition_index): p.error_code
+                               for t in resp.topics for p in t.partitions if p.error_code}
+    topics = body.get("topics") or []
+    array_length(out, len(topics))
+    for t in topics:
+        name = t["name"]
+        string(out, text(name))
+        partitions = t["partitions"]
+        array_length(out, len(partitions))
+        for p in partitions:
+            index = p["partition_index"]
+            code = top or (kafka_error(errors.get((name, index), 0)) if errors else 0)
+            out += _INDEX_ERROR.pack(index, error_code(code))
             if flexible:
                 out.append(0)
         if flexible:

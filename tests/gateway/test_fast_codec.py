@@ -30,6 +30,7 @@ from kio.serial._introspect import (
     is_optional,
 )
 
+from protocol import messages as m
 from protocol.api import BY_API_KEY
 from protocol.types import MAX_REQUEST_ENTRIES
 from protocol.wire.codec import (
@@ -38,12 +39,14 @@ from protocol.wire.codec import (
     WireError,
     decode_request,
     decode_request_with_kio,
+    encode_commit_reply,
     encode_response,
     encode_response_with_kio,
 )
 from protocol.wire.entities import build, plain
 from protocol.wire.fast_requests import DECODERS
 from protocol.wire.fast_responses import ENCODERS
+from protocol.wire.offsets import commit_response
 from tests.gateway.schema_strategies import plain_values
 
 
@@ -397,3 +400,31 @@ def test_a_response_written_at_another_version_than_asked_is_still_kios():
     for version in (2, 7, 8):
         assert encode_response(header, body, version) == encode_response_with_kio(
             header, body, version)
+
+
+@st.composite
+def _commit_reply(draw, body: dict) -> m.OffsetCommitResponse:
+    """Cohort's reply to a commit of ``body``: maybe one request-level error, else some of its
+    partitions (and maybe one it did not name) with errors, Kafka's or Cohort's own."""
+    codes = st.sampled_from([0, 0, 0, 22, 25, 27, 79]) | _ANY_ERROR
+    named = [(t["name"], p["partition_index"]) for t in body["topics"] for p in t["partitions"]]
+    chosen = draw(st.lists(st.sampled_from(named), unique=True)) if named else []
+    chosen += draw(st.lists(st.tuples(st.just("elsewhere"), st.integers(0, 5)), max_size=1))
+    by_topic: dict[str, list] = {}
+    for name, index in chosen:
+        by_topic.setdefault(name, []).append(m.OffsetCommitResponsePartition(index, draw(codes)))
+    return m.OffsetCommitResponse(
+        error_code=draw(st.sampled_from([0, 0, 0, 16, 14]) | _ANY_ERROR),
+        topics=[m.OffsetCommitResponseTopic(n, ps) for n, ps in by_topic.items()])
+
+
+@pytest.mark.parametrize("version", range(BY_API_KEY[8].versions.min,
+                                          BY_API_KEY[8].versions.max + 1))
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_a_commit_reply_written_straight_from_cohorts_reply_is_kios_bytes(version, data):
+    body = data.draw(plain_values(load_request_schema(8, version)))
+    reply = data.draw(_commit_reply(body))
+    header = RequestHeader(8, version, data.draw(st.integers(-(2**31), 2**31 - 1)), "c")
+    assert encode_commit_reply(header, reply, body) == encode_response_with_kio(
+        header, commit_response(reply, body))
