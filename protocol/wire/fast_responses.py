@@ -74,26 +74,14 @@ def _throttle(out: bytearray, body: dict, version: int, since: int) -> None:
 
 
 def offset_commit(out: bytearray, body: dict[str, Any], version: int) -> None:
-    flexible = version >= 8
-    string, _, array_length = _writers(flexible)
     _throttle(out, body, version, 3)
-    topics = body.get("topics") or []
-    array_length(out, len(topics))
-    for t in topics:
+    topics = []
+    for t in body.get("topics") or []:
         t = t or {}
-        string(out, text(t.get("name")))
-        partitions = t.get("partitions") or []
-        array_length(out, len(partitions))
-        for p in partitions:
-            p = p or {}
-            out += _INDEX_ERROR.pack(_int(p.get("partition_index")),
-                                     error_code(p.get("error_code")))
-            if flexible:
-                out.append(0)
-        if flexible:
-            out.append(0)
-    if flexible:
-        out.append(0)
+        partitions = [p or {} for p in t.get("partitions") or []]
+        topics.append((text(t.get("name")), [
+            (_int(p.get("partition_index")), p.get("error_code")) for p in partitions]))
+    _commit_topics(out, topics, version)
 
 
 def offset_commit_reply(out: bytearray, resp: Any, body: dict[str, Any], version: int) -> None:
@@ -101,22 +89,28 @@ def offset_commit_reply(out: bytearray, resp: Any, body: dict[str, Any], version
     a commit's reply on a partition's hot path (building the dictionary cost as much as writing
     it). ``body`` is the decoded request's, every field there; the reply names its partitions,
     and one request-level error goes to every one of them, as ``commit_response`` does."""
-    flexible = version >= 8
-    string, _, array_length = _writers(flexible)
     _throttle(out, {}, version, 3)
     top = kafka_error(resp.error_code)
     errors = None if top else {(t.name, p.partition_index): p.error_code
                                for t in resp.topics for p in t.partitions if p.error_code}
-    topics = body.get("topics") or []
+    _commit_topics(out, [
+        (t["name"], [(p["partition_index"], top or (
+            kafka_error(errors.get((t["name"], p["partition_index"]), 0)) if errors else 0))
+            for p in t["partitions"]])
+        for t in body.get("topics") or []
+    ], version)
+
+
+def _commit_topics(out: bytearray, topics: list[tuple[str, list[tuple[int, object]]]],
+                   version: int) -> None:
+    """OffsetCommit's topics: (name, [(partition index, error code)])."""
+    flexible = version >= 8
+    string, _, array_length = _writers(flexible)
     array_length(out, len(topics))
-    for t in topics:
-        name = t["name"]
+    for name, partitions in topics:
         string(out, text(name))
-        partitions = t["partitions"]
         array_length(out, len(partitions))
-        for p in partitions:
-            index = p["partition_index"]
-            code = top or (kafka_error(errors.get((name, index), 0)) if errors else 0)
+        for index, code in partitions:
             out += _INDEX_ERROR.pack(index, error_code(code))
             if flexible:
                 out.append(0)
