@@ -176,14 +176,14 @@ def install_stages(_shard: object = None) -> Stages:
     partition actor through ``OffsetsPartition.query``, so it names nothing of the bench."""
     import builtins
 
-    from actors.runtime import fencing, log, turn_log, turns
+    from actors.runtime import fencing, log, mailbox, turn_log, turns
     from actors.runtime.fileops import FileOps
     from protocol.shard import GroupCoordinatorShard
 
     stages = Stages()
     targets = [
         (turns.PartitionTurns, "handle_batch", stages.whole),
-        (turns.PartitionTurns, "_take_events", lambda f: stages.mark("taken", f)),
+        (mailbox.Mailbox, "take", lambda f: stages.mark("taken", f)),
         (turns.PartitionTurns, "_release", lambda f: stages.mark("release", f)),
         (turn_log.TurnLog, "append", lambda f: stages.timed("append", f)),
         (GroupCoordinatorShard, "tick", lambda f: stages.timed("tick", f)),

@@ -10,6 +10,7 @@ one waits, the newest (``PartitionTurns.update_image``).
 from __future__ import annotations
 
 import asyncio
+import collections
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -71,6 +72,38 @@ class Event:
         return len(self.requests) or 1
 
 
+class Mailbox:
+    """The entries waiting for a turn, in arrival order, and their weight (``queued``)."""
+
+    def __init__(self) -> None:
+        self._entries: collections.deque[Event] = collections.deque()
+        self.queued = 0  # by ``Event.weight``
+
+    def __bool__(self) -> bool:
+        return bool(self._entries)
+
+    def put(self, event: Event) -> None:
+        self._entries.append(event)
+        self.queued += event.weight
+
+    def take(self) -> list[Event]:
+        """One turn's entries: at least one, at most ``MAX_REQUESTS_PER_TURN`` by weight."""
+        taken, count = [], 0
+        while self._entries and (not taken or count < MAX_REQUESTS_PER_TURN):
+            ev = self._entries.popleft()
+            taken.append(ev)
+            count += ev.weight
+        self.queued -= count
+        return taken
+
+    def drain(self) -> list[Event]:
+        """Every entry, taken at once (a failed partition answers them all)."""
+        drained = list(self._entries)
+        self._entries.clear()
+        self.queued = 0
+        return drained
+
+
 class OwedReplies:
     """The replies owed to requests taken into a turn, matched to them by identity.
 
@@ -124,3 +157,14 @@ def _answer(event: Event, i: int, reply: object) -> None:
     event.remaining -= 1
     if event.remaining == 0 and event.done is not None and not event.done.done():
         event.done.set_result(event.replies)
+
+
+def merge_replies(replies: list[object], mine: list[int], answered: asyncio.Future,
+                  done: asyncio.Future) -> None:
+    """``answered`` gets ``replies``, the ones at ``mine`` filled from ``done``'s (a request
+    list some of which were answered before the rest entered the mailbox)."""
+    if answered.done():
+        return
+    for i, reply in zip(mine, done.result(), strict=True):
+        replies[i] = reply
+    answered.set_result(replies)

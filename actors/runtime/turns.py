@@ -34,7 +34,6 @@ Bounds: ``MAX_QUEUED_REQUESTS`` mailbox entries (a request or a query counts one
 from __future__ import annotations
 
 import asyncio
-import collections
 import functools
 import logging
 import time
@@ -45,11 +44,12 @@ from actors.runtime.controller import ControllerImage
 from actors.runtime.fencing import LogFencedError
 from actors.runtime.loading import load_shard
 from actors.runtime.mailbox import (
-    MAX_REQUESTS_PER_TURN,
     MAX_WAITING_REPLIES,
     Event,
+    Mailbox,
     OwedReplies,
     distinct,
+    merge_replies,
     refusal,
 )
 from actors.runtime.metrics import NoMetrics, PartitionMetrics, ThrottledMetrics
@@ -121,9 +121,8 @@ class PartitionTurns:
         self._on_loaded = on_loaded
         self._failed_in_a_row = 0  # turns failed by a bug since the last that worked
         self._log = TurnLog(name, storage, in_thread)  # appends, compacted state, snapshots
-        self._mailbox: collections.deque[Event] = collections.deque()
+        self._mailbox = Mailbox()
         self._pending_image: ControllerImage | None = None
-        self.queued = 0  # mailbox entries, by ``Event.weight``
         # With the mailbox, at most MAX_WAITING_REPLIES (``refusal`` admits no more).
         self._owed = OwedReplies()
         # The idle loop's wake-up, resolved by the next piece of work (``_nudge``).
@@ -179,7 +178,7 @@ class PartitionTurns:
             self._wakers.note(waker, members)
         if len(mine) < len(requests):  # the others are answered already: merged when done
             answered, done = done, asyncio.get_running_loop().create_future()
-            done.add_done_callback(functools.partial(_merge, replies, mine, answered))
+            done.add_done_callback(functools.partial(merge_replies, replies, mine, answered))
         self._enqueue(Event(distinct([requests[i] for i in mine]), done=done, typed=typed))
 
     def update_image(self, image: ControllerImage) -> None:
@@ -225,7 +224,7 @@ class PartitionTurns:
         await self._load_until_serving()
         while self.state == "active":
             await self._wait_for_work()
-            events = self._take_events()
+            events = self._mailbox.take()
             try:
                 await self._turn(events)
             except LogFencedError:
@@ -245,9 +244,13 @@ class PartitionTurns:
             else:
                 self._failed_in_a_row = 0
 
+    @property
+    def queued(self) -> int:
+        """Mailbox entries, by ``Event.weight``."""
+        return self._mailbox.queued
+
     def _enqueue(self, event: Event) -> None:
-        self._mailbox.append(event)
-        self.queued += event.weight
+        self._mailbox.put(event)
         self._nudge()
 
     def _nudge(self) -> None:
@@ -310,15 +313,6 @@ class PartitionTurns:
         self._observe(busy, records)
         await self._log.maybe_snapshot()
 
-    def _take_events(self) -> list[Event]:
-        taken, count = [], 0
-        while self._mailbox and (not taken or count < MAX_REQUESTS_PER_TURN):
-            ev = self._mailbox.popleft()
-            taken.append(ev)
-            count += ev.weight
-        self.queued -= count
-        return taken
-
     def _apply_image(self, image: ControllerImage) -> CoordinatorResult:
         if image.version <= self.image_version:
             return CoordinatorResult()
@@ -331,9 +325,7 @@ class PartitionTurns:
         reply are not durable, or this incarnation may no longer write), and empty the mailbox.
         Reads of the shard taken into the failed turn fail the same way."""
         self._owed.refuse_all(lambda req: self._refuse(req, error))
-        dropped = [*taken, *self._mailbox]
-        self._mailbox.clear()
-        self.queued = 0
+        dropped = [*taken, *self._mailbox.drain()]
         for ev in dropped:
             if ev.done is None or ev.done.done():
                 continue
@@ -455,13 +447,3 @@ def _ask(fn: Callable[[GroupCoordinatorShard], object], shard: GroupCoordinatorS
         return False, fn(shard)
     except Exception as e:
         return True, e
-
-
-def _merge(replies: list[object], mine: list[int], answered: asyncio.Future,
-           done: asyncio.Future) -> None:
-    """``answered`` gets ``replies``, the ones at ``mine`` filled from ``done``'s."""
-    if answered.done():
-        return
-    for i, reply in zip(mine, done.result(), strict=True):
-        replies[i] = reply
-    answered.set_result(replies)

@@ -328,10 +328,10 @@ def test_a_query_counts_against_the_mailbox_bound_as_a_request_does():
 
     async def scenario() -> None:
         turns = await started(MemoryMedium())
-        turns.queued = MAX_QUEUED_REQUESTS  # a full mailbox, as the loop would see it
+        turns._mailbox.queued = MAX_QUEUED_REQUESTS  # a full mailbox, as the loop would see it
         with pytest.raises(RuntimeError, match="mailbox full"):
             await turns.query(lambda shard: 1)
-        turns.queued = 0
+        turns._mailbox.queued = 0
         assert await turns.query(lambda shard: 1) == 1
 
     run(scenario)
