@@ -83,7 +83,6 @@ class KafkaMember:
         self._stop = threading.Event()
         self._leave = True
         self._closing = False
-        self._member_id = ""
         self.consumer = Consumer(conf)
         self._ids = MemberIds(self.consumer, conf["client.id"])
         self._thread = threading.Thread(target=self._run, name=f"kafka-{group_id}", daemon=True)
@@ -112,9 +111,7 @@ class KafkaMember:
         may never answer. During ``close()`` it is not asked at all (seen once: a revoke
         callback's failed commit asked for the id), since the handle is destroyed there.
         """
-        if not self._closing:
-            self._member_id = self._ids.ask()
-        return self._member_id
+        return self._ids.last if self._closing else self._ids.ask()
 
     def processed(self) -> dict[TopicPartition, int]:
         with self._lock:

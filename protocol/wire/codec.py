@@ -133,23 +133,29 @@ def encode_response(header: RequestHeader, body: dict[str, Any] | EncodedBody,
     encode = ENCODERS.get(header.api_key)
     if encode is None:
         return encode_response_with_kio(header, body, version)
-    schema = _response_schema(header.api_key, version)  # also refuses a version kio lacks
-    out = bytearray(_SIZE_AND_CORRELATION.pack(0, header.correlation_id))
-    if schema.__header_schema__.__flexible__:
-        out.append(0)  # no tagged fields in the response header
+    out = _response_head(header, version)
     encode(out, body, version)
-    _INT32.pack_into(out, 0, len(out) - 4)
-    return bytes(out)
+    return _sized(out)
 
 
 def encode_commit_reply(header: RequestHeader, reply: object, body: dict[str, Any]) -> bytes:
     """``encode_response(header, offsets.commit_response(reply, body))`` for an OffsetCommit
     request decoded into ``body``, written straight from Cohort's ``reply``."""
-    version = header.api_version
+    out = _response_head(header, header.api_version)
+    offset_commit_reply(out, reply, body, header.api_version)
+    return _sized(out)
+
+
+def _response_head(header: RequestHeader, version: int) -> bytearray:
+    """A response frame up to its body: a size to fill in (``_sized``), the correlation id,
+    and the header's tagged fields (none) if it is flexible. Refuses a version kio lacks."""
     out = bytearray(_SIZE_AND_CORRELATION.pack(0, header.correlation_id))
     if _response_schema(header.api_key, version).__header_schema__.__flexible__:
-        out.append(0)  # no tagged fields in the response header
-    offset_commit_reply(out, reply, body, version)
+        out.append(0)
+    return out
+
+
+def _sized(out: bytearray) -> bytes:
     _INT32.pack_into(out, 0, len(out) - 4)
     return bytes(out)
 
