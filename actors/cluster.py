@@ -12,6 +12,7 @@ actor), up to a deadline, backing off as every Cohort client does (``protocol/re
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Iterable
@@ -35,6 +36,8 @@ from actors.runtime.ray_driver import get_unwrapped as _get
 from actors.runtime.ray_driver import init_ray, named_actor_exists, wait_released
 from actors.runtime.storage_factory import actor_runtime_env
 from actors.runtime.storage_marker import claim_marker, normalize_storage_path
+from actors.upstream.settings import UpstreamConfigError, UpstreamSettings
+from actors.upstream.view import probe
 from protocol import messages as m
 from protocol.api import group_ids_of, reply_error_codes, routing_error
 from protocol.config import CoordinatorConfig
@@ -91,6 +94,8 @@ class Cluster(ClientSpawner):
         address: str | None = None,
         start_local: bool = True,
         shared_storage: bool = False,
+        upstream: str | None = None,
+        upstream_config: dict[str, object] | None = None,
     ) -> Cluster:
         """Create (or adopt, when already running) the controller and partitions.
 
@@ -105,12 +110,24 @@ class Cluster(ClientSpawner):
         a local ``storage_path`` on more than one alive node is refused with ``ValueError``
         unless ``shared_storage`` says every node mounts it (on one node the actors are pinned
         to it).
+
+        ``upstream``: ``host:port[,host:port]`` of a Kafka-compatible cluster that keeps the
+        topics and records (DESIGN.md, "In front of a Kafka-compatible cluster"), reached with
+        ``upstream_config`` (``security.protocol``, ``sasl.*``, ``ssl.*``); it must answer
+        before anything starts (``UpstreamUnavailable`` names the address and the setting to
+        fix otherwise). A running Cohort with another upstream is refused.
         """
         if num_partitions is not None and (
             type(num_partitions) is not int or not 0 < num_partitions <= MAX_PARTITIONS
         ):
             raise ValueError(f"num_partitions must be in 1..{MAX_PARTITIONS}")
         config = config or CoordinatorConfig()
+        settings = None
+        if upstream is not None:
+            settings = UpstreamSettings.parse(upstream, upstream_config)
+            asyncio.run(probe(settings))  # unreachable: refused before anything starts
+        elif upstream_config:
+            raise UpstreamConfigError("upstream_config needs upstream=host:port")
         owns_ray = init_ray(address, start_local)
         adopted = named_actor_exists(CONTROLLER_NAME)
         if num_partitions is None:
@@ -129,12 +146,15 @@ class Cluster(ClientSpawner):
         controller = Controller.options(
             name=CONTROLLER_NAME, namespace=NAMESPACE, lifetime="detached", get_if_exists=True,
             runtime_env=actor_runtime_env(storage), **where(num_partitions),
-        ).remote(num_partitions, storage, config, cluster_id)
+        ).remote(num_partitions, storage, config, cluster_id, settings)
         info = ray.get(controller.info.remote())
         if info["num_partitions"] != num_partitions:
             raise ValueError(
                 f"a Cohort cluster with {info['num_partitions']} partitions is already running"
             )
+        if adopted and upstream is not None and info.get("upstream") != settings.text:
+            raise ValueError(f"a Cohort in front of {info.get('upstream') or 'no upstream'} "
+                             f"is already running; stop it first to front {settings.text}")
         for p in range(num_partitions):
             OffsetsPartition.options(
                 name=partition_actor_name(p),
@@ -234,6 +254,11 @@ class Cluster(ClientSpawner):
 
     def topics(self) -> list:
         return _get(self._controller.topics.remote())
+
+    def upstream(self) -> dict | None:
+        """The upstream as the controller last read it (reachable, brokers, topics seen), or
+        None without one."""
+        return _get(self._controller.upstream_status.remote())
 
     # ------------------------------------------------------------ Connect connectors
 

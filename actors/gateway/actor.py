@@ -17,6 +17,7 @@ topics, ACLs and users in the controller.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 
 import ray
@@ -25,11 +26,13 @@ from actors.gateway.admission import Admission
 from actors.gateway.connection import Connection
 from actors.gateway.core import GatewayCore, GatewayOptions
 from actors.gateway.dispatch import HANDLERS
-from actors.gateway.listener import ListenerSpec, tls_context
+from actors.gateway.listener import PARTITION_NODE_BASE, ListenerSpec, tls_context
 from actors.gateway.serving import WireRequest
 from actors.runtime import gc_policy
-from actors.runtime.controller import ControllerImage
+from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE, ControllerImage
 from actors.runtime.controller_security import GATEWAY_NAME, SecurityImage
+from actors.upstream.relay import ClientRelay
+from actors.upstream.view import UpstreamView
 from protocol.api import BY_API_KEY
 from protocol.config import CoordinatorConfig
 from protocol.wire.codec import RequestHeader, encode_response
@@ -53,28 +56,76 @@ class Gateway:
         self.options = options
         self.core: GatewayCore | None = None
         self._server: asyncio.base_events.Server | None = None
+        # In front of an upstream: one more server per upstream broker, by its node id.
+        self._broker_servers: dict[int, asyncio.base_events.Server] = {}
+        self._tls = None
+        self._watch: asyncio.Task | None = None
         self.admission = Admission(options.max_connections)
         self._started = asyncio.get_running_loop().create_task(self._start())
 
     async def _start(self) -> None:
-        tls = None
         if self.options.tls_certfile:
-            tls = tls_context(self.options.tls_certfile, self.options.tls_keyfile)
-        self._server = await asyncio.start_server(self.admission.accepting(self._serve),
-                                                  self.host, self.port, ssl=tls,
-                                                  reuse_address=True)
+            self._tls = tls_context(self.options.tls_certfile, self.options.tls_keyfile)
+        self._server = await asyncio.start_server(
+            self.admission.accepting(functools.partial(self._serve, None)), self.host,
+            self.port, ssl=self._tls, reuse_address=True)
         self.port = self._server.sockets[0].getsockname()[1]
         node = Node(self.options.node_id, self.options.advertised_host or self.host, self.port)
-        spec = ListenerSpec(self.name, self.host, self.options)
+        controller = ray.get_actor(CONTROLLER_NAME, namespace=NAMESPACE)
+        settings = await controller.upstream_settings.remote()
+        spec = ListenerSpec(self.name, self.host, self.options, upstream=settings is not None)
         self.core = GatewayCore(self.num_partitions, self.config, node, self.options, spec)
         await self.core.start()
+        if settings is not None:
+            await self._front(UpstreamView(settings))
         gc_policy.tune()
         gc_policy.settle()
         log.info("gateway listening on %s:%d", self.host, self.port)
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _front(self, view: UpstreamView) -> None:
+        """Present the upstream: learn its brokers, open a listener for each, and keep
+        watching for brokers that join (DESIGN.md, "In front of a Kafka-compatible cluster")."""
+        await view.refresh()
+        link = await view.link()
+        self.core.set_upstream(view, link.versions)
+        await self._open_broker_listeners(view)
+        self._watch = asyncio.get_running_loop().create_task(self._watch_brokers(view))
+
+    async def _open_broker_listeners(self, view: UpstreamView) -> None:
+        for node_id in sorted(set(view.brokers) - set(self._broker_servers)):
+            if node_id == self.options.node_id or node_id >= PARTITION_NODE_BASE:
+                log.error("upstream broker id %d clashes with Cohort's own node ids (the "
+                          "gateway's node_id, partitions from %d): not presented",
+                          node_id, PARTITION_NODE_BASE)
+                continue
+            base = self.options.broker_port_base
+            port = base + len(self._broker_servers) if base else 0
+            server = await asyncio.start_server(
+                self.admission.accepting(functools.partial(self._serve, node_id)), self.host,
+                port, ssl=self._tls, reuse_address=True)
+            self._broker_servers[node_id] = server
+            self.core.listeners[node_id] = (self.core.node.host,
+                                            server.sockets[0].getsockname()[1])
+            log.info("upstream broker %d (%s:%d) presented at %s:%d", node_id,
+                     *view.brokers[node_id], *self.core.listeners[node_id])
+
+    async def _watch_brokers(self, view: UpstreamView) -> None:
+        while True:
+            await asyncio.sleep(view.settings.poll_interval_s)
+            try:
+                await view.refresh()
+                await self._open_broker_listeners(view)
+            except Exception as e:  # the upstream away: clients get broker errors meanwhile
+                log.info("upstream refresh failed: %s", e)
+
+    async def _serve(self, node_id: int | None, reader: asyncio.StreamReader,
+                     writer: asyncio.StreamWriter) -> None:
         await self._started
-        await Connection(self.core, reader, writer).run()
+        relay = None
+        if self.core.upstream is not None:
+            relay = ClientRelay(self.core.upstream, node_id, self.core.listener_of,
+                                self.core.upstream_topics_changed)
+        await Connection(self.core, reader, writer, relay=relay).run()
 
     async def forwarded(self, header: RequestHeader, body: dict, principal: str,
                         client_host: str) -> bytes | None:
@@ -124,6 +175,8 @@ class Gateway:
             for key, n in listeners.get(self.name, {}).get("served", {}).items():
                 by_coordinators[key] = by_coordinators.get(key, 0) + n
         return {"connections": self.admission.open, "port": self.port,
+                "upstream_listeners": dict(self.core.listeners),
+                "upstream": self.core.upstream.status() if self.core.upstream else None,
                 "max_connections": self.admission.max_connections,
                 "refused_connections": self.admission.refused,
                 "security_version": self.core.security.version,
@@ -148,6 +201,12 @@ class Gateway:
         partitions stop listening for this gateway too."""
         await self._started
         self._server.close()
+        for server in self._broker_servers.values():
+            server.close()
+        if self._watch is not None:
+            self._watch.cancel()
+        if self.core.upstream is not None:
+            self.core.upstream.close()
         self.admission.drop_all()
         self.core.stop()
         await self.core.brokers.close_listeners()

@@ -256,7 +256,7 @@ class Listener:
 
     async def _respond_in_task(self, req: WireRequest) -> bytes | None:
         handler = LOCAL.get(req.api.name)
-        if handler is not None:
+        if handler is not None and not (self.spec.upstream and _upstream_answers(req)):
             body = await handler(self.core, req)
             return None if body is None else encode_response(req.header, body)
         if self._forward_to is None:
@@ -267,6 +267,13 @@ class Listener:
         except Exception:
             self._forward_to = None  # restarted, maybe: found again next time
             raise
+
+
+def _upstream_answers(req: WireRequest) -> bool:
+    """In front of an upstream, what the gateway answers from it: Metadata (its topics and
+    leaders) and FindCoordinator for transactions (the upstream's transaction coordinator)."""
+    return req.api.name == "Metadata" or (
+        req.api.name == "FindCoordinator" and req.body.get("key_type") == 1)
 
 
 class _Batch(NamedTuple):

@@ -42,6 +42,7 @@ from typing import NamedTuple
 
 from actors.gateway.dispatch import HANDLERS
 from actors.gateway.serving import WireRequest
+from actors.upstream.relay import ClientRelay, goes_upstream
 from protocol.api import BY_API_KEY
 from protocol.security.acls import ANONYMOUS
 from protocol.security.sasl import SaslSession
@@ -51,6 +52,7 @@ from protocol.wire.codec import (
     WireError,
     decode_request,
     encode_response,
+    read_header,
 )
 from protocol.wire.framing import FrameError, FrameReader
 from protocol.wire.versions import (
@@ -90,15 +92,19 @@ class _Close(Exception):
 class Connection:
     def __init__(self, core, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                  respond: Respond | None = None,
-                 pipelined: frozenset[int] = frozenset()) -> None:
+                 pipelined: frozenset[int] = frozenset(),
+                 relay: ClientRelay | None = None) -> None:
         """``core``: the listener's ``Serving`` (options, users, counts); ``respond``: how a
         request is served (default: the gateway's handlers); ``pipelined``: the API keys
-        submitted without waiting for earlier replies (see the module docstring)."""
+        submitted without waiting for earlier replies (see the module docstring); ``relay``:
+        where the data and topic APIs go in front of an upstream (``core.relay_keys``), each
+        frame relayed as it came, pipelined, its reply written in request order."""
         self.core = core
         self.reader = reader
         self.writer = writer
         self.respond = respond if respond is not None else self._gateway_respond
         self.pipelined = pipelined
+        self.relay = relay
         peer = writer.get_extra_info("peername")
         self.client_host = peer[0] if peer else ""
         self.frames = FrameReader(core.options.max_request_bytes)
@@ -134,8 +140,12 @@ class Connection:
         finally:
             replier.cancel()
             self.writer.close()
+            if self.relay is not None:
+                self.relay.close()
 
     async def _take(self, frame: bytes) -> None:
+        if self.relay is not None and await self._relayed(frame):
+            return
         try:
             decoded = decode_request(frame)
         except UnsupportedVersion as e:
@@ -163,6 +173,24 @@ class Connection:
         await self._written()  # muted: served alone, as Kafka's broker serves every request
         self._submit(req)
         await self._written()
+
+    async def _relayed(self, frame: bytes) -> bool:
+        """Relay ``frame`` upstream if it goes there (``actors.upstream.relay``): its header
+        read, its body left as it is; False if Cohort serves it."""
+        try:
+            header, _ = read_header(frame)
+        except WireError as e:
+            raise _Close(f"{type(e).__name__}: {e}") from None
+        if not goes_upstream(header, frame, self.core.relay_keys):
+            return False
+        if self.principal is None:
+            raise _Close(f"API {header.api_key} before SASL authentication completed")
+        self.core.count(header.api_key, header.api_version)
+        await self._room_for_one()
+        self._check_failed()
+        task = asyncio.get_running_loop().create_task(self.relay.forward(header, frame))
+        self._owe(f"api-{header.api_key} (relayed)", task)
+        return True
 
     def _submit(self, req: WireRequest) -> None:
         # ``respond`` gives a ``Pending`` (the request is on its way to its mailbox already)
@@ -233,7 +261,7 @@ class Connection:
                         await self.writer.drain()
             except asyncio.CancelledError:
                 raise
-            except ConnectionError as e:
+            except ConnectionError as e:  # the client's, or the upstream's going away
                 self._fail(f"{type(e).__name__}: {e}")
             except Exception as e:
                 log.exception("%s from %s failed", name, self.client_host)

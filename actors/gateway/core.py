@@ -22,10 +22,15 @@ from actors.gateway.listener import ListenerSpec
 from actors.gateway.routing import Router
 from actors.gateway.serving import GatewayOptions, Serving, WireRequest
 from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE, ControllerImage
+from actors.upstream.relay import relayed_keys
+from actors.upstream.view import UpstreamView
 from protocol.config import CoordinatorConfig
+from protocol.wire.codec import EncodedBody, encode_body
 from protocol.wire.share_session import ShareSessions
 from protocol.wire.stream import SyntheticStream
 from protocol.wire.topics import Node, TopicIndex
+from protocol.wire.upstream import relayed_versions
+from protocol.wire.versions import API_VERSIONS, api_versions_body
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +57,45 @@ class GatewayCore(Serving):
         self._refresher: asyncio.Task | None = None
         # KIP-932's share sessions: the gateway is every share-partition's leader.
         self.share_sessions = ShareSessions()  # group.share.max.share.sessions: 2,000
+        # In front of an upstream (``set_upstream``): its view, the APIs relayed to it, the
+        # listener presenting each upstream broker, and ApiVersions' replies.
+        self.upstream: UpstreamView | None = None
+        self.relay_keys: frozenset[int] = frozenset()
+        self.listeners: dict[int, tuple[str, int]] = {}
+        self._versions_replies: dict[int, EncodedBody] = {}
+
+    def set_upstream(self, view: UpstreamView, upstream_versions: dict[int, tuple[int, int]]
+                     ) -> None:
+        """Relay to ``view``'s upstream from now on (its brokers read already)."""
+        self.upstream = view
+        self.relay_keys = relayed_keys(upstream_versions)
+        self._upstream_versions = upstream_versions
+        self._versions_replies = {}
+
+    async def upstream_topics_changed(self) -> None:
+        """A relayed topic change landed upstream: the controller reads the upstream's topics
+        now (and pushes them here), before the client hears the reply."""
+        try:
+            await self.controller.sync_upstream.remote()
+        except Exception as e:  # its next poll takes the change
+            log.info("the controller could not read the upstream's topics now: %s", e)
+
+    def listener_of(self, node_id: int) -> tuple[str, int] | None:
+        """The Cohort listener presenting upstream broker ``node_id``, if one is open."""
+        return self.listeners.get(node_id)
+
+    def relayed_api_versions(self, version: int) -> EncodedBody | None:
+        if self.upstream is None:
+            return None
+        reply = self._versions_replies.get(version)
+        if reply is None:
+            body = api_versions_body()
+            own = {k["api_key"]: (k["min_version"], k["max_version"]) for k in body["api_keys"]}
+            merged = relayed_versions(self._upstream_versions, self.relay_keys, own)
+            body["api_keys"] = [{"api_key": k, "min_version": lo, "max_version": hi}
+                                for k, (lo, hi) in sorted(merged.items())]
+            reply = self._versions_replies[version] = encode_body(API_VERSIONS, version, body)
+        return reply
 
     async def start(self) -> None:
         self.security = await self.controller.security_image.remote()

@@ -35,7 +35,8 @@ CONNECTION_APIS = frozenset({SASL_HANDSHAKE, SASL_AUTHENTICATE})
 
 
 async def api_versions(core: GatewayCore, req: WireRequest) -> EncodedBody:
-    return _api_versions_reply(req.header.api_version)
+    relayed = core.relayed_api_versions(req.header.api_version)  # in front of an upstream
+    return relayed if relayed is not None else _api_versions_reply(req.header.api_version)
 
 
 @functools.cache

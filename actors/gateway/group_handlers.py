@@ -18,6 +18,7 @@ from protocol.api import error_response
 from protocol.errors import Errors
 from protocol.wire import classic, offsets
 from protocol.wire.coordinator import find_coordinator_response
+from protocol.wire.upstream import FIND_COORDINATOR, TRANSACTION_KEY, rewrite_body
 
 GROUP, TOPIC, CLUSTER = "GROUP", "TOPIC", "CLUSTER"
 DENIED_GROUP = "Not authorized to access group {group}."
@@ -69,7 +70,11 @@ def _entry_for(entries: list, group_id: str, entry_type: type) -> object:
 
 
 async def find_coordinator(core: GatewayCore, req: WireRequest) -> dict:
-    """Each group's partition, as the broker it plays (``actors.gateway.brokers``)."""
+    """Each group's partition, as the broker it plays (``actors.gateway.brokers``); in front
+    of an upstream, a transaction's coordinator is the upstream's, named by its listener."""
+    if core.upstream is not None and req.body.get("key_type") == TRANSACTION_KEY:
+        body = await core.upstream.call_at(FIND_COORDINATOR, req.version, req.body)
+        return rewrite_body(FIND_COORDINATOR, req.version, body, core.listener_of)
     return find_coordinator_response(
         req.body, req.version, lambda g: core.brokers.node_of(core.router.partition_of(g)),
         lambda g: core.may(req, "DESCRIBE", GROUP, g))

@@ -27,11 +27,16 @@ WILDCARD = "0.0.0.0"
 @dataclass(frozen=True)
 class ListenerSpec:
     """One gateway's listener: its name (``gateway`` or ``gateway-<x>``, the actor a
-    partition forwards what it does not serve itself to), the host it binds, its options."""
+    partition forwards what it does not serve itself to), the host it binds, its options,
+    and whether it fronts an upstream."""
 
     gateway: str
     host: str
     options: GatewayOptions
+    # In front of an upstream: Metadata and transactional FindCoordinator are the gateway's
+    # (it asks the upstream and names its own listeners), not answered from the partition's
+    # image.
+    upstream: bool = False
 
 
 class Coordinators:

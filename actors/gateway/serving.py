@@ -54,6 +54,9 @@ class GatewayOptions:
     max_request_bytes: int = MAX_REQUEST_BYTES
     max_connections: int = MAX_CONNECTIONS
     coordinator_port: int = 0
+    # In front of an upstream: the port of the listener presenting its first broker (the
+    # next ones follow), or 0 for free ports.
+    broker_port_base: int = 0
     records_per_s: float = 50.0
     batch_interval_ms: int = 200
     # The stream began at the Unix epoch: its end is past any Ray consumer's position (they
@@ -88,6 +91,10 @@ class Serving:
     late push cannot bring back an ACL that was removed.
     """
 
+    # The upstream this listener fronts (``actors.upstream.view.UpstreamView``), if any: the
+    # gateway's; a partition's listener forwards what needs it to the gateway.
+    upstream = None
+
     def __init__(self, node: Node, options: GatewayOptions) -> None:
         self.node = node
         self.options = options
@@ -113,6 +120,11 @@ class Serving:
             return True
         return authorize(self.security.acls, req.principal, req.client_host, operation,
                          resource_type, name, self.options.super_users)
+
+    def relayed_api_versions(self, version: int) -> object | None:
+        """ApiVersions' reply when this listener relays to an upstream (its APIs and the
+        upstream's, ``GatewayCore``); None: the API table's own."""
+        return None
 
     # -------------------------------------------------------------- bookkeeping
 

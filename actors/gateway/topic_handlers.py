@@ -19,9 +19,10 @@ from ray.exceptions import RayTaskError
 from actors.gateway.core import GatewayCore, WireRequest
 from actors.runtime.controller import _check_group_config
 from protocol.errors import CoordinatorError, Errors
-from protocol.wire import configs, stream, topics
+from protocol.wire import configs, stream, topics, upstream
 from protocol.wire.codec import EncodedBody
 from protocol.wire.fetch_response import fetch_body_parts
+from protocol.wire.upstream import METADATA
 
 TOPIC, CLUSTER, GROUP = "TOPIC", "CLUSTER", "GROUP"
 CLUSTER_NAME = "kafka-cluster"
@@ -32,7 +33,10 @@ MAX_FETCH_WAIT_MS = 5_000
 async def metadata(core: GatewayCore, req: WireRequest) -> dict:
     """The topics as the controller last pushed them (re-read only for a topic the listener
     does not know), led by the gateway; the brokers are the gateway and every coordinator.
-    Served alike by the gateway and by each partition's listener."""
+    Served alike by the gateway and by each partition's listener. In front of an upstream:
+    the upstream's answer, naming Cohort's listeners (``upstream_metadata``)."""
+    if core.upstream is not None:
+        return await upstream_metadata(core, req)
     named = req.body.get("topics") or []
     index = await core.topics_knowing(
         names=[t["name"] for t in named if t.get("name") is not None],
@@ -40,6 +44,24 @@ async def metadata(core: GatewayCore, req: WireRequest) -> dict:
     return topics.metadata_response(req.body, req.version, index, core.leader,
                                     lambda t: core.may(req, "DESCRIBE", TOPIC, t),
                                     core.brokers.nodes())
+
+
+async def upstream_metadata(core: GatewayCore, req: WireRequest) -> dict:
+    """The upstream's Metadata for the client's question, its brokers named by the Cohort
+    listeners that present them, Cohort's coordinators added, and the topics the principal
+    may not DESCRIBE refused (named) or left out (all topics), as Kafka's authorizer does."""
+    body = await core.upstream.call_at(METADATA, req.version, req.body)
+    coordinators = [(n.node_id, n.host, n.port) for n in core.brokers.nodes()]
+    body = upstream.rewrite_body(METADATA, req.version, body, core.listener_of, coordinators)
+    if core.options.authorizer:
+        named = req.body.get("topics") is not None
+        body["topics"] = [
+            t if core.may(req, "DESCRIBE", TOPIC, t.get("name") or "") else
+            {**t, "error_code": E.topic_authorization_failed.value, "partitions": [],
+             "is_internal": False}
+            for t in body.get("topics", [])
+            if named or core.may(req, "DESCRIBE", TOPIC, t.get("name") or "")]
+    return body
 
 
 async def _controller(call) -> tuple[int, str | None, object]:

@@ -31,6 +31,8 @@ from actors.runtime.controller_security import GATEWAY_NAME, SecurityStore
 from actors.runtime.one_change import ChangeLock, one_change_at_a_time
 from actors.runtime.storage import PartitionStorage
 from actors.runtime.storage_factory import open_storage
+from actors.upstream.settings import UpstreamSettings
+from actors.upstream.topics import UpstreamTopics
 from protocol.config import CoordinatorConfig, GroupConfig
 from protocol.errors import CoordinatorError, Errors
 from protocol.metadata import ConnectorMetadata, MetadataImage, TopicMetadata
@@ -89,7 +91,8 @@ class Controller(SecurityStore, ChangeLock):
     """
 
     def __init__(self, num_partitions: int, storage_path: str, config: CoordinatorConfig,
-                 cluster_id: str | None = None) -> None:
+                 cluster_id: str | None = None,
+                 upstream: UpstreamSettings | None = None) -> None:
         self.num_partitions = num_partitions
         self.storage_path = storage_path
         self.cluster_id = cluster_id
@@ -111,6 +114,12 @@ class Controller(SecurityStore, ChangeLock):
         # the image now, so that every running partition catches up without waiting for the
         # next change (a partition that is loading pulls it; at first start none is running).
         self._push_on_start = asyncio.get_running_loop().create_task(self._push())
+        # In front of an upstream, the topics are the upstream's: followed by polling, and
+        # at once after a change made through Cohort (``upstream_topics``).
+        self._upstream = UpstreamTopics(upstream) if upstream is not None else None
+        self._following = None
+        if self._upstream is not None:
+            self._following = asyncio.get_running_loop().create_task(self._follow_upstream())
 
     # ---------------------------------------------------------------- cluster info
 
@@ -123,6 +132,7 @@ class Controller(SecurityStore, ChangeLock):
             "version": self._version,
             "topics": len(self._topics),
             "group_configs": len(self._configs),
+            "upstream": self._upstream.settings.text if self._upstream else None,
             "pid": os.getpid(),
             "node_id": ray.get_runtime_context().get_node_id(),
         }
@@ -137,12 +147,49 @@ class Controller(SecurityStore, ChangeLock):
             self._version, MetadataImage(self._topics.values(), connectors), dict(self._configs)
         )
 
+    # ------------------------------------------------------------------- upstream
+
+    def upstream_settings(self) -> UpstreamSettings | None:
+        """How to reach the upstream (what the gateway relays to), or None."""
+        return self._upstream.settings if self._upstream else None
+
+    def upstream_status(self) -> dict | None:
+        """The upstream as last read: reachable, brokers, topics seen (``cohort status``)."""
+        return self._upstream.view.status() if self._upstream else None
+
+    @one_change_at_a_time()
+    async def sync_upstream(self) -> int:
+        """Read the upstream's topics now and take every change (the gateway asks after a
+        topic change it relayed); the image version after."""
+        await self._take_upstream_topics()
+        return self._version
+
+    async def _follow_upstream(self) -> None:
+        while True:
+            try:
+                await self.sync_upstream()
+            except Exception as e:  # the upstream away: the image stays as it was
+                log.info("upstream topics not read: %s", e)
+            await asyncio.sleep(self._upstream.settings.poll_interval_s)
+
+    async def _take_upstream_topics(self) -> None:
+        """Under the change lock: the upstream's topics as records of this log (new and
+        changed topics, tombstones for the gone)."""
+        records = [_topic_record(t) if t is not None else _encode("topic", name, None)
+                   for name, t in (await self._upstream.changes(self._topics)).items()]
+        if records:
+            await self._commit(records)
+
     # --------------------------------------------------------------------- topics
 
     @one_change_at_a_time()
     async def create_topic(
         self, name: str, num_partitions: int, racks: list[list[str]] | None = None
     ) -> str:
+        if self._upstream is not None:
+            await self._upstream.create_topic(name, num_partitions)
+            await self._take_upstream_topics()
+            return self._known(name).topic_id
         _check_topic_name(name)
         if name in self._topics:
             raise CoordinatorError(Errors.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
@@ -157,6 +204,10 @@ class Controller(SecurityStore, ChangeLock):
         self, name: str, total: int, racks: list[list[str]] | None = None
     ) -> None:
         """Grow ``name`` to ``total`` partitions, as ``kafka-topics --alter --partitions``."""
+        if self._upstream is not None:
+            await self._upstream.add_partitions(name, total)
+            await self._take_upstream_topics()
+            return
         old = self._known(name)
         _check_partition_count(total)
         if total <= old.num_partitions:  # Kafka's (KRaft) wording of both refusals
@@ -178,6 +229,10 @@ class Controller(SecurityStore, ChangeLock):
 
     @one_change_at_a_time()
     async def delete_topic(self, name: str) -> None:
+        if self._upstream is not None:
+            await self._upstream.delete_topic(name)
+            await self._take_upstream_topics()
+            return
         self._known(name)
         await self._commit([_encode("topic", name, None)])
 

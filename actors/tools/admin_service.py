@@ -28,6 +28,7 @@ from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE
 from actors.runtime.ray_driver import init_ray, wait_released
 from actors.runtime.storage_marker import normalize_storage_path
 from actors.tools.admin import AdminError, Columns, Row
+from actors.upstream.settings import UpstreamSettings
 from protocol.config import CoordinatorConfig
 from protocol.errors import Errors
 
@@ -46,6 +47,19 @@ SERVING = {"controller": "alive", "partition": "active", "gateway": "alive"}
 
 
 # --------------------------------------------------------------------------- start
+
+
+def parse_upstream_configs(pairs: list[str]) -> dict[str, str]:
+    """``security.protocol=SASL_SSL`` ... -> a dict, each key checked when the upstream's
+    settings are parsed (``actors.upstream.settings``)."""
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise AdminError(f"--upstream-config {pair!r} is not key=value "
+                             "(e.g. security.protocol=SASL_SSL).", Errors.INVALID_CONFIG)
+        out[key.strip()] = value
+    return out
 
 
 def parse_broker_configs(pairs: list[str]) -> dict[str, object]:
@@ -84,7 +98,9 @@ def broker_config(overrides: dict[str, object]) -> CoordinatorConfig:
 
 
 def start(address: str | None, partitions: int | None, storage: str | None,
-          overrides: dict[str, object], shared_storage: bool = False) -> tuple[Cluster, bool]:
+          overrides: dict[str, object], shared_storage: bool = False,
+          upstream: str | None = None, upstream_config: dict[str, str] | None = None
+          ) -> tuple[Cluster, bool]:
     """Start Cohort's actors on the Ray at ``address`` (never a Ray of its own, which would
     die with the command); return the cluster and whether it was already running.
 
@@ -103,6 +119,13 @@ def start(address: str | None, partitions: int | None, storage: str | None,
     running = _running_info()
     if running is not None:
         _refuse_other_settings(running, partitions, storage, overrides)
+    if upstream is not None:  # a bad address or setting is refused before anything starts
+        upstream = UpstreamSettings.parse(upstream, upstream_config).text
+    if running is not None and upstream is not None and running.get("upstream") != upstream:
+        raise AdminError(
+            f"Cohort is already running on this Ray in front of "
+            f"{running.get('upstream') or 'no upstream'}, not {upstream}. Stop it first with "
+            "`cohort stop` (its data stays on disk).")
     cluster = Cluster.start(
         num_partitions=partitions if partitions is not None else (
             running["num_partitions"] if running else DEFAULT_PARTITIONS),
@@ -110,6 +133,8 @@ def start(address: str | None, partitions: int | None, storage: str | None,
         config=config,
         start_local=False,
         shared_storage=shared_storage,
+        upstream=upstream,
+        upstream_config=upstream_config,
     )
     return cluster, running is not None
 
@@ -148,6 +173,7 @@ def start_rows(cluster: Cluster, adopted: bool) -> Row:
         "started": not adopted,
         "partitions": cluster.num_partitions,
         "storage_path": cluster.storage_path,
+        "upstream": (cluster.upstream() or {}).get("bootstrap"),
         "ray_address": ray_address(),
     }
 
@@ -238,9 +264,18 @@ def status(address: str | None) -> dict[str, Any]:
         "storage_path": (info or {}).get("storage_path"),
         "image_version": (info or {}).get("version"),
         "topics": (info or {}).get("topics"),
+        "upstream": _upstream_status(controller) if (info or {}).get("upstream") else None,
         "serving": all(r["serving"] for r in rows),
         "actors": rows,
     }
+
+
+def _upstream_status(controller) -> dict | None:
+    """The upstream as the controller last read it (reachable, brokers, topics seen)."""
+    try:
+        return ray.get(controller.upstream_status.remote(), timeout=10)
+    except (GetTimeoutError, RayActorError) as e:
+        return {"reachable": False, "error": f"the controller did not answer: {e}"}
 
 
 def _info(ref) -> dict | None:

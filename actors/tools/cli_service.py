@@ -17,15 +17,20 @@ def _start(args: argparse.Namespace) -> int:
         raise UsageError("--partitions must be at least 1")
     overrides = admin_service.parse_broker_configs(args.config)
     admin_service.broker_config(overrides)  # a config it refuses fails before any connect
+    upstream_config = admin_service.parse_upstream_configs(args.upstream_config)
+    if upstream_config and not args.upstream:
+        raise UsageError("--upstream-config goes with --upstream host:port")
     cluster, adopted = admin_service.start(args.address, args.partitions, args.storage,
-                                           overrides, args.shared_storage)
+                                           overrides, args.shared_storage, args.upstream,
+                                           upstream_config)
     row = admin_service.start_rows(cluster, adopted)
     if args.json:
         print_result(to_json(row))
         return 0
     what = "Cohort is already running" if adopted else "Started Cohort"
-    print_result(f"{what}: {row['partitions']} partitions, storage {row['storage_path']}, "
-                 f"on Ray {row['ray_address']}.")
+    front = f", in front of {row['upstream']}" if row.get("upstream") else ""
+    print_result(f"{what}: {row['partitions']} partitions, storage {row['storage_path']}"
+                 f"{front}, on Ray {row['ray_address']}.")
     if not adopted:
         print_result("Next: cohort topics --create --topic T --partitions N, then spawn "
                      "consumers (Cluster.connect() in Python); cohort status shows its health.")
@@ -58,6 +63,12 @@ def _status(args: argparse.Namespace) -> int:
         print_result(f"Cohort on Ray {report['ray_address']}: {health}; "
                      f"{report['partitions']} partitions, storage {report['storage_path']}, "
                      f"{report['topics']} topics, metadata image {report['image_version']}.")
+        up = report.get("upstream")
+        if up is not None:
+            seen = "reachable" if up.get("reachable") else f"NOT REACHABLE ({up.get('error')})"
+            print_result(f"Upstream {up.get('bootstrap', '?')}: {seen}; brokers "
+                         f"{sorted((up.get('brokers') or {}).keys())}, "
+                         f"{up.get('topics', 0)} topics seen.")
         print_result(format_table(admin_service.STATUS_COLUMNS, report["actors"]))
         for row in report["actors"]:
             if row.get("refusal"):

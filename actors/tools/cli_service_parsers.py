@@ -30,7 +30,9 @@ examples:
   ray start --head
   cohort start --partitions 8 --storage /mnt/efs/cohort-data
   AWS_ENDPOINT_URL=http://minio:9000 cohort start --storage s3://cohort/prod
-  cohort start --address ray://head:10001 --config group.consumer.session.timeout.ms=10000""",
+  cohort start --address ray://head:10001 --config group.consumer.session.timeout.ms=10000
+  cohort start --upstream broker1:9092 --upstream-config security.protocol=SASL_SSL \
+      --upstream-config sasl.mechanism=SCRAM-SHA-512 --upstream-config sasl.username=cohort""",
     )
     start.add_argument("--partitions", type=int, metavar="N",
                        help="__consumer_offsets partitions (default 4; a running Cohort's own)")
@@ -46,6 +48,13 @@ examples:
     start.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                        help="a broker config of the group coordinator, by Kafka's key "
                             "(group.consumer.heartbeat.interval.ms=500); repeatable")
+    start.add_argument("--upstream", metavar="HOST:PORT[,HOST:PORT]",
+                       help="a Kafka-compatible cluster that keeps the topics and records: "
+                            "Cohort coordinates its groups and relays the rest to it")
+    start.add_argument("--upstream-config", action="append", default=[], metavar="KEY=VALUE",
+                       help="how Cohort reaches the upstream, by the clients' keys "
+                            "(security.protocol, sasl.mechanism, sasl.username, "
+                            "sasl.password, ssl.ca.location, ...); repeatable")
 
     sub.add_parser(
         "stop", parents=[common], formatter_class=RAW,

@@ -1,0 +1,119 @@
+"""One client connection's relay to the upstream: which requests go there, and over which link.
+
+A client connection to one of Cohort's listeners relays to one upstream broker (the broker
+that listener presents, or for the bootstrap listener any of them) over a link of its own, so
+the upstream sees one connection per client connection, answers it in order, and Cohort
+passes each reply back under the client's own correlation id. A link that breaks fails the
+client's connection: the client reconnects, as after a broker failure.
+
+Which APIs go upstream (``relayed_keys``): every one the upstream serves except Cohort's own:
+the group APIs (answered by Cohort's partitions), the connection's own (ApiVersions, SASL),
+and Metadata (answered by Cohort from the upstream's, with Cohort's listeners as brokers).
+DescribeConfigs and IncrementalAlterConfigs go upstream unless they name a group (group
+configs are Cohort's); FindCoordinator goes upstream for transactions only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+from actors.upstream.link import UpstreamLink, UpstreamUnavailable
+from actors.upstream.view import UpstreamView
+from protocol.wire.codec import RequestHeader, decode_request
+from protocol.wire.upstream import (
+    ADDRESS_APIS,
+    FIND_COORDINATOR,
+    TRANSACTION_KEY,
+    expects_reply,
+    rewrite_addresses,
+)
+
+# Cohort's own, whatever the upstream serves: the group APIs (classic, KIP-848, share,
+# streams, their offsets and admin; TxnOffsetCommit, refused by Cohort), the connection's
+# (ApiVersions, SASL), Metadata, the share coordinator's inter-broker APIs.
+OWN_KEYS = frozenset({3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 28, 36, 42, 47, 68, 69,
+                      76, 77, 78, 79, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92})
+DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 44
+GROUP_RESOURCE = 32
+# Relayed only when the request names no group (or, for FindCoordinator, only transactions).
+DEPENDS_ON_BODY = frozenset({DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS, FIND_COORDINATOR})
+# CreateTopics, DeleteTopics, CreatePartitions: Cohort's image takes the change before the
+# client hears of it, so a group the client joins next sees the topic as it now is.
+TOPIC_CHANGES = frozenset({19, 20, 37})
+
+
+def relayed_keys(upstream_keys) -> frozenset[int]:
+    """The API keys relayed to an upstream that serves ``upstream_keys``."""
+    return frozenset(k for k in upstream_keys if k not in OWN_KEYS) | (
+        DEPENDS_ON_BODY & frozenset(upstream_keys))
+
+
+def goes_upstream(header: RequestHeader, frame: bytes, keys: frozenset[int]) -> bool:
+    """Whether this request (``frame`` without its size prefix) is relayed."""
+    key = header.api_key
+    if key not in keys:
+        return False
+    if key not in DEPENDS_ON_BODY:
+        return True
+    try:
+        body = decode_request(frame).body
+    except Exception:
+        return False  # Cohort's own decoder answers (or closes) as for any bad frame
+    if key == FIND_COORDINATOR:
+        return (body.get("key_type") or 0) == TRANSACTION_KEY
+    return all(r.get("resource_type") != GROUP_RESOURCE for r in body.get("resources", []))
+
+
+class ClientRelay:
+    """The links of one client connection (see the module docstring)."""
+
+    def __init__(self, view: UpstreamView, node_id: int | None,
+                 listener_of: Callable[[int], tuple[str, int] | None],
+                 topics_changed: Callable[[], Awaitable[object]] | None = None) -> None:
+        self.view = view
+        self.node_id = node_id
+        self.listener_of = listener_of
+        self.topics_changed = topics_changed
+        self._link: asyncio.Future | None = None
+
+    async def _open(self) -> UpstreamLink:
+        node = self.node_id
+        if node is None:  # the bootstrap listener: any broker, the controller's first
+            known = sorted(self.view.brokers, key=lambda n: (n != self.view.controller_id, n))
+            node = known[0] if known else None
+        where = self.view.brokers.get(node) if node is not None else None
+        if where is None:
+            where = self.view.settings.bootstrap[0]
+        return await UpstreamLink(*where, self.view.settings).open()
+
+    async def forward(self, header: RequestHeader, frame: bytes) -> bytes | None:
+        """Relay ``frame`` (without its size prefix); the framed reply, rewritten where it
+        names brokers, or None when Kafka sends no reply."""
+        if self._link is None:
+            self._link = asyncio.ensure_future(self._open())
+        link = await self._link
+        sized = len(frame).to_bytes(4, "big") + frame
+        pending = link.relay(sized, expects_reply(frame, header.api_version))
+        await link.drain()
+        if pending is None:
+            return None
+        reply = await pending
+        if header.api_key in TOPIC_CHANGES and self.topics_changed is not None:
+            await self.topics_changed()
+        if header.api_key in ADDRESS_APIS:
+            body = rewrite_addresses(header.api_key, header.api_version, reply[4:],
+                                     self.listener_of)
+            reply = len(body).to_bytes(4, "big") + body
+        return reply
+
+    def close(self) -> None:
+        if self._link is not None:
+            if self._link.done() and not self._link.cancelled() and \
+                    self._link.exception() is None:
+                self._link.result().close("the client closed its connection")
+            else:
+                self._link.cancel()
+
+
+__all__ = ["ClientRelay", "UpstreamUnavailable", "goes_upstream", "relayed_keys"]

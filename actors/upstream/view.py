@@ -1,0 +1,106 @@
+"""What Cohort knows of its upstream: its brokers (id, host, port), its cluster id, its topics,
+and one link of Cohort's own for the requests Cohort itself sends (Metadata polls, topic
+admin). Client traffic never rides this link: each client connection gets links of its own
+(``relay.ClientRelay``), so one slow client holds up no one else's replies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from actors.upstream.link import UpstreamLink, UpstreamUnavailable
+from actors.upstream.settings import UpstreamSettings
+from protocol.metadata import TopicMetadata
+from protocol.wire.upstream import METADATA, RELAY_CAPS, metadata_topics
+
+log = logging.getLogger(__name__)
+
+ALL_TOPICS = {"topics": None, "allow_auto_topic_creation": False,
+              "include_cluster_authorized_operations": False,
+              "include_topic_authorized_operations": False}
+
+
+class UpstreamView:
+    """The upstream's brokers and topics as last read, and Cohort's own link to it."""
+
+    def __init__(self, settings: UpstreamSettings) -> None:
+        self.settings = settings
+        self.brokers: dict[int, tuple[str, int]] = {}
+        self.cluster_id: str | None = None
+        self.controller_id = -1
+        self.topics: list[TopicMetadata] = []
+        self.refreshed_at: float | None = None
+        self.last_error: str | None = None
+        self._link: UpstreamLink | None = None
+        self._opening = asyncio.Lock()
+
+    async def link(self) -> UpstreamLink:
+        """Cohort's own link: the one open, else a new one to a known broker or a bootstrap
+        address (the first that answers); ``UpstreamUnavailable`` naming them all if none."""
+        async with self._opening:
+            if self._link is not None and self._link.closed is None:
+                return self._link
+            errors = []
+            for host, port in [*self.brokers.values(), *self.settings.bootstrap]:
+                try:
+                    self._link = await UpstreamLink(host, port, self.settings).open()
+                    return self._link
+                except UpstreamUnavailable as e:
+                    errors.append(str(e))
+            raise UpstreamUnavailable("; ".join(dict.fromkeys(errors)))
+
+    async def call(self, api_key: int, body: Mapping[str, Any], highest: int) -> dict:
+        """Cohort's own request at the highest version both sides speak."""
+        link = await self.link()
+        return await link.call(api_key, link.version_of(api_key, highest), body)
+
+    async def call_at(self, api_key: int, version: int, body: Mapping[str, Any]) -> dict:
+        """A client's request asked again by Cohort, at the client's version (one Cohort
+        advertised, so one the upstream serves): Metadata, FindCoordinator."""
+        return await (await self.link()).call(api_key, version, body)
+
+    async def refresh(self) -> dict:
+        """Read the upstream's brokers and topics (Metadata for every topic); the reply."""
+        try:
+            body = await self.call(METADATA, ALL_TOPICS, RELAY_CAPS[METADATA])
+        except (UpstreamUnavailable, OSError) as e:
+            self.last_error = str(e)
+            raise
+        self.brokers = {b["node_id"]: (b["host"], b["port"]) for b in body["brokers"]}
+        self.cluster_id = body.get("cluster_id")
+        self.controller_id = body.get("controller_id", -1)
+        self.topics = metadata_topics(body)
+        self.refreshed_at = time.time()
+        self.last_error = None
+        return body
+
+    def status(self) -> dict:
+        """What ``cohort status`` shows of the upstream."""
+        return {"bootstrap": self.settings.text, "reachable": self.last_error is None and
+                self.refreshed_at is not None, "brokers": dict(self.brokers),
+                "cluster_id": self.cluster_id, "topics": len(self.topics),
+                "refreshed_at": self.refreshed_at, "error": self.last_error,
+                "config": self.settings.redacted()}
+
+    def close(self) -> None:
+        if self._link is not None:
+            self._link.close()
+
+
+async def probe(settings: UpstreamSettings, timeout_s: float = 10.0) -> dict:
+    """Reach the upstream once (what ``Cluster.start`` does before starting anything): its
+    status; ``UpstreamUnavailable`` naming the addresses and the settings to fix."""
+    view = UpstreamView(settings)
+    try:
+        await asyncio.wait_for(view.refresh(), timeout_s)
+    except (TimeoutError, asyncio.TimeoutError):
+        raise UpstreamUnavailable(
+            f"the upstream {settings.text} did not answer within {timeout_s:.0f} s; check "
+            "--upstream (upstream=) and --upstream-config") from None
+    finally:
+        view.close()
+    return view.status()
