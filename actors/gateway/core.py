@@ -22,7 +22,7 @@ from actors.gateway.listener import ListenerSpec
 from actors.gateway.routing import Router
 from actors.gateway.serving import GatewayOptions, Serving, WireRequest
 from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE, ControllerImage
-from actors.upstream.relay import relayed_keys
+from actors.upstream.relay import UPSTREAMS_OWN_ROWS, relayed_keys
 from actors.upstream.view import UpstreamView
 from protocol.config import CoordinatorConfig
 from protocol.wire.codec import EncodedBody, encode_body
@@ -91,7 +91,8 @@ class GatewayCore(Serving):
         if reply is None:
             body = api_versions_body()
             own = {k["api_key"]: (k["min_version"], k["max_version"]) for k in body["api_keys"]}
-            merged = relayed_versions(self._upstream_versions, self.relay_keys, own)
+            merged = relayed_versions(self._upstream_versions,
+                                      self.relay_keys | UPSTREAMS_OWN_ROWS, own)
             body["api_keys"] = [{"api_key": k, "min_version": lo, "max_version": hi}
                                 for k, (lo, hi) in sorted(merged.items())]
             reply = self._versions_replies[version] = encode_body(API_VERSIONS, version, body)

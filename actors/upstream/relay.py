@@ -43,6 +43,11 @@ DEPENDS_ON_BODY = frozenset({DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS, FIND_C
 TOPIC_CHANGES = frozenset({19, 20, 37})
 
 
+# Cohort's own rows that are the upstream's in front of one (the synthetic stream's and the
+# topic admin): advertised only as far as the upstream serves them.
+UPSTREAMS_OWN_ROWS = frozenset({0, 1, 2, 19, 20, 37})
+
+
 def relayed_keys(upstream_keys) -> frozenset[int]:
     """The API keys relayed to an upstream that serves ``upstream_keys``."""
     return frozenset(k for k in upstream_keys if k not in OWN_KEYS) | (

@@ -59,8 +59,21 @@ class UpstreamTopics:
         _raise_first(reply.get("responses", []))
 
     async def _call(self, api_key: int, highest: int, body: dict) -> dict:
+        link = await self._link()
+        if api_key not in link.versions:
+            raise CoordinatorError(Errors.UNSUPPORTED_VERSION,
+                                   f"the upstream ({self.settings.text}) does not serve "
+                                   f"API {api_key}: Cohort cannot do this in front of it")
         try:
             return await self.view.call(api_key, body, highest)
+        except UpstreamUnavailable as e:
+            raise CoordinatorError(Errors.COORDINATOR_NOT_AVAILABLE,
+                                   f"the upstream cannot be reached: {e}") from None
+
+
+    async def _link(self):
+        try:
+            return await self.view.link()
         except UpstreamUnavailable as e:
             raise CoordinatorError(Errors.COORDINATOR_NOT_AVAILABLE,
                                    f"the upstream cannot be reached: {e}") from None

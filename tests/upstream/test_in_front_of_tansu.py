@@ -1,0 +1,193 @@
+"""Cohort in front of Tansu 0.6 (no KIP-848, no share groups): real clients bootstrap at
+Cohort's gateway only, their records live upstream, and Cohort coordinates their groups."""
+
+from __future__ import annotations
+
+import struct
+import time
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from actors.upstream.link import UpstreamUnavailable
+from actors.upstream.relay import DEPENDS_ON_BODY, OWN_KEYS, UPSTREAMS_OWN_ROWS
+from protocol import messages as m
+from protocol.errors import CoordinatorError, Errors
+from tests.gateway.conftest import unique, wait_for
+
+QUIET = {"log_level": 3}
+
+
+def _produce(bootstrap: str, topic: str, n: int, partitions: int) -> list[tuple]:
+    """``n`` records with keys, values, headers and timestamps; what was sent."""
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, **QUIET})
+    sent = []
+    for i in range(n):
+        rec = (i % partitions, f"k{i}".encode(), f"value-{i}".encode(),
+               [("h", f"{i}".encode())], 1_700_000_000_000 + i)
+        p.produce(topic, key=rec[1], value=rec[2], partition=rec[0], headers=rec[3],
+                  timestamp=rec[4])
+        sent.append(rec)
+    assert p.flush(30) == 0
+    return sent
+
+
+def _read_all(bootstrap: str, topic: str, partitions: int, n: int, **conf) -> list[tuple]:
+    """Every record of ``topic`` from the beginning, by ``assign`` (no group)."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": unique("reader"),
+                  "enable.auto.commit": False, **QUIET, **conf})
+    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    got = []
+    deadline = time.monotonic() + 60
+    while len(got) < n and time.monotonic() < deadline:
+        msg = c.poll(0.5)
+        if msg is not None and not msg.error():
+            got.append((msg.partition(), msg.key(), msg.value(), msg.headers(),
+                        msg.timestamp()[1]))
+    c.close()
+    return got
+
+
+def test_records_produced_through_cohort_land_upstream_whole(cohort, tansu):
+    topic = unique("whole")
+    cohort.create_topic(topic, 2)
+    sent = _produce(cohort.bootstrap, topic, 40, 2)
+    direct = _read_all(tansu.bootstrap, topic, 2, 40)
+    assert sorted(direct) == sorted(sent)
+    through_cohort = _read_all(cohort.bootstrap, topic, 2, 40)
+    assert sorted(through_cohort) == sorted(sent)
+
+
+def test_a_kip848_group_over_tansu_reads_every_record_and_commits_in_cohort(cohort, tansu):
+    topic, group = unique("orders"), unique("g")
+    cohort.create_topic(topic, 4)
+    _produce(tansu.bootstrap, topic, 200, 4)  # real data, written upstream directly
+    consumers = [Consumer({"bootstrap.servers": cohort.bootstrap, "group.id": group,
+                           "group.protocol": "consumer", "auto.offset.reset": "earliest",
+                           "enable.auto.commit": False, **QUIET}) for _ in range(2)]
+    for c in consumers:
+        c.subscribe([topic])
+    seen: set[tuple[int, int]] = set()
+    deadline = time.monotonic() + 90
+    while len(seen) < 200 and time.monotonic() < deadline:
+        for c in consumers:
+            msg = c.poll(0.2)
+            if msg is not None and not msg.error():
+                seen.add((msg.partition(), msg.offset()))
+                c.commit(message=msg, asynchronous=False)
+    assert len(seen) == 200
+    reply = cohort.call(m.OffsetFetchRequest(group_id=group))
+    committed = {(t.name, p.partition_index): p.committed_offset
+                 for t in reply.topics for p in t.partitions}
+    assert committed == {(topic, p): 50 for p in range(4)}
+    described = cohort.describe(group)
+    assert described.group_state == "stable" and len(described.members) == 2
+    for c in consumers:
+        c.close()
+
+
+def test_clients_only_ever_see_cohorts_listeners(cohort, tansu):
+    topic = unique("faces")
+    cohort.create_topic(topic, 3)
+    md = AdminClient({"bootstrap.servers": cohort.bootstrap, **QUIET}).list_topics(timeout=20)
+    ports = {b.port for b in md.brokers.values()}
+    assert tansu.port not in ports
+    import ray
+
+    from actors.gateway.launch import running_gateway
+
+    stats = ray.get(running_gateway().stats.remote())
+    presented = {port for _, port in stats["upstream_listeners"].values()}
+    assert presented and presented <= ports
+    leaders = {p.leader for p in md.topics[topic].partitions.values()}
+    assert leaders <= set(stats["upstream_listeners"])
+
+
+def test_a_topic_created_through_the_gateway_is_created_upstream_and_in_the_image_at_once(
+        cohort, tansu):
+    topic = unique("made-here")
+    admin = AdminClient({"bootstrap.servers": cohort.bootstrap, **QUIET})
+    admin.create_topics([NewTopic(topic, 3)])[topic].result(30)
+    assert {t.name: t.num_partitions for t in cohort.topics()}.get(topic) == 3  # no waiting
+    upstream = AdminClient({"bootstrap.servers": tansu.bootstrap, **QUIET})
+    assert len(upstream.list_topics(topic, timeout=20).topics[topic].partitions) == 3
+
+
+
+def test_growing_a_topic_tansu_cannot_grow_is_refused_as_unsupported(cohort):
+    topic = unique("fixed")
+    cohort.create_topic(topic, 2)
+    with pytest.raises(CoordinatorError) as refused:  # Tansu 0.6 serves no CreatePartitions
+        cohort.add_partitions(topic, 4)
+    assert refused.value.error == Errors.UNSUPPORTED_VERSION
+    assert {t.name: t.num_partitions for t in cohort.topics()}[topic] == 2
+
+
+def test_a_topic_created_directly_upstream_reaches_a_regex_subscription(cohort, tansu):
+    prefix = unique("re")
+    group = unique("rg")
+    c = Consumer({"bootstrap.servers": cohort.bootstrap, "group.id": group,
+                  "group.protocol": "consumer", **QUIET})
+    c.subscribe([f"^{prefix}-.*"])
+    topic = f"{prefix}-later"
+    upstream = AdminClient({"bootstrap.servers": tansu.bootstrap, **QUIET})
+    upstream.create_topics([NewTopic(topic, 2)])[topic].result(30)
+
+    def assigned():
+        c.poll(0.2)
+        return {(tp.topic, tp.partition) for tp in c.assignment()} == {(topic, 0), (topic, 1)}
+
+    wait_for(assigned, timeout_s=60)
+    c.close()
+
+
+def test_apiversions_advertise_cohorts_group_protocols_that_tansu_lacks(cohort, tansu):
+    from tests.gateway.wire_client import WireClient
+
+    def versions(bootstrap):
+        client = WireClient(bootstrap)
+        client.send_raw(struct.pack(">ihhih", 10, 18, 0, 1, -1))
+        size = struct.unpack(">i", client._read(4))[0]
+        data = client._read(size)
+        client.close()
+        n = struct.unpack_from(">i", data, 6)[0]
+        return {k: (lo, hi) for k, lo, hi in
+                (struct.unpack_from(">hhh", data, 10 + 6 * i) for i in range(n))}
+
+    upstream, cohorts = versions(tansu.bootstrap), versions(cohort.bootstrap)
+    assert 68 not in upstream and 76 not in upstream
+    assert {68, 69, 76, 77} <= set(cohorts)
+    assert cohorts[0][1] <= 9 and cohorts[1][1] <= 15
+    assert 37 not in cohorts  # Tansu grows no topic: CreatePartitions is not offered
+    assert cohorts[69] == (0, 1)  # Tansu lists ConsumerGroupDescribe v0; Cohort's is its own
+    relayed = set(upstream) - OWN_KEYS - UPSTREAMS_OWN_ROWS - DEPENDS_ON_BODY
+    assert relayed  # InitProducerId, DescribeCluster, ...
+    for key in relayed:
+        assert cohorts.get(key) == upstream[key], key  # relayed as the upstream serves it
+
+
+def test_a_topic_the_upstream_creates_on_produce_reaches_cohorts_image(cohort):
+    topic = unique("auto")
+    p = Producer({"bootstrap.servers": cohort.bootstrap, "message.timeout.ms": 10000, **QUIET})
+    errors = []
+    p.produce(topic, b"x", on_delivery=lambda err, msg: errors.append(err))
+    p.flush(15)
+    assert errors == [None]  # Tansu creates topics on first use; Cohort relays its answer
+    wait_for(lambda: topic in {t.name for t in cohort.topics()}, timeout_s=30)
+
+
+def test_an_unreachable_upstream_is_refused_at_start_naming_the_address():
+    from actors.cluster import Cluster
+    from actors.tools.tansu import free_port
+
+    address = f"127.0.0.1:{free_port()}"
+    with pytest.raises(UpstreamUnavailable, match=address) as refused:
+        Cluster.start(upstream=address)
+    assert "--upstream" in str(refused.value)
+
+
+def test_cohort_status_shows_the_upstream(cohort, tansu):
+    status = cohort.upstream()
+    assert status["reachable"] and status["bootstrap"] == tansu.bootstrap
+    assert list(status["brokers"]) and status["topics"] >= 1
