@@ -73,23 +73,24 @@ class Gateway:
         node = Node(self.options.node_id, self.options.advertised_host or self.host, self.port)
         controller = ray.get_actor(CONTROLLER_NAME, namespace=NAMESPACE)
         settings = await controller.upstream_settings.remote()
-        spec = ListenerSpec(self.name, self.host, self.options, upstream=settings is not None)
+        view, spec = None, ListenerSpec(self.name, self.host, self.options)
+        if settings is not None:  # its brokers and versions first: the partitions' spec says
+            view = UpstreamView(settings)
+            await view.refresh()
+            versions = (await view.link()).versions
+            probe_core = GatewayCore.relay_plan(versions)
+            spec = ListenerSpec(self.name, self.host, self.options, upstream=settings,
+                                relay_keys=probe_core[0], versions=probe_core[1])
         self.core = GatewayCore(self.num_partitions, self.config, node, self.options, spec)
+        if view is not None:
+            self.core.set_upstream(view, versions)
         await self.core.start()
-        if settings is not None:
-            await self._front(UpstreamView(settings))
+        if view is not None:
+            await self._open_broker_listeners(view)
+            self._watch = asyncio.get_running_loop().create_task(self._watch_brokers(view))
         gc_policy.tune()
         gc_policy.settle()
         log.info("gateway listening on %s:%d", self.host, self.port)
-
-    async def _front(self, view: UpstreamView) -> None:
-        """Present the upstream: learn its brokers, open a listener for each, and keep
-        watching for brokers that join (DESIGN.md, "In front of a Kafka-compatible cluster")."""
-        await view.refresh()
-        link = await view.link()
-        self.core.set_upstream(view, link.versions)
-        await self._open_broker_listeners(view)
-        self._watch = asyncio.get_running_loop().create_task(self._watch_brokers(view))
 
     async def _open_broker_listeners(self, view: UpstreamView) -> None:
         for node_id in sorted(set(view.brokers) - set(self._broker_servers)):
@@ -106,7 +107,7 @@ class Gateway:
             self._broker_servers[node_id] = server
             self.core.listeners[node_id] = (self.core.node.host,
                                             server.sockets[0].getsockname()[1])
-            log.info("upstream broker %d (%s:%d) presented at %s:%d", node_id,
+            log.info("upstream broker %d (%s:%d) presented at %s:%d", node_id,  # one a broker
                      *view.brokers[node_id], *self.core.listeners[node_id])
 
     async def _watch_brokers(self, view: UpstreamView) -> None:

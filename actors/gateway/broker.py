@@ -45,11 +45,14 @@ from actors.gateway.serving import Serving, WireRequest
 from actors.runtime.controller import NAMESPACE
 from actors.runtime.controller_security import SecurityImage
 from actors.runtime.turns import PartitionTurns
+from actors.upstream.relay import ClientRelay
+from actors.upstream.view import UpstreamView
 from protocol.api import BY_API_KEY, error_response
 from protocol.errors import Errors
 from protocol.placement import partition_for
 from protocol.wire.codec import EncodedBody, encode_body, encode_commit_reply, encode_response
 from protocol.wire.topics import Node, TopicIndex
+from protocol.wire.upstream import DESCRIBE_CLUSTER, FIND_COORDINATOR, versions_reply
 
 log = logging.getLogger(__name__)
 
@@ -140,6 +143,17 @@ class BrokerCore(Serving):
         self._index_of: object = None
         self._metadata: dict[tuple, EncodedBody] = {}  # written replies, for _metadata_of
         self._metadata_of: TopicIndex | None = None
+        # In front of an upstream, this listener is a face of the cluster like the gateway's:
+        # it relays what they relay (a transaction's FindCoordinator goes to the gateway,
+        # which names its listeners) and refuses TxnOffsetCommit (protocol/wire/upstream.py);
+        # DescribeCluster, whose brokers only the gateway can name, is not offered here.
+        self.relay_view = UpstreamView(spec.upstream) if spec.upstream else None
+        if spec.upstream:
+            self.relay_keys = spec.relay_keys - {FIND_COORDINATOR, DESCRIBE_CLUSTER}
+            self._versions = tuple(v for v in spec.versions if v[0] != DESCRIBE_CLUSTER)
+
+    def relayed_api_versions(self, version: int) -> EncodedBody | None:
+        return versions_reply(version, self._versions) if self.relay_view else None
 
     async def topics_knowing(self, names=(), uuids=()) -> TopicIndex:
         """The topics of the image this partition applies: the controller pushes every
@@ -214,7 +228,10 @@ class Listener:
         self.admission.drop_all()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await Connection(self.core, reader, writer, self._respond, PIPELINED).run()
+        relay = None
+        if self.core.relay_view is not None:  # no broker of its own: the upstream's first
+            relay = ClientRelay(self.core.relay_view, None, lambda _node: None)
+        await Connection(self.core, reader, writer, self._respond, PIPELINED, relay).run()
 
     def _respond(self, req: WireRequest) -> Awaitable[bytes | None] | Pending:
         """How ``req`` is answered: an allowed OffsetCommit (the hot request) goes straight

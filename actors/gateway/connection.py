@@ -55,6 +55,7 @@ from protocol.wire.codec import (
     read_header,
 )
 from protocol.wire.framing import FrameError, FrameReader
+from protocol.wire.upstream import TXN_OFFSET_COMMIT, txn_offset_commit_refusal
 from protocol.wire.versions import (
     API_VERSIONS,
     BEFORE_AUTHENTICATION,
@@ -144,7 +145,7 @@ class Connection:
                 self.relay.close()
 
     async def _take(self, frame: bytes) -> None:
-        if self.relay is not None and await self._relayed(frame):
+        if self.core.relay_keys and await self._relayed(frame):
             return
         try:
             decoded = decode_request(frame)
@@ -186,6 +187,13 @@ class Connection:
         if self.principal is None:
             raise _Close(f"API {header.api_key} before SASL authentication completed")
         self.core.count(header.api_key, header.api_version)
+        if header.api_key == TXN_OFFSET_COMMIT:  # refused, by a coordinator or a broker alike
+            try:
+                reply = txn_offset_commit_refusal(frame)
+            except Exception as e:
+                raise _Close(f"TxnOffsetCommit that does not decode: {e}") from None
+            await self._reply_now("TxnOffsetCommit", reply)
+            return True
         await self._room_for_one()
         self._check_failed()
         task = asyncio.get_running_loop().create_task(self.relay.forward(header, frame))

@@ -25,12 +25,12 @@ from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE, ControllerImag
 from actors.upstream.relay import UPSTREAMS_OWN_ROWS, relayed_keys
 from actors.upstream.view import UpstreamView
 from protocol.config import CoordinatorConfig
-from protocol.wire.codec import EncodedBody, encode_body
+from protocol.wire.codec import EncodedBody
 from protocol.wire.share_session import ShareSessions
 from protocol.wire.stream import SyntheticStream
 from protocol.wire.topics import Node, TopicIndex
-from protocol.wire.upstream import relayed_versions
-from protocol.wire.versions import API_VERSIONS, api_versions_body
+from protocol.wire.upstream import relayed_versions, versions_reply, with_txn_offset_commit
+from protocol.wire.versions import api_versions_body
 
 log = logging.getLogger(__name__)
 
@@ -64,12 +64,22 @@ class GatewayCore(Serving):
         self.listeners: dict[int, tuple[str, int]] = {}
         self._versions_replies: dict[int, EncodedBody] = {}
 
+    @staticmethod
+    def relay_plan(upstream_versions: dict[int, tuple[int, int]]
+                   ) -> tuple[frozenset[int], tuple[tuple[int, int, int], ...]]:
+        """In front of an upstream serving ``upstream_versions``: the keys relayed, and what
+        ApiVersions advertises ((key, min, max) ...): Cohort's APIs and the upstream's."""
+        keys = relayed_keys(upstream_versions)
+        body = with_txn_offset_commit(api_versions_body())
+        own = {k["api_key"]: (k["min_version"], k["max_version"]) for k in body["api_keys"]}
+        merged = relayed_versions(upstream_versions, keys | UPSTREAMS_OWN_ROWS, own)
+        return keys, tuple((k, lo, hi) for k, (lo, hi) in sorted(merged.items()))
+
     def set_upstream(self, view: UpstreamView, upstream_versions: dict[int, tuple[int, int]]
                      ) -> None:
         """Relay to ``view``'s upstream from now on (its brokers read already)."""
         self.upstream = view
-        self.relay_keys = relayed_keys(upstream_versions)
-        self._upstream_versions = upstream_versions
+        self.relay_keys, self._versions = self.relay_plan(upstream_versions)
         self._versions_replies = {}
 
     async def upstream_topics_changed(self) -> None:
@@ -89,13 +99,7 @@ class GatewayCore(Serving):
             return None
         reply = self._versions_replies.get(version)
         if reply is None:
-            body = api_versions_body()
-            own = {k["api_key"]: (k["min_version"], k["max_version"]) for k in body["api_keys"]}
-            merged = relayed_versions(self._upstream_versions,
-                                      self.relay_keys | UPSTREAMS_OWN_ROWS, own)
-            body["api_keys"] = [{"api_key": k, "min_version": lo, "max_version": hi}
-                                for k, (lo, hi) in sorted(merged.items())]
-            reply = self._versions_replies[version] = encode_body(API_VERSIONS, version, body)
+            reply = self._versions_replies[version] = versions_reply(version, self._versions)
         return reply
 
     async def start(self) -> None:

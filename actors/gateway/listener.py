@@ -33,10 +33,14 @@ class ListenerSpec:
     gateway: str
     host: str
     options: GatewayOptions
-    # In front of an upstream: Metadata and transactional FindCoordinator are the gateway's
-    # (it asks the upstream and names its own listeners), not answered from the partition's
-    # image.
-    upstream: bool = False
+    # In front of an upstream (its settings): Metadata and transactional FindCoordinator are
+    # the gateway's (it asks the upstream and names its own listeners), not answered from the
+    # partition's image; the data and topic APIs (``relay_keys``) are relayed upstream by a
+    # partition's listener too, and ApiVersions answers ``versions`` ((key, min, max) ...),
+    # as the gateway's do: librdkafka checks features on whichever broker it reached first.
+    upstream: object | None = None
+    relay_keys: frozenset[int] = frozenset()
+    versions: tuple[tuple[int, int, int], ...] = ()
 
 
 class Coordinators:

@@ -94,6 +94,9 @@ class Serving:
     # The upstream this listener fronts (``actors.upstream.view.UpstreamView``), if any: the
     # gateway's; a partition's listener forwards what needs it to the gateway.
     upstream = None
+    # The API keys the connection hands to ``actors.upstream`` before decoding (relayed, or
+    # TxnOffsetCommit refused): none unless in front of an upstream.
+    relay_keys: frozenset[int] = frozenset()
 
     def __init__(self, node: Node, options: GatewayOptions) -> None:
         self.node = node

@@ -25,6 +25,7 @@ from protocol.wire.upstream import (
     ADDRESS_APIS,
     FIND_COORDINATOR,
     TRANSACTION_KEY,
+    TXN_OFFSET_COMMIT,
     expects_reply,
     rewrite_addresses,
 )
@@ -49,9 +50,10 @@ UPSTREAMS_OWN_ROWS = frozenset({0, 1, 2, 19, 20, 37})
 
 
 def relayed_keys(upstream_keys) -> frozenset[int]:
-    """The API keys relayed to an upstream that serves ``upstream_keys``."""
+    """The API keys this room takes in front of an upstream that serves ``upstream_keys``:
+    relayed, or (TxnOffsetCommit) refused here."""
     return frozenset(k for k in upstream_keys if k not in OWN_KEYS) | (
-        DEPENDS_ON_BODY & frozenset(upstream_keys))
+        DEPENDS_ON_BODY & frozenset(upstream_keys)) | {TXN_OFFSET_COMMIT}
 
 
 def goes_upstream(header: RequestHeader, frame: bytes, keys: frozenset[int]) -> bool:

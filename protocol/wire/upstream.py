@@ -23,9 +23,17 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from protocol.metadata import TopicMetadata
-from protocol.wire.codec import _request_schema, _response_schema, _writer, read_header
+from protocol.wire.codec import (
+    EncodedBody,
+    _request_schema,
+    _response_schema,
+    _writer,
+    encode_body,
+    read_header,
+)
 from protocol.wire.entities import build, plain
 from protocol.wire.ids import uuid_topic_id
+from protocol.wire.versions import api_versions_body
 
 METADATA, FIND_COORDINATOR, DESCRIBE_CLUSTER = 3, 10, 60
 PRODUCE, FETCH, API_VERSIONS = 0, 1, 18
@@ -202,6 +210,51 @@ def _rewrite_coordinators(body: dict, version: int, listener_of: ListenerOf) -> 
             c["host"], c["port"] = where
 
 
+# -------------------------------------------------------------- exactly-once's commits
+
+TXN_OFFSET_COMMIT = 28
+# TxnOffsetCommit's versions Cohort answers (advertised so that transactional producers work:
+# librdkafka turns transactions off when a broker lacks the API).
+TXN_OFFSET_COMMIT_VERSIONS = (0, 3)
+UNSUPPORTED_VERSION = 35
+
+
+def with_txn_offset_commit(api_versions: dict) -> dict:
+    """ApiVersions' reply body with TxnOffsetCommit listed (what a listener in front of an
+    upstream advertises, and refuses: ``txn_offset_commit_refusal``)."""
+    keys = [k for k in api_versions["api_keys"] if k["api_key"] != TXN_OFFSET_COMMIT]
+    lo, hi = TXN_OFFSET_COMMIT_VERSIONS
+    keys.append({"api_key": TXN_OFFSET_COMMIT, "min_version": lo, "max_version": hi})
+    return {**api_versions, "api_keys": sorted(keys, key=lambda k: k["api_key"])}
+
+
+def txn_offset_commit_refusal(frame: bytes) -> bytes:
+    """The reply to a TxnOffsetCommit (``frame`` without its size prefix, framed reply out):
+    every partition refused with UNSUPPORTED_VERSION, nothing committed.
+
+    In front of an upstream, a transaction's markers are written by the upstream's transaction
+    coordinator into the upstream's own ``__consumer_offsets``; Cohort, which keeps the
+    group's offsets, never sees them, so it could not tell a committed transaction's offsets
+    from an aborted one's. It refuses instead of guessing: the producer aborts the
+    transaction (its records are never read committed), and offsets are committed outside
+    transactions (docs/decisions.md, "Exactly-once in front of an upstream").
+    """
+    from kio.serial import entity_reader
+
+    header, offset = read_header(frame)
+    schema = _request_schema(TXN_OFFSET_COMMIT, header.api_version)
+    if schema.__flexible__:
+        offset = _skip_tags(frame, offset)
+    body = plain(entity_reader(schema)(frame, offset)[0])
+    reply = {"throttle_time": 0, "topics": [
+        {"name": t["name"], "partitions": [
+            {"partition_index": p["partition_index"], "error_code": UNSUPPORTED_VERSION}
+            for p in t.get("partitions", [])]}
+        for t in body.get("topics", [])]}
+    data = encode_reply(TXN_OFFSET_COMMIT, header.api_version, header.correlation_id, reply)
+    return _INT32.pack(len(data)) + data
+
+
 # ------------------------------------------------------------------------- versions
 
 
@@ -249,3 +302,12 @@ def metadata_topics(body: Mapping[str, Any]) -> list[TopicMetadata]:
                                  partition_racks))
     return out
 
+
+
+def versions_reply(version: int, versions: tuple[tuple[int, int, int], ...]) -> EncodedBody:
+    """ApiVersions' reply listing ``versions`` ((key, min, max) ...), Cohort's features kept:
+    what every Cohort listener in front of an upstream answers."""
+    body = api_versions_body()
+    body["api_keys"] = [{"api_key": k, "min_version": lo, "max_version": hi}
+                        for k, lo, hi in versions]
+    return encode_body(API_VERSIONS, version, body)
