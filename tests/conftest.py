@@ -63,6 +63,13 @@ def cluster(tmp_path_factory):
     ray.shutdown()
 
 
+# ---------------------------------------------------------------------- reference broker
+
+# Apache Kafka 4.4.0 itself (DESIGN.md, "The reference broker"): the ``reference_kafka``
+# session fixture, started by the first test that asks for it.
+pytest_plugins = ["tests.reference_kafka_fixture"]
+
+
 # ---------------------------------------------------------------------- object store
 
 
