@@ -82,11 +82,11 @@ class GatewayCore(Serving):
         self.relay_keys, self._versions = self.relay_plan(upstream_versions)
         self._versions_replies = {}
 
-    async def upstream_topics_changed(self) -> None:
+    async def upstream_topics_changed(self, expect: dict[str, int | None]) -> None:
         """A relayed topic change landed upstream: the controller reads the upstream's topics
-        now (and pushes them here), before the client hears the reply."""
+        now, until they show it (and pushes them here), before the client hears the reply."""
         try:
-            await self.controller.sync_upstream.remote()
+            await self.controller.sync_upstream.remote(expect)
         except Exception as e:  # its next poll takes the change
             log.info("the controller could not read the upstream's topics now: %s", e)
 

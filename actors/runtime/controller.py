@@ -52,6 +52,8 @@ MAX_TASKS_PER_CONNECTOR = 1_000_000
 # How long a change waits for the partitions to take it before returning anyway.
 PUSH_TIMEOUT_S = 5.0
 SNAPSHOT_AFTER_BYTES = 1 << 20
+# How long a topic change made upstream may take to show in the upstream's Metadata.
+UPSTREAM_SETTLE_S = 10.0
 
 
 def partition_actor_name(p: int) -> str:
@@ -158,10 +160,12 @@ class Controller(SecurityStore, ChangeLock):
         return self._upstream.view.status() if self._upstream else None
 
     @one_change_at_a_time()
-    async def sync_upstream(self) -> int:
+    async def sync_upstream(self, expect: dict[str, int | None] | None = None) -> int:
         """Read the upstream's topics now and take every change (the gateway asks after a
-        topic change it relayed); the image version after."""
-        await self._take_upstream_topics()
+        topic change it relayed); the image version after. ``expect``: topic -> partitions
+        (0: any), or None for gone: re-read until the upstream's metadata shows them
+        (a broker's metadata trails its controller), for ``UPSTREAM_SETTLE_S`` at most."""
+        await self._take_upstream_topics(expect or {})
         return self._version
 
     async def _follow_upstream(self) -> None:
@@ -172,11 +176,22 @@ class Controller(SecurityStore, ChangeLock):
                 log.info("upstream topics not read: %s", e)
             await asyncio.sleep(self._upstream.settings.poll_interval_s)
 
-    async def _take_upstream_topics(self) -> None:
+    async def _take_upstream_topics(self, expect: dict[str, int | None] | None = None) -> None:
         """Under the change lock: the upstream's topics as records of this log (new and
-        changed topics, tombstones for the gone)."""
+        changed topics, tombstones for the gone), once they show what ``expect`` says or
+        ``UPSTREAM_SETTLE_S`` passed (see ``sync_upstream``)."""
+        deadline = asyncio.get_running_loop().time() + UPSTREAM_SETTLE_S
+        while True:
+            changes = await self._upstream.changes(self._topics)
+            now = {**self._topics, **changes}
+            shown = all((now.get(n) is None) if want is None else (
+                now.get(n) is not None and want in (0, now[n].num_partitions))
+                for n, want in (expect or {}).items())
+            if shown or asyncio.get_running_loop().time() > deadline:
+                break
+            await asyncio.sleep(0.05)
         records = [_topic_record(t) if t is not None else _encode("topic", name, None)
-                   for name, t in (await self._upstream.changes(self._topics)).items()]
+                   for name, t in changes.items()]
         if records:
             await self._commit(records)
 
@@ -188,7 +203,7 @@ class Controller(SecurityStore, ChangeLock):
     ) -> str:
         if self._upstream is not None:
             await self._upstream.create_topic(name, num_partitions)
-            await self._take_upstream_topics()
+            await self._take_upstream_topics({name: num_partitions})
             return self._known(name).topic_id
         _check_topic_name(name)
         if name in self._topics:
@@ -206,7 +221,7 @@ class Controller(SecurityStore, ChangeLock):
         """Grow ``name`` to ``total`` partitions, as ``kafka-topics --alter --partitions``."""
         if self._upstream is not None:
             await self._upstream.add_partitions(name, total)
-            await self._take_upstream_topics()
+            await self._take_upstream_topics({name: total})
             return
         old = self._known(name)
         _check_partition_count(total)
@@ -231,7 +246,7 @@ class Controller(SecurityStore, ChangeLock):
     async def delete_topic(self, name: str) -> None:
         if self._upstream is not None:
             await self._upstream.delete_topic(name)
-            await self._take_upstream_topics()
+            await self._take_upstream_topics({name: None})
             return
         self._known(name)
         await self._commit([_encode("topic", name, None)])

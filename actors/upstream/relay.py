@@ -26,6 +26,7 @@ from protocol.wire.upstream import (
     FIND_COORDINATOR,
     TRANSACTION_KEY,
     TXN_OFFSET_COMMIT,
+    decode_reply,
     expects_reply,
     rewrite_addresses,
 )
@@ -72,12 +73,31 @@ def goes_upstream(header: RequestHeader, frame: bytes, keys: frozenset[int]) -> 
     return all(r.get("resource_type") != GROUP_RESOURCE for r in body.get("resources", []))
 
 
+def topic_changes(header: RequestHeader, frame: bytes, reply: bytes) -> dict[str, int | None]:
+    """What a relayed topic change did, by topic: its partitions (0 when the upstream's
+    default), or None for deleted; only the topics the upstream's reply accepted."""
+    try:
+        body = decode_request(frame).body
+        answer = decode_reply(header.api_key, header.api_version, reply[4:])
+    except Exception:
+        return {}
+    if header.api_key == 19:  # CreateTopics
+        ok = {t["name"] for t in answer.get("topics", []) if t.get("error_code") == 0}
+        return {t["name"]: max(t.get("num_partitions", 0), 0)
+                for t in body.get("topics", []) if t["name"] in ok}
+    if header.api_key == 37:  # CreatePartitions
+        ok = {t["name"] for t in answer.get("results", []) if t.get("error_code") == 0}
+        return {t["name"]: t["count"] for t in body.get("topics", []) if t["name"] in ok}
+    ok = {t.get("name") for t in answer.get("responses", []) if t.get("error_code") == 0}
+    return {name: None for name in ok if name}
+
+
 class ClientRelay:
     """The links of one client connection (see the module docstring)."""
 
     def __init__(self, view: UpstreamView, node_id: int | None,
                  listener_of: Callable[[int], tuple[str, int] | None],
-                 topics_changed: Callable[[], Awaitable[object]] | None = None) -> None:
+                 topics_changed: Callable[[dict], Awaitable[object]] | None = None) -> None:
         self.view = view
         self.node_id = node_id
         self.listener_of = listener_of
@@ -107,7 +127,7 @@ class ClientRelay:
             return None
         reply = await pending
         if header.api_key in TOPIC_CHANGES and self.topics_changed is not None:
-            await self.topics_changed()
+            await self.topics_changed(topic_changes(header, frame, reply))
         if header.api_key in ADDRESS_APIS:
             body = rewrite_addresses(header.api_key, header.api_version, reply[4:],
                                      self.listener_of)

@@ -43,19 +43,19 @@ class UpstreamTopics:
         reply = await self._call(CREATE_TOPICS, 7, {
             "topics": [{"name": name, "num_partitions": num_partitions,
                         "replication_factor": -1, "assignments": [], "configs": []}],
-            "timeout_ms": ADMIN_TIMEOUT_MS, "validate_only": False})
+            "timeout": ADMIN_TIMEOUT_MS, "validate_only": False})
         _raise_first(reply.get("topics", []))
 
     async def add_partitions(self, name: str, total: int) -> None:
         reply = await self._call(CREATE_PARTITIONS, 3, {
             "topics": [{"name": name, "count": total, "assignments": None}],
-            "timeout_ms": ADMIN_TIMEOUT_MS, "validate_only": False})
+            "timeout": ADMIN_TIMEOUT_MS, "validate_only": False})
         _raise_first(reply.get("results", []))
 
     async def delete_topic(self, name: str) -> None:
         reply = await self._call(DELETE_TOPICS, 6, {
             "topics": [{"name": name, "topic_id": uuid.UUID(int=0)}], "topic_names": [name],
-            "timeout_ms": ADMIN_TIMEOUT_MS})
+            "timeout": ADMIN_TIMEOUT_MS})
         _raise_first(reply.get("responses", []))
 
     async def _call(self, api_key: int, highest: int, body: dict) -> dict:

@@ -1,12 +1,15 @@
 """Cohort in front of a real upstream: a session of its own (its own Ray, and a Cohort whose
 controller follows the upstream), as ``scripts/test.sh`` runs it (``-m upstream
-tests/upstream``). The upstream is Tansu 0.6 (memory storage, classic groups only: the case
-Cohort's upstream mode exists for).
+tests/upstream``). Every test runs in front of each upstream, one Cohort after the other
+(a session-scoped parameter): Tansu 0.6 (memory storage, classic groups only: the case
+Cohort's upstream mode exists for) and Apache Kafka 4.4 itself (the reference broker). A test
+about one upstream's limits asks for it alone (``indirect`` parametrization of ``upstream``).
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 import pytest
 
@@ -20,31 +23,50 @@ def pytest_collection_modifyitems(items):
         item.add_marker(pytest.mark.upstream)
 
 
-@pytest.fixture(scope="session")
-def tansu():
+@dataclass
+class Upstream:
+    kind: str
+    bootstrap: str
+
+    @property
+    def port(self) -> int:
+        return int(self.bootstrap.rsplit(":", 1)[1])
+
+
+@pytest.fixture(scope="session", params=["tansu", "kafka"])
+def upstream(request):
+    """The broker Cohort fronts: Tansu (started here) or the session's reference Kafka."""
+    if request.param == "kafka":
+        yield Upstream("kafka", request.getfixturevalue("reference_kafka").bootstrap)
+        return
     from actors.tools.tansu import Tansu
 
     broker = Tansu().start()
-    yield broker
+    yield Upstream("tansu", broker.bootstrap)
     broker.stop()
 
 
 @pytest.fixture(scope="session")
-def cohort(tansu, tmp_path_factory):
-    """One Ray and one Cohort in front of the session's Tansu, with its gateway."""
+def ray_session():
     import ray
-
-    from actors.cluster import Cluster
 
     os.environ.setdefault("RAY_worker_niceness", "0")
     ray.init(address="local", namespace="cohort", include_dashboard=False, log_to_driver=False,
              num_cpus=2, object_store_memory=256 << 20)
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def cohort(upstream, ray_session, tmp_path_factory):
+    """A Cohort in front of ``upstream``, with its gateway (one per upstream, in turn)."""
+    from actors.cluster import Cluster
+
     c = Cluster.start(num_partitions=PARTITIONS,
-                      storage_path=str(tmp_path_factory.mktemp("cohort-data")),
-                      config=RAY_TEST_CONFIG, upstream=tansu.bootstrap,
+                      storage_path=str(tmp_path_factory.mktemp(f"cohort-{upstream.kind}")),
+                      config=RAY_TEST_CONFIG, upstream=upstream.bootstrap,
                       upstream_config={"metadata.poll.interval.ms": 500})
     c.bootstrap = c.start_gateway(port=0)
     yield c
     c.stop_gateway()
     c.shutdown()
-    ray.shutdown()

@@ -1,5 +1,6 @@
-"""Cohort in front of Tansu 0.6 (no KIP-848, no share groups): real clients bootstrap at
-Cohort's gateway only, their records live upstream, and Cohort coordinates their groups."""
+"""Cohort in front of a real upstream (Tansu 0.6, without KIP-848 or share groups, and Apache
+Kafka 4.4): real clients bootstrap at Cohort's gateway only, their records live upstream, and
+Cohort coordinates their groups."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import time
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from actors.upstream.link import UpstreamUnavailable
 from actors.upstream.relay import DEPENDS_ON_BODY, OWN_KEYS, UPSTREAMS_OWN_ROWS
@@ -49,20 +50,20 @@ def _read_all(bootstrap: str, topic: str, partitions: int, n: int, **conf) -> li
     return got
 
 
-def test_records_produced_through_cohort_land_upstream_whole(cohort, tansu):
+def test_records_produced_through_cohort_land_upstream_whole(cohort, upstream):
     topic = unique("whole")
     cohort.create_topic(topic, 2)
     sent = _produce(cohort.bootstrap, topic, 40, 2)
-    direct = _read_all(tansu.bootstrap, topic, 2, 40)
+    direct = _read_all(upstream.bootstrap, topic, 2, 40)
     assert sorted(direct) == sorted(sent)
     through_cohort = _read_all(cohort.bootstrap, topic, 2, 40)
     assert sorted(through_cohort) == sorted(sent)
 
 
-def test_a_kip848_group_over_tansu_reads_every_record_and_commits_in_cohort(cohort, tansu):
+def test_a_kip848_group_reads_the_upstreams_records_and_commits_in_cohort(cohort, upstream):
     topic, group = unique("orders"), unique("g")
     cohort.create_topic(topic, 4)
-    _produce(tansu.bootstrap, topic, 200, 4)  # real data, written upstream directly
+    _produce(upstream.bootstrap, topic, 200, 4)  # real data, written upstream directly
     consumers = [Consumer({"bootstrap.servers": cohort.bootstrap, "group.id": group,
                            "group.protocol": "consumer", "auto.offset.reset": "earliest",
                            "enable.auto.commit": False, **QUIET}) for _ in range(2)]
@@ -87,12 +88,12 @@ def test_a_kip848_group_over_tansu_reads_every_record_and_commits_in_cohort(coho
         c.close()
 
 
-def test_clients_only_ever_see_cohorts_listeners(cohort, tansu):
+def test_clients_only_ever_see_cohorts_listeners(cohort, upstream):
     topic = unique("faces")
     cohort.create_topic(topic, 3)
     md = AdminClient({"bootstrap.servers": cohort.bootstrap, **QUIET}).list_topics(timeout=20)
     ports = {b.port for b in md.brokers.values()}
-    assert tansu.port not in ports
+    assert upstream.port not in ports
     import ray
 
     from actors.gateway.launch import running_gateway
@@ -105,16 +106,17 @@ def test_clients_only_ever_see_cohorts_listeners(cohort, tansu):
 
 
 def test_a_topic_created_through_the_gateway_is_created_upstream_and_in_the_image_at_once(
-        cohort, tansu):
+        cohort, upstream):
     topic = unique("made-here")
     admin = AdminClient({"bootstrap.servers": cohort.bootstrap, **QUIET})
     admin.create_topics([NewTopic(topic, 3)])[topic].result(30)
     assert {t.name: t.num_partitions for t in cohort.topics()}.get(topic) == 3  # no waiting
-    upstream = AdminClient({"bootstrap.servers": tansu.bootstrap, **QUIET})
-    assert len(upstream.list_topics(topic, timeout=20).topics[topic].partitions) == 3
+    direct = AdminClient({"bootstrap.servers": upstream.bootstrap, **QUIET})
+    assert len(direct.list_topics(topic, timeout=20).topics[topic].partitions) == 3
 
 
 
+@pytest.mark.parametrize("upstream", ["tansu"], indirect=True)
 def test_growing_a_topic_tansu_cannot_grow_is_refused_as_unsupported(cohort):
     topic = unique("fixed")
     cohort.create_topic(topic, 2)
@@ -124,15 +126,15 @@ def test_growing_a_topic_tansu_cannot_grow_is_refused_as_unsupported(cohort):
     assert {t.name: t.num_partitions for t in cohort.topics()}[topic] == 2
 
 
-def test_a_topic_created_directly_upstream_reaches_a_regex_subscription(cohort, tansu):
+def test_a_topic_created_directly_upstream_reaches_a_regex_subscription(cohort, upstream):
     prefix = unique("re")
     group = unique("rg")
     c = Consumer({"bootstrap.servers": cohort.bootstrap, "group.id": group,
                   "group.protocol": "consumer", **QUIET})
     c.subscribe([f"^{prefix}-.*"])
     topic = f"{prefix}-later"
-    upstream = AdminClient({"bootstrap.servers": tansu.bootstrap, **QUIET})
-    upstream.create_topics([NewTopic(topic, 2)])[topic].result(30)
+    direct = AdminClient({"bootstrap.servers": upstream.bootstrap, **QUIET})
+    direct.create_topics([NewTopic(topic, 2)])[topic].result(30)
 
     def assigned():
         c.poll(0.2)
@@ -142,7 +144,8 @@ def test_a_topic_created_directly_upstream_reaches_a_regex_subscription(cohort, 
     c.close()
 
 
-def test_apiversions_advertise_cohorts_group_protocols_that_tansu_lacks(cohort, tansu):
+@pytest.mark.parametrize("upstream", ["tansu"], indirect=True)
+def test_apiversions_advertise_cohorts_group_protocols_that_tansu_lacks(cohort, upstream):
     from tests.gateway.wire_client import WireClient
 
     def versions(bootstrap):
@@ -155,18 +158,19 @@ def test_apiversions_advertise_cohorts_group_protocols_that_tansu_lacks(cohort, 
         return {k: (lo, hi) for k, lo, hi in
                 (struct.unpack_from(">hhh", data, 10 + 6 * i) for i in range(n))}
 
-    upstream, cohorts = versions(tansu.bootstrap), versions(cohort.bootstrap)
-    assert 68 not in upstream and 76 not in upstream
+    theirs, cohorts = versions(upstream.bootstrap), versions(cohort.bootstrap)
+    assert 68 not in theirs and 76 not in theirs
     assert {68, 69, 76, 77} <= set(cohorts)
     assert cohorts[0][1] <= 9 and cohorts[1][1] <= 15
     assert 37 not in cohorts  # Tansu grows no topic: CreatePartitions is not offered
     assert cohorts[69] == (0, 1)  # Tansu lists ConsumerGroupDescribe v0; Cohort's is its own
-    relayed = set(upstream) - OWN_KEYS - UPSTREAMS_OWN_ROWS - DEPENDS_ON_BODY
+    relayed = set(theirs) - OWN_KEYS - UPSTREAMS_OWN_ROWS - DEPENDS_ON_BODY
     assert relayed  # InitProducerId, DescribeCluster, ...
     for key in relayed:
-        assert cohorts.get(key) == upstream[key], key  # relayed as the upstream serves it
+        assert cohorts.get(key) == theirs[key], key  # relayed as the upstream serves it
 
 
+@pytest.mark.parametrize("upstream", ["tansu"], indirect=True)
 def test_a_topic_the_upstream_creates_on_produce_reaches_cohorts_image(cohort):
     topic = unique("auto")
     p = Producer({"bootstrap.servers": cohort.bootstrap, "message.timeout.ms": 10000, **QUIET})
@@ -187,7 +191,47 @@ def test_an_unreachable_upstream_is_refused_at_start_naming_the_address():
     assert "--upstream" in str(refused.value)
 
 
-def test_cohort_status_shows_the_upstream(cohort, tansu):
+def test_cohort_status_shows_the_upstream(cohort, upstream):
     status = cohort.upstream()
-    assert status["reachable"] and status["bootstrap"] == tansu.bootstrap
+    assert status["reachable"] and status["bootstrap"] == upstream.bootstrap
     assert list(status["brokers"]) and status["topics"] >= 1
+
+
+@pytest.mark.parametrize("upstream", ["kafka"], indirect=True)
+def test_growing_a_topic_grows_it_upstream_and_in_the_image_at_once(cohort, upstream):
+    topic = unique("grow")
+    admin = AdminClient({"bootstrap.servers": cohort.bootstrap, **QUIET})
+    admin.create_topics([NewTopic(topic, 2)])[topic].result(30)
+    admin.create_partitions([NewPartitions(topic, 5)])[topic].result(30)
+    assert {t.name: t.num_partitions for t in cohort.topics()}[topic] == 5  # no waiting
+    cohort.add_partitions(topic, 6)
+    direct = AdminClient({"bootstrap.servers": upstream.bootstrap, **QUIET})
+    assert len(direct.list_topics(topic, timeout=20).topics[topic].partitions) == 6
+
+
+def test_a_transactional_producer_works_and_its_offsets_are_refused_clearly(cohort, upstream):
+    from confluent_kafka import KafkaException
+
+    topic = unique("txn")
+    cohort.create_topic(topic, 1)
+    p = Producer({"bootstrap.servers": cohort.bootstrap, "transactional.id": unique("tx"),
+                  **QUIET})
+    p.init_transactions(30)
+    p.begin_transaction()
+    p.produce(topic, b"committed")
+    p.commit_transaction(30)
+    p.begin_transaction()
+    p.produce(topic, b"aborted")
+    group_id = unique("txg")
+    group = Consumer({"bootstrap.servers": cohort.bootstrap, "group.id": group_id, **QUIET})
+    with pytest.raises(KafkaException) as refused:
+        p.send_offsets_to_transaction([TopicPartition(topic, 0, 1)],
+                                      group.consumer_group_metadata(), 20)
+    assert refused.value.args[0].code() == 35  # UNSUPPORTED_VERSION: Cohort says no
+    p.abort_transaction(30)
+    reply = cohort.call(m.OffsetFetchRequest(group_id=group_id))
+    assert not any(p.committed_offset >= 0 for t in reply.topics for p in t.partitions)
+    values = [v for _, _, v, _, _ in _read_all(cohort.bootstrap, topic, 1, 1,
+                                                **{"isolation.level": "read_committed"})]
+    assert values == [b"committed"]
+    group.close()
