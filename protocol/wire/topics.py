@@ -70,13 +70,18 @@ def metadata_response(body: dict, version: int, index: TopicIndex, node: Node,
                       coordinators: Iterable[Node] = ()) -> dict:
     """Metadata's reply: the named topics (or all, filtered by what the principal may see),
     led by ``node``; the brokers are ``node`` and the ``coordinators`` (the partitions'
-    listeners: clients drop a broker Metadata no longer names, coordinator or not)."""
+    listeners: clients drop a broker Metadata no longer names, coordinator or not).
+
+    Each topic named is answered once, however often the request names it: Kafka reads the
+    list as a set, and a request naming one topic a million times (3 MB) must not build a
+    million times its partitions."""
     requested = body.get("topics")
     if requested is None or (version == 0 and not requested):
         entries = [_topic_entry(t, node) for name, t in sorted(index.by_name.items())
                    if may_describe(name)]
     else:
-        entries = [_requested_entry(r, index, node, may_describe) for r in requested]
+        entries = [_requested_entry(r, index, node, may_describe)
+                   for r in distinct_topics(requested)]
     brokers = [{"node_id": n.node_id, "host": n.host, "port": n.port, "rack": None}
                for n in (node, *coordinators)]
     return {
@@ -87,6 +92,14 @@ def metadata_response(body: dict, version: int, index: TopicIndex, node: Node,
         "topics": entries,
         "cluster_authorized_operations": UNKNOWN_AUTHORIZED_OPERATIONS,
     }
+
+
+def distinct_topics(requested: Iterable[dict]) -> list[dict]:
+    """Metadata's named topics, each (name, id) once, in the order first named."""
+    first: dict[tuple, dict] = {}
+    for r in requested:
+        first.setdefault((r.get("name"), r.get("topic_id")), r)
+    return list(first.values())
 
 
 def _requested_entry(req: dict, index: TopicIndex, node: Node,
