@@ -155,27 +155,51 @@ class TopicChange:
     new_topic_id: str | None = None
 
 
+DUPLICATE_TOPIC = "Duplicate topic name."
+
+
+def _named_twice(names: Iterable[str]) -> set[str]:
+    """The names that occur more than once, found in one pass."""
+    seen: set[str] = set()
+    twice: set[str] = set()
+    for name in names:
+        (twice if name in seen else seen).add(name)
+    return twice
+
+
+def _duplicate(name: str) -> TopicChange:
+    return TopicChange(name, error=E.invalid_request.value, message=DUPLICATE_TOPIC)
+
+
 def plan_create_topics(body: dict) -> list[TopicChange]:
-    """CreateTopics' entries, checked: a duplicate name, a count both given and implied by
-    assignments, or more than one replica (the gateway is the only broker) is refused."""
-    names = [t["name"] for t in body.get("topics", [])]
-    plans = []
-    for t in body.get("topics", []):
-        name, count, assignments = t["name"], t["num_partitions"], t.get("assignments") or []
-        rf = t.get("replication_factor", -1)
-        plan = TopicChange(name, count if count != -1 else DEFAULT_NUM_PARTITIONS)
-        if names.count(name) > 1:
-            plan.error, plan.message = E.invalid_request.value, f"Duplicate topic name {name}."
-        elif assignments and count != -1:
-            plan.error = E.invalid_request.value
-            plan.message = "Both numPartitions and manual replica assignments were given."
-        elif assignments:
-            plan.count = len(assignments)
-        if not plan.error and rf not in (-1, 1) and not assignments:
-            plan.error = E.invalid_replication_factor.value
-            plan.message = f"Replication factor: {rf} larger than available brokers: 1."
-        plans.append(plan)
-    return plans
+    """CreateTopics' entries, checked: a count both given and implied by assignments, or more
+    than one replica (the gateway is the only broker) is refused. A name given twice is
+    refused once, INVALID_REQUEST, and none of its entries is created, as Kafka's
+    ``ControllerApis`` answers it; found in one pass, so 100,000 entries plan in linear time."""
+    entries = body.get("topics", [])
+    twice = _named_twice(t["name"] for t in entries)
+    plans: dict[str, TopicChange] = {}
+    for t in entries:
+        name = t["name"]
+        if name in plans:
+            continue
+        plans[name] = _duplicate(name) if name in twice else _plan_creation(t)
+    return list(plans.values())
+
+
+def _plan_creation(t: dict) -> TopicChange:
+    name, count, assignments = t["name"], t["num_partitions"], t.get("assignments") or []
+    rf = t.get("replication_factor", -1)
+    plan = TopicChange(name, count if count != -1 else DEFAULT_NUM_PARTITIONS)
+    if assignments and count != -1:
+        plan.error = E.invalid_request.value
+        plan.message = "Both numPartitions and manual replica assignments were given."
+    elif assignments:
+        plan.count = len(assignments)
+    if not plan.error and rf not in (-1, 1) and not assignments:
+        plan.error = E.invalid_replication_factor.value
+        plan.message = f"Replication factor: {rf} larger than available brokers: 1."
+    return plan
 
 
 def create_topics_response(plans: list[TopicChange], validate_only: bool) -> dict:
@@ -216,15 +240,15 @@ def delete_topics_response(plans: list[TopicChange]) -> dict:
 
 
 def plan_create_partitions(body: dict) -> list[TopicChange]:
-    names = [t["name"] for t in body.get("topics", [])]
-    plans = []
-    for t in body.get("topics", []):
-        plan = TopicChange(t["name"], t["count"])
-        if names.count(t["name"]) > 1:
-            plan.error = E.invalid_request.value
-            plan.message = f"Duplicate topic name {t['name']}."
-        plans.append(plan)
-    return plans
+    """CreatePartitions' entries: a name given twice is refused once (as in CreateTopics)."""
+    entries = body.get("topics", [])
+    twice = _named_twice(t["name"] for t in entries)
+    plans: dict[str, TopicChange] = {}
+    for t in entries:
+        name = t["name"]
+        if name not in plans:
+            plans[name] = _duplicate(name) if name in twice else TopicChange(name, t["count"])
+    return list(plans.values())
 
 
 def create_partitions_response(plans: list[TopicChange]) -> dict:
