@@ -95,8 +95,12 @@ class LocalRoute:
         self._turns.submit(requests, done)
 
     async def call_by_partition(self, group_ids: list[str], make) -> dict[str, object]:
-        mine = [g for g in group_ids if partition_for(g, self._num_partitions) == self._partition]
-        others = [g for g in group_ids if g not in set(mine)]
+        """One request for the groups this partition coordinates, each named once (a group
+        named 50,000 times is one describe), and NOT_COORDINATOR for the rest."""
+        distinct = list(dict.fromkeys(group_ids))
+        mine = [g for g in distinct if partition_for(g, self._num_partitions) == self._partition]
+        mine_set = set(mine)
+        others = [g for g in distinct if g not in mine_set]
         out: dict[str, object] = {}
         if mine:
             out.update(dict.fromkeys(mine, await self.call(make(mine))))
