@@ -51,7 +51,10 @@ class GatewayCore(Serving):
         self._image_version = -1
         self._refresher: asyncio.Task | None = None
         # KIP-932's share sessions: the gateway is every share-partition's leader.
-        self.share_sessions = ShareSessions()  # group.share.max.share.sessions: 2,000
+        # group.share.max.share.sessions: 2,000; idle a member's session timeout, one may
+        # make room for a new one.
+        self.share_sessions = ShareSessions(
+            idle_timeout_ms=config.group_share_session_timeout_ms)
 
     async def start(self) -> None:
         self.security = await self.controller.security_image.remote()
