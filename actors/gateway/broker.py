@@ -51,7 +51,7 @@ from protocol.api import BY_API_KEY, error_response
 from protocol.errors import Errors
 from protocol.placement import partition_for
 from protocol.wire.codec import EncodedBody, encode_body, encode_commit_reply, encode_response
-from protocol.wire.topics import Node, TopicIndex
+from protocol.wire.topics import Node, TopicIndex, distinct_topics
 from protocol.wire.upstream import DESCRIBE_CLUSTER, FIND_COORDINATOR, versions_reply
 
 log = logging.getLogger(__name__)
@@ -65,8 +65,12 @@ LOCAL_APIS = ("ApiVersions", "Metadata", "FindCoordinator", "OffsetCommit", "Off
               "AlterShareGroupOffsets", "DeleteShareGroupOffsets")
 LOCAL = {name: BY_NAME[name] for name in LOCAL_APIS}
 LOCAL["Metadata"] = lambda core, req: core.metadata(req)  # replies kept (BrokerCore.metadata)
-# Metadata replies a partition keeps, written (see ``BrokerCore.metadata``).
+# Metadata replies a partition keeps, written (see ``BrokerCore.metadata``), and the most a
+# kept reply's question may weigh (characters of its topic names, 16 per topic id): a
+# question naming more is answered but not kept, so what is kept stays within ~4 MiB of keys.
 METADATA_REPLIES_KEPT = 64
+METADATA_KEPT_QUESTION_CHARS = 64 * 1024
+TOPIC_ID_CHARS = 16
 # Answered within the turn that applies them: submitted as soon as read (``connection``).
 PIPELINED = frozenset(key for key, api in BY_API_KEY.items() if api.name in {
     "OffsetCommit", "OffsetFetch", "Heartbeat", "ConsumerGroupHeartbeat"})
@@ -94,8 +98,12 @@ class LocalRoute:
         self._turns.submit(requests, done)
 
     async def call_by_partition(self, group_ids: list[str], make) -> dict[str, object]:
-        mine = [g for g in group_ids if partition_for(g, self._num_partitions) == self._partition]
-        others = [g for g in group_ids if g not in set(mine)]
+        """One request for the groups this partition coordinates, each named once (a group
+        named 50,000 times is one describe), and NOT_COORDINATOR for the rest."""
+        distinct = list(dict.fromkeys(group_ids))
+        mine = [g for g in distinct if partition_for(g, self._num_partitions) == self._partition]
+        mine_set = set(mine)
+        others = [g for g in distinct if g not in mine_set]
         out: dict[str, object] = {}
         if mine:
             out.update(dict.fromkeys(mine, await self.call(make(mine))))
@@ -173,14 +181,9 @@ class BrokerCore(Serving):
         is written each time."""
         if self.options.authorizer:
             return await topic_handlers.metadata(self, req)
-        body = req.body
-        named = body.get("topics")
-        key = (req.version, None if named is None else tuple(
-                   (t.get("name"), t.get("topic_id")) for t in named),
-               body.get("allow_auto_topic_creation"),
-               body.get("include_cluster_authorized_operations"),
-               body.get("include_topic_authorized_operations"),
-               self.leader, tuple(self.brokers.nodes()))
+        key = metadata_question(req, self.leader, tuple(self.brokers.nodes()))
+        if key is None:  # too heavy a question to keep: answered, not remembered
+            return await topic_handlers.metadata(self, req)
         index = await self.topics_knowing()
         if index is not self._metadata_of:  # a new image: every reply kept is stale
             self._metadata, self._metadata_of = {}, index
@@ -191,6 +194,24 @@ class BrokerCore(Serving):
             reply = self._metadata[key] = encode_body(
                 req.header.api_key, req.version, await topic_handlers.metadata(self, req))
         return reply
+
+
+def metadata_question(req: WireRequest, leader: Node, brokers: tuple[Node, ...]) -> tuple | None:
+    """What a Metadata reply depends on (without an authorizer), as a key to keep it by; None
+    for a question over ``METADATA_KEPT_QUESTION_CHARS``. Each topic counts once, in the order
+    first named, as ``topics.metadata_response`` answers it: naming a topic a million times
+    is one question, not a million-entry key."""
+    body = req.body
+    named = body.get("topics")
+    topics_key = None
+    if named is not None:
+        topics_key = tuple((t.get("name"), t.get("topic_id")) for t in distinct_topics(named))
+        chars = sum(len(name or "") + TOPIC_ID_CHARS for name, _ in topics_key)
+        if chars > METADATA_KEPT_QUESTION_CHARS:
+            return None
+    return (req.version, topics_key, body.get("allow_auto_topic_creation"),
+            body.get("include_cluster_authorized_operations"),
+            body.get("include_topic_authorized_operations"), leader, brokers)
 
 
 class Listener:

@@ -56,7 +56,10 @@ class GatewayCore(Serving):
         self._image_version = -1
         self._refresher: asyncio.Task | None = None
         # KIP-932's share sessions: the gateway is every share-partition's leader.
-        self.share_sessions = ShareSessions()  # group.share.max.share.sessions: 2,000
+        # group.share.max.share.sessions: 2,000; idle a member's session timeout, one may
+        # make room for a new one.
+        self.share_sessions = ShareSessions(
+            idle_timeout_ms=config.group_share_session_timeout_ms)
         # In front of an upstream (``set_upstream``): its view, the APIs relayed to it, the
         # listener presenting each upstream broker, and ApiVersions' replies.
         self.upstream: UpstreamView | None = None

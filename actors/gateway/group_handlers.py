@@ -40,33 +40,50 @@ async def _one_group(core: GatewayCore, req: WireRequest, operation: str) -> dic
 
 
 async def _per_group(core: GatewayCore, req: WireRequest, operation: str) -> dict:
-    """A request naming many groups (DescribeGroups, ConsumerGroupDescribe, DeleteGroups):
-    each group authorized by ``operation``, the allowed ones asked of their partitions (one
-    request per partition), the reply's entries in the order the client named the groups."""
+    """A request naming many groups (DescribeGroups, ConsumerGroupDescribe, DeleteGroups,
+    ShareGroupDescribe): each group authorized by ``operation``, the allowed ones asked of
+    their partitions (one request per partition), the reply's entries in the order the client
+    named the groups. A group named many times is authorized and asked about once and its
+    entry repeated (Kafka answers each name): one id named 50,000 times is one question, not
+    50,000 describes in the partition's turn."""
     api = req.api
     request = api.decode(req.body)
     field, entries_field = api.group_ids_field, api.per_group.list_field
     ids = list(getattr(request, field))
-    allowed = [g for g in ids if core.may(req, operation, GROUP, g)]
+    distinct = list(dict.fromkeys(ids))
+    allowed = [g for g in distinct if core.may(req, operation, GROUP, g)]
     replies = await core.router.call_by_partition(
         allowed, lambda gs: dataclasses.replace(request, **{field: gs}))
+    entry_of = _entries_by_group(replies, entries_field, api.per_group.entry)
     entries = []
     for g in ids:
-        if g not in replies:
-            entries.append(api.per_group.entry(error_code=Errors.GROUP_AUTHORIZATION_FAILED,
-                                               error_message=DENIED_GROUP.format(group=g),
-                                               group_id=g))
-        else:
-            entries.append(_entry_for(getattr(replies[g], entries_field), g, api.per_group.entry))
+        entry = entry_of.get(g)
+        if entry is None:
+            entry = api.per_group.entry(error_code=Errors.GROUP_AUTHORIZATION_FAILED,
+                                        error_message=DENIED_GROUP.format(group=g), group_id=g)
+        entries.append(entry)
     return api.encode(api.response(**{entries_field: entries}))
 
 
-def _entry_for(entries: list, group_id: str, entry_type: type) -> object:
-    for e in entries:
-        if e.group_id == group_id:
-            return e
-    code = entries[0].error_code if entries else Errors.COORDINATOR_NOT_AVAILABLE
-    return entry_type(error_code=code, group_id=group_id)
+def _entries_by_group(replies: dict[str, object], entries_field: str,
+                      entry_type: type) -> dict[str, object]:
+    """Each asked group's entry, from the reply of its partition: every reply is indexed once
+    (many groups share one reply), so finding an entry is a lookup, not a scan."""
+    by_reply: dict[int, dict[str, object]] = {}
+    out = {}
+    for g, reply in replies.items():
+        index = by_reply.get(id(reply))
+        if index is None:
+            index = by_reply[id(reply)] = {}
+            for e in getattr(reply, entries_field):
+                index.setdefault(e.group_id, e)
+        entry = index.get(g)
+        if entry is None:  # the partition refused the request as a whole
+            entries = getattr(reply, entries_field)
+            code = entries[0].error_code if entries else Errors.COORDINATOR_NOT_AVAILABLE
+            entry = entry_type(error_code=code, group_id=g)
+        out[g] = entry
+    return out
 
 
 async def find_coordinator(core: GatewayCore, req: WireRequest) -> dict:

@@ -158,7 +158,7 @@ class Router:
         """``make(ids)`` sent once per partition holding some of ``group_ids``; each
         partition's reply keyed by the groups it was asked about."""
         by_p: dict[int, list[str]] = {}
-        for g in group_ids:
+        for g in dict.fromkeys(group_ids):  # each group asked about once
             by_p.setdefault(self.partition_of(g), []).append(g)
         parts = list(by_p.items())
         replies = await asyncio.gather(*(self.call_partition(p, make(ids)) for p, ids in parts))

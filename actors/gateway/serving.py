@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import collections
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from actors.gateway.admission import MAX_CONNECTIONS
 from actors.runtime.controller_security import SecurityImage
 from protocol.api import Api
-from protocol.security.acls import authorize
+from protocol.security.acls import AclIndex, authorize
 from protocol.security.scram import ScramCredential
 from protocol.wire.codec import RequestHeader
 from protocol.wire.framing import MAX_REQUEST_BYTES
@@ -74,6 +74,10 @@ class WireRequest:
     principal: str
     client_host: str
     api: Api
+    # What the authorizer answered for this request, by (operation, resource type, name):
+    # a topic named 10,000 times in one request is checked once (``Serving.may``).
+    decisions: dict[tuple[str, str, str], bool] = field(default_factory=dict, repr=False,
+                                                        compare=False)
 
     @property
     def version(self) -> int:
@@ -102,6 +106,8 @@ class Serving:
         self.node = node
         self.options = options
         self.security = SecurityImage(-1)
+        self._acl_index = AclIndex()
+        self._acl_index_of: tuple = ()  # the bindings ``_acl_index`` was built from
         # Requests served, by (API key, version): what clients actually spoke (bounded by the
         # number of versions the API table serves).
         self.served: dict[tuple[int, int], int] = {}
@@ -119,10 +125,24 @@ class Serving:
         return self.security.users.get(name)
 
     def may(self, req: WireRequest, operation: str, resource_type: str, name: str) -> bool:
+        """Whether ``req``'s principal may: decided once per request and resource (the
+        answer is kept in ``req.decisions``), from the image's bindings indexed once."""
         if not self.options.authorizer:
             return True
-        return authorize(self.security.acls, req.principal, req.client_host, operation,
-                         resource_type, name, self.options.super_users)
+        key = (operation, resource_type, name)
+        decided = req.decisions.get(key)
+        if decided is None:
+            decided = req.decisions[key] = authorize(
+                self._acls(), req.principal, req.client_host, operation, resource_type, name,
+                self.options.super_users)
+        return decided
+
+    def _acls(self) -> AclIndex:
+        """The image's bindings, indexed (again only when the image holds other bindings)."""
+        acls = self.security.acls
+        if acls is not self._acl_index_of:
+            self._acl_index, self._acl_index_of = AclIndex(acls), acls
+        return self._acl_index
 
     def relayed_api_versions(self, version: int) -> object | None:
         """ApiVersions' reply when this listener relays to an upstream (its APIs and the

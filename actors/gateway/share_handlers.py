@@ -74,7 +74,7 @@ async def share_fetch(core: GatewayCore, req: WireRequest) -> dict:
             for t in named.topics for p in t.partitions}
     step = core.share_sessions.fetch(
         named.group_id, named.member_id, body.get("share_session_epoch", 0), list(acks),
-        wire.forgotten(body, index), any(acks.values()))
+        wire.forgotten(body, index), any(acks.values()), core.now_ms())
     if step.error_code:
         return wire.refused(step.error_code, step.error_message)
     denied = _denied_topics(core, req, index, {t for t, _ in step.partitions} | {
@@ -83,6 +83,7 @@ async def share_fetch(core: GatewayCore, req: WireRequest) -> dict:
     with_acks = [tp for tp in acks if tp[0] not in denied and acks[tp]]
     request = _pure_fetch(named, wanted, with_acks, acks, step.close, core)
     resp = await core.router.call(request)
+    core.share_sessions.answered(named.group_id, named.member_id, resp.error_code)
     if not step.close and _acquired(resp) == 0 and resp.error_code == Errors.NONE:
         resp = await _wait_for_records(core, request, resp, body.get("max_wait", 0))
     _add_denied(resp, [tp for tp in list(step.partitions) + list(acks) if tp[0] in denied])
@@ -179,7 +180,7 @@ async def share_acknowledge(core: GatewayCore, req: WireRequest) -> dict:
         return wire.refused(E.group_authorization_failed.value,
                             DENIED_GROUP.format(group=request.group_id))
     step = core.share_sessions.acknowledge(request.group_id, request.member_id,
-                                           body.get("share_session_epoch", 0))
+                                           body.get("share_session_epoch", 0), core.now_ms())
     if step.error_code:
         return wire.refused(step.error_code, step.error_message)
     denied = _denied_topics(core, req, index, {t.topic_id for t in request.topics})
@@ -188,6 +189,7 @@ async def share_acknowledge(core: GatewayCore, req: WireRequest) -> dict:
     request.topics = [t for t in request.topics if t.topic_id not in denied]
     request.close_session = step.close
     resp = await core.router.call(request)
+    core.share_sessions.answered(request.group_id, request.member_id, resp.error_code)
     _add_denied(resp, pairs)
     return wire.acknowledge_response(resp, core.node.node_id)
 

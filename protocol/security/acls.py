@@ -12,7 +12,7 @@ everything is allowed, as on a Kafka broker without ``authorizer.class.name``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, fields
 
 from protocol.errors import CoordinatorError, Errors
@@ -98,31 +98,60 @@ def check_binding(b: AclBinding) -> AclBinding:
     return b
 
 
-def authorize(acls: Iterable[AclBinding], principal: str, host: str, operation: str,
-              resource_type: str, resource_name: str, super_users: Iterable[str] = ()) -> bool:
-    """Kafka's decision for one action (see the module docstring)."""
-    if principal in super_users:
-        return True
-    allowed = False
-    for b in acls:
-        if not _applies(b, principal, host, resource_type, resource_name):
-            continue
-        if b.permission == "DENY" and b.operation in ("ALL", operation):
-            return False
-        if b.permission == "ALLOW" and (
-            b.operation in ("ALL", operation) or operation in _IMPLIES.get(b.operation, ())
-        ):
-            allowed = True
-    return allowed
+class AclIndex:
+    """The bindings found by resource, as Kafka's ``StandardAuthorizer`` finds them: a check
+    reads only the bindings that can match its resource (the literal name, the wildcard
+    ``*``, and the prefixes of the name that some PREFIXED binding names), not every binding
+    the cluster holds. Built once per security image; lookups cost the bindings that match
+    plus one dict lookup per distinct prefix length in use."""
+
+    def __init__(self, acls: Iterable[AclBinding] = ()) -> None:
+        self._literal: dict[tuple[str, str], list[AclBinding]] = {}
+        self._prefixed: dict[tuple[str, str], list[AclBinding]] = {}
+        lengths: dict[str, set[int]] = {}
+        for b in acls:
+            key = (b.resource_type, b.resource_name)
+            if b.pattern_type == "PREFIXED":
+                self._prefixed.setdefault(key, []).append(b)
+                lengths.setdefault(b.resource_type, set()).add(len(b.resource_name))
+            else:
+                self._literal.setdefault(key, []).append(b)
+        # Per resource type, the lengths of its prefixes, shortest first.
+        self._prefix_lengths = {t: sorted(ns) for t, ns in lengths.items()}
+
+    def matching(self, resource_type: str, name: str) -> Iterator[AclBinding]:
+        """The bindings whose resource matches ``name`` (any principal, host, operation)."""
+        yield from self._literal.get((resource_type, name), ())
+        if name != WILDCARD:
+            yield from self._literal.get((resource_type, WILDCARD), ())
+        for n in self._prefix_lengths.get(resource_type, ()):
+            if n > len(name):
+                break
+            yield from self._prefixed.get((resource_type, name[:n]), ())
+
+    def authorize(self, principal: str, host: str, operation: str, resource_type: str,
+                  resource_name: str, super_users: Iterable[str] = ()) -> bool:
+        """Kafka's decision for one action (see the module docstring)."""
+        if principal in super_users:
+            return True
+        allowed = False
+        for b in self.matching(resource_type, resource_name):
+            if b.principal not in (principal, "User:*") or b.host not in (WILDCARD, host):
+                continue
+            if b.permission == "DENY" and b.operation in ("ALL", operation):
+                return False
+            if b.permission == "ALLOW" and (
+                b.operation in ("ALL", operation) or operation in _IMPLIES.get(b.operation, ())
+            ):
+                allowed = True
+        return allowed
 
 
-def _applies(b: AclBinding, principal: str, host: str, resource_type: str, name: str) -> bool:
-    if b.resource_type != resource_type:
-        return False
-    if b.principal not in (principal, "User:*"):
-        return False
-    if b.host not in (WILDCARD, host):
-        return False
-    if b.pattern_type == "PREFIXED":
-        return name.startswith(b.resource_name)
-    return b.resource_name in (WILDCARD, name)
+def authorize(acls: AclIndex | Iterable[AclBinding], principal: str, host: str,
+              operation: str, resource_type: str, resource_name: str,
+              super_users: Iterable[str] = ()) -> bool:
+    """Kafka's decision for one action (see the module docstring); a listener passes the
+    ``AclIndex`` of its image, built once, rather than the bindings themselves."""
+    index = acls if isinstance(acls, AclIndex) else AclIndex(acls)
+    return index.authorize(principal, host, operation, resource_type, resource_name,
+                           super_users)

@@ -70,13 +70,18 @@ def metadata_response(body: dict, version: int, index: TopicIndex, node: Node,
                       coordinators: Iterable[Node] = ()) -> dict:
     """Metadata's reply: the named topics (or all, filtered by what the principal may see),
     led by ``node``; the brokers are ``node`` and the ``coordinators`` (the partitions'
-    listeners: clients drop a broker Metadata no longer names, coordinator or not)."""
+    listeners: clients drop a broker Metadata no longer names, coordinator or not).
+
+    Each topic named is answered once, however often the request names it: Kafka reads the
+    list as a set, and a request naming one topic a million times (3 MB) must not build a
+    million times its partitions."""
     requested = body.get("topics")
     if requested is None or (version == 0 and not requested):
         entries = [_topic_entry(t, node) for name, t in sorted(index.by_name.items())
                    if may_describe(name)]
     else:
-        entries = [_requested_entry(r, index, node, may_describe) for r in requested]
+        entries = [_requested_entry(r, index, node, may_describe)
+                   for r in distinct_topics(requested)]
     brokers = [{"node_id": n.node_id, "host": n.host, "port": n.port, "rack": None}
                for n in (node, *coordinators)]
     return {
@@ -87,6 +92,14 @@ def metadata_response(body: dict, version: int, index: TopicIndex, node: Node,
         "topics": entries,
         "cluster_authorized_operations": UNKNOWN_AUTHORIZED_OPERATIONS,
     }
+
+
+def distinct_topics(requested: Iterable[dict]) -> list[dict]:
+    """Metadata's named topics, each (name, id) once, in the order first named."""
+    first: dict[tuple, dict] = {}
+    for r in requested:
+        first.setdefault((r.get("name"), r.get("topic_id")), r)
+    return list(first.values())
 
 
 def _requested_entry(req: dict, index: TopicIndex, node: Node,
@@ -142,27 +155,51 @@ class TopicChange:
     new_topic_id: str | None = None
 
 
+DUPLICATE_TOPIC = "Duplicate topic name."
+
+
+def _named_twice(names: Iterable[str]) -> set[str]:
+    """The names that occur more than once, found in one pass."""
+    seen: set[str] = set()
+    twice: set[str] = set()
+    for name in names:
+        (twice if name in seen else seen).add(name)
+    return twice
+
+
+def _duplicate(name: str) -> TopicChange:
+    return TopicChange(name, error=E.invalid_request.value, message=DUPLICATE_TOPIC)
+
+
 def plan_create_topics(body: dict) -> list[TopicChange]:
-    """CreateTopics' entries, checked: a duplicate name, a count both given and implied by
-    assignments, or more than one replica (the gateway is the only broker) is refused."""
-    names = [t["name"] for t in body.get("topics", [])]
-    plans = []
-    for t in body.get("topics", []):
-        name, count, assignments = t["name"], t["num_partitions"], t.get("assignments") or []
-        rf = t.get("replication_factor", -1)
-        plan = TopicChange(name, count if count != -1 else DEFAULT_NUM_PARTITIONS)
-        if names.count(name) > 1:
-            plan.error, plan.message = E.invalid_request.value, f"Duplicate topic name {name}."
-        elif assignments and count != -1:
-            plan.error = E.invalid_request.value
-            plan.message = "Both numPartitions and manual replica assignments were given."
-        elif assignments:
-            plan.count = len(assignments)
-        if not plan.error and rf not in (-1, 1) and not assignments:
-            plan.error = E.invalid_replication_factor.value
-            plan.message = f"Replication factor: {rf} larger than available brokers: 1."
-        plans.append(plan)
-    return plans
+    """CreateTopics' entries, checked: a count both given and implied by assignments, or more
+    than one replica (the gateway is the only broker) is refused. A name given twice is
+    refused once, INVALID_REQUEST, and none of its entries is created, as Kafka's
+    ``ControllerApis`` answers it; found in one pass, so 100,000 entries plan in linear time."""
+    entries = body.get("topics", [])
+    twice = _named_twice(t["name"] for t in entries)
+    plans: dict[str, TopicChange] = {}
+    for t in entries:
+        name = t["name"]
+        if name in plans:
+            continue
+        plans[name] = _duplicate(name) if name in twice else _plan_creation(t)
+    return list(plans.values())
+
+
+def _plan_creation(t: dict) -> TopicChange:
+    name, count, assignments = t["name"], t["num_partitions"], t.get("assignments") or []
+    rf = t.get("replication_factor", -1)
+    plan = TopicChange(name, count if count != -1 else DEFAULT_NUM_PARTITIONS)
+    if assignments and count != -1:
+        plan.error = E.invalid_request.value
+        plan.message = "Both numPartitions and manual replica assignments were given."
+    elif assignments:
+        plan.count = len(assignments)
+    if not plan.error and rf not in (-1, 1) and not assignments:
+        plan.error = E.invalid_replication_factor.value
+        plan.message = f"Replication factor: {rf} larger than available brokers: 1."
+    return plan
 
 
 def create_topics_response(plans: list[TopicChange], validate_only: bool) -> dict:
@@ -203,15 +240,15 @@ def delete_topics_response(plans: list[TopicChange]) -> dict:
 
 
 def plan_create_partitions(body: dict) -> list[TopicChange]:
-    names = [t["name"] for t in body.get("topics", [])]
-    plans = []
-    for t in body.get("topics", []):
-        plan = TopicChange(t["name"], t["count"])
-        if names.count(t["name"]) > 1:
-            plan.error = E.invalid_request.value
-            plan.message = f"Duplicate topic name {t['name']}."
-        plans.append(plan)
-    return plans
+    """CreatePartitions' entries: a name given twice is refused once (as in CreateTopics)."""
+    entries = body.get("topics", [])
+    twice = _named_twice(t["name"] for t in entries)
+    plans: dict[str, TopicChange] = {}
+    for t in entries:
+        name = t["name"]
+        if name not in plans:
+            plans[name] = _duplicate(name) if name in twice else TopicChange(name, t["count"])
+    return list(plans.values())
 
 
 def create_partitions_response(plans: list[TopicChange]) -> dict:

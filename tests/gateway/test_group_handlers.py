@@ -137,6 +137,24 @@ def test_many_group_requests_answer_each_group_in_the_clients_order_refusing_per
         ["b", "a"]]
 
 
+def test_a_group_named_many_times_is_asked_about_once_and_answered_for_each_name():
+    core = _Core()
+    _join(core, "b", version=3)
+    asked: list[str] = []
+    may = core.may
+    core.may = lambda req, op, kind, name: asked.append(name) or may(req, op, kind, name)
+    times = 50_000
+    described = _serve(core, 15, 5, {"groups": ["b", SECRET] * times})
+    assert len(described["groups"]) == 2 * times
+    assert {(g["group_id"], g["error_code"]) for g in described["groups"]} == {
+        ("b", Errors.NONE), (SECRET, Errors.GROUP_AUTHORIZATION_FAILED)}
+    assert core.router.sent[-1].groups == ["b"] and asked == ["b", SECRET]
+
+    deleted = _serve(core, 42, 2, {"groups_names": ["gone"] * times})
+    assert len(deleted["results"]) == times
+    assert core.router.sent[-1].groups_names == ["gone"]
+
+
 def test_list_groups_hides_the_groups_the_principal_may_not_describe():
     core = _Core()
     for group in ("b", SECRET, "a"):

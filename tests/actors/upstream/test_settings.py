@@ -22,12 +22,12 @@ def test_an_address_that_is_not_host_port_is_refused(bad):
 
 
 def test_an_unknown_setting_is_refused_by_name():
-    with pytest.raises(UpstreamConfigError, match="sasl.usernme"):
+    with pytest.raises(UpstreamConfigError, match=r"sasl\.usernme"):
         UpstreamSettings.parse("a:1", {"sasl.usernme": "x"})
 
 
 def test_sasl_needs_a_username_and_password():
-    with pytest.raises(UpstreamConfigError, match="sasl.username and sasl.password"):
+    with pytest.raises(UpstreamConfigError, match=r"sasl\.username and sasl\.password"):
         UpstreamSettings.parse("a:1", {"security.protocol": "SASL_PLAINTEXT"})
 
 
@@ -36,7 +36,7 @@ def test_an_unknown_mechanism_or_protocol_is_refused():
         UpstreamSettings.parse("a:1", {"security.protocol": "SASL_PLAINTEXT",
                                        "sasl.mechanism": "GSSAPI", "sasl.username": "u",
                                        "sasl.password": "p"})
-    with pytest.raises(UpstreamConfigError, match="security.protocol"):
+    with pytest.raises(UpstreamConfigError, match=r"security\.protocol"):
         UpstreamSettings.parse("a:1", {"security.protocol": "TLS"})
 
 

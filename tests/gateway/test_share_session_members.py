@@ -1,0 +1,54 @@
+"""The gateway's share sessions follow the group's members: a ShareFetch from a member id the
+group does not know opens no lasting session (the partition's reply says so and the session
+goes), so made-up member ids cannot fill the 2,000 sessions."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from types import SimpleNamespace
+
+from actors.gateway import share_handlers
+from actors.gateway.serving import WireRequest
+from protocol.api import BY_API_KEY
+from protocol.shard import GroupCoordinatorShard
+from protocol.wire.codec import RequestHeader
+from protocol.wire.share_session import ShareSessions
+from protocol.wire.topics import Node, TopicIndex
+
+SHARE_FETCH = 78
+UNKNOWN_MEMBER_ID, GROUP_ID_NOT_FOUND = 25, 69
+
+
+class _Router:
+    def __init__(self) -> None:
+        self.shard = GroupCoordinatorShard()
+
+    async def call(self, request: object) -> object:
+        return self.shard.handle(request).response
+
+
+def _core() -> SimpleNamespace:
+    async def topics_knowing(names=(), uuids=()) -> TopicIndex:
+        return TopicIndex()
+
+    return SimpleNamespace(
+        router=_Router(), share_sessions=ShareSessions(), node=Node(0, "h", 9092),
+        topics_knowing=topics_knowing, may=lambda *args: True, now_ms=lambda: 1_000,
+        stream=SimpleNamespace(end_offset=lambda now_ms: 0))
+
+
+def _fetch(core: SimpleNamespace, group: str, member: str) -> dict:
+    body = {"group_id": group, "member_id": member, "share_session_epoch": 0, "max_wait": 0,
+            "topics": [{"topic_id": uuid.uuid4(), "partitions": [{"partition_index": 0}]}],
+            "forgotten_topics_data": []}
+    req = WireRequest(RequestHeader(SHARE_FETCH, 1, 1, "c"), body, "User:ANONYMOUS",
+                      "127.0.0.1", BY_API_KEY[SHARE_FETCH])
+    return asyncio.run(share_handlers.share_fetch(core, req))
+
+
+def test_a_share_fetch_from_a_member_the_group_does_not_know_leaves_no_session():
+    core = _core()
+    codes = {_fetch(core, "g", f"ghost-{k}")["error_code"] for k in range(100)}
+    assert codes <= {UNKNOWN_MEMBER_ID, GROUP_ID_NOT_FOUND} and codes
+    assert len(core.share_sessions) == 0
