@@ -142,22 +142,28 @@ def frame(records: list[bytes]) -> bytes:
     return FRAME_HEADER.pack(len(payload), crc32c.crc32c(payload)) + payload
 
 
-def unframe(data: bytes, where: str) -> list[list[bytes]]:
-    """Every frame of ``data``; ``SlotCorruptError`` unless it is whole frames, CRCs right."""
+def unframe(data: bytes, where: str, base: int = 0) -> list[list[bytes]]:
+    """Every frame of ``data``; ``SlotCorruptError`` unless it is whole frames, CRCs right.
+    ``base``: where ``data`` starts in its object, for the byte offsets errors name."""
     batches: list[list[bytes]] = []
     view = memoryview(data)
     offset = 0
     while offset < len(data):
+        at = base + offset
         if offset + FRAME_HEADER_BYTES > len(data):
-            raise SlotCorruptError(f"{where}: short frame header at {offset}")
+            raise SlotCorruptError(f"{where}: short frame header at byte offset {at}")
         length, crc = FRAME_HEADER.unpack_from(view, offset)
         start = offset + FRAME_HEADER_BYTES
         payload = view[start:start + length]
         if len(payload) != length or crc32c.crc32c(payload) != crc:
-            raise SlotCorruptError(f"{where}: bad frame at {offset}")
-        records = msgpack.unpackb(payload, raw=False)
+            raise SlotCorruptError(f"{where}: bad frame at byte offset {at}")
+        try:
+            records = msgpack.unpackb(payload, raw=False)
+        except (ValueError, TypeError, msgpack.UnpackException):
+            records = None
         if not isinstance(records, list) or not set(map(type, records)) <= {bytes}:
-            raise SlotCorruptError(f"{where}: a frame that is not a list of records")
+            raise SlotCorruptError(f"{where}: a frame that is not a list of records at byte "
+                                   f"offset {at}")
         batches.append(records)
         offset = start + length
     return batches
@@ -168,13 +174,20 @@ def encode_slot(kind: bytes, epoch: int, body: bytes = b"") -> bytes:
 
 
 def decode_slot(data: bytes, where: str) -> tuple[bytes, int, bytes]:
-    """(kind, epoch, body) of a slot object."""
+    """(kind, epoch, body) of a slot object. The header has no CRC of its own, so the kind is
+    checked against the body: a fence is empty, a batch is not (a batch whose kind byte was
+    damaged into a fence must not read as a fence, silently dropping its records)."""
     if len(data) < SLOT_HEADER.size:
-        raise SlotCorruptError(f"{where}: {len(data)} bytes, shorter than a slot header")
+        raise SlotCorruptError(f"{where}: {len(data)} bytes at byte offset 0, shorter than a "
+                               "slot header")
     magic, kind, epoch = SLOT_HEADER.unpack_from(data)
     if magic != MAGIC or kind not in (FENCE, BATCH, MARKER):
-        raise SlotCorruptError(f"{where}: not a Cohort log slot")
-    return kind, epoch, data[SLOT_HEADER.size:]
+        raise SlotCorruptError(f"{where}: not a Cohort log slot (header at byte offset 0)")
+    body = data[SLOT_HEADER.size:]
+    if (kind == FENCE) != (not body):
+        raise SlotCorruptError(f"{where}: a {'fence' if kind == FENCE else 'slot'} with "
+                               f"{len(body)} bytes of body (kind byte at byte offset 4)")
+    return kind, epoch, body
 
 
 def snapshot_bytes(records: Iterable[bytes]) -> bytes:

@@ -213,3 +213,33 @@ def test_every_turns_epoch_bumps_reach_the_metrics_though_they_are_sent_summed(t
         task.cancel()
 
     run(scenario)
+
+
+def test_a_partition_whose_log_is_damaged_before_its_tail_reports_failed_and_serves_nothing(
+    tmp_path,
+):
+    async def scenario() -> None:
+        turns = PartitionTurns("offsets-0", PartitionLog(tmp_path, segment_max_bytes=200),
+                               CONFIG, fetch_image)
+        task = asyncio.get_running_loop().create_task(turns.run())
+        await eventually(lambda: turns.state == "active")
+        for offset in range(1, 12):  # a few commits per 200-byte segment
+            assert commit_error((await turns.handle_batch([commit("g", offset)]))[0]) == 0
+        task.cancel()
+        turns.storage.close()
+        assert len(list(tmp_path.glob("*.log"))) > 2
+        first = sorted(tmp_path.glob("*.log"))[0]
+        data = bytearray(first.read_bytes())
+        data[20] ^= 0x01  # a payload byte of the first (acknowledged) commit
+        first.write_bytes(bytes(data))
+
+        again = PartitionTurns("offsets-0", PartitionLog(tmp_path), CONFIG, fetch_image)
+        task = asyncio.get_running_loop().create_task(again.run())
+        await eventually(lambda: again.state == "failed")
+        assert first.name in again.failure and "byte offset 0" in again.failure
+        [reply] = await again.handle_batch([commit("g", 99)])
+        assert commit_error(reply) == Errors.COORDINATOR_NOT_AVAILABLE
+        assert first.read_bytes() == bytes(data), "every byte kept"
+        task.cancel()
+
+    run(scenario)
