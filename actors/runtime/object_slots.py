@@ -82,6 +82,14 @@ def local_store(directory: str) -> ObjectStore:
     return LocalStore(directory)
 
 
+def _fsync_path(path: str, flags: int) -> None:
+    fd = os.open(path, flags)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _first_line(error: BaseException) -> str:
     return str(error).split("\n", 1)[0][:300]
 
@@ -96,6 +104,30 @@ class ObjectOps:
             raise
         except oe.BaseError as e:
             raise OSError(f"PUT {key}: {_first_line(e)}") from None
+        if isinstance(store, LocalStore):
+            self._sync_local(store, key)
+
+    def _sync_local(self, store: LocalStore, key: str) -> None:
+        """A ``file://`` store's PUT is a plain write and rename: nothing reaches the disk until
+        the kernel flushes it. A slot is acknowledged once ``put`` returns, so it is made
+        durable here, the file and then its directory entry (and, the first time, every
+        directory up to the store's root and the root's own entry: the PUT or ``open_store``
+        may have just created them)."""
+        path = os.path.join(str(store.prefix), key)
+        # local directories whose own entry is durable (set here: subclasses skip __init__)
+        synced: set[str] = self.__dict__.setdefault("_synced_dirs", set())
+        try:
+            _fsync_path(path, os.O_RDONLY)
+            directory = os.path.dirname(path)
+            stop = os.path.dirname(os.path.normpath(str(store.prefix)))  # the root's parent
+            while True:
+                _fsync_path(directory, os.O_RDONLY | os.O_DIRECTORY)
+                if directory in synced or os.path.normpath(directory) == stop:
+                    break
+                synced.add(directory)
+                directory = os.path.dirname(directory)
+        except OSError as e:
+            raise OSError(f"PUT {key}: fsync failed: {e}") from None
 
     def get(self, store: ObjectStore, key: str) -> bytes:
         try:
