@@ -38,21 +38,21 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-import crc32c
-import msgpack
-
 from actors.runtime.fencing import Fence, LogFencedError
 from actors.runtime.fileops import FileOps
 from actors.runtime.log_frames import (
     FRAME_HEADER,
     FRAME_HEADER_BYTES,
-    MAX_BATCH_BYTES,
+    encode_frame,
+    encode_turn,
     is_torn_tail,
     scan_frames,
 )
 from actors.runtime.storage import LoadedLog, PartitionStorage
 
-__all__ = ["FileOps", "LoadedLog", "LogCorruptError", "LogFencedError", "PartitionLog"]
+__all__ = [
+    "FileOps", "LoadedLog", "LogCorruptError", "LogFencedError", "PartitionLog", "encode_frame",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -81,17 +81,6 @@ class LogCorruptError(Exception):
     off. Everything else was acknowledged: loading stops, naming the file and byte offset, and
     keeps every byte, rather than serve less than was acknowledged.
     """
-
-
-def encode_frame(records: list[bytes]) -> bytes:
-    """Frame a batch; refuses what load would later reject, so a bad record never reaches disk."""
-    for record in records:
-        if not isinstance(record, bytes):
-            raise TypeError(f"a log record must be bytes, got {type(record).__name__}")
-    payload = msgpack.packb(records, use_bin_type=True)
-    if len(payload) > MAX_BATCH_BYTES:
-        raise ValueError(f"batch of {len(payload)} bytes exceeds MAX_BATCH_BYTES={MAX_BATCH_BYTES}")
-    return FRAME_HEADER.pack(len(payload), crc32c.crc32c(payload)) + payload
 
 
 def _snapshot_frames(records: Iterable[bytes]) -> Iterator[bytes]:
@@ -260,7 +249,7 @@ class PartitionLog(PartitionStorage):
         self._require_writable()
         if not records:
             return
-        frame = encode_frame(records)
+        frame = encode_turn(records)  # one write, however many frames: a turn is whole or torn
         with self._fence.held():
             try:
                 if (

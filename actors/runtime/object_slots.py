@@ -28,7 +28,7 @@ import obstore
 from obstore import exceptions as oe
 from obstore.store import LocalStore, MemoryStore, ObjectStore, from_url
 
-from actors.runtime.log_frames import FRAME_HEADER, FRAME_HEADER_BYTES, MAX_BATCH_BYTES
+from actors.runtime.log_frames import CONTINUED, FRAME_HEADER, FRAME_HEADER_BYTES, encode_turn
 
 MAGIC = b"CSL1"
 FENCE, BATCH, MARKER = b"F", b"B", b"M"
@@ -167,17 +167,15 @@ class ObjectOps:
 
 
 def frame(records: list[bytes]) -> bytes:
-    """One frame: length, CRC32C, msgpack list of the records (the local log's format)."""
-    payload = msgpack.packb(records, use_bin_type=True)
-    if len(payload) > MAX_BATCH_BYTES:
-        raise ValueError(f"a batch of {len(payload)} bytes exceeds {MAX_BATCH_BYTES}")
-    return FRAME_HEADER.pack(len(payload), crc32c.crc32c(payload)) + payload
+    """One turn's records: the local log's frames (``log_frames.encode_turn``)."""
+    return encode_turn(records)
 
 
 def unframe(data: bytes, where: str, base: int = 0) -> list[list[bytes]]:
     """Every frame of ``data``; ``SlotCorruptError`` unless it is whole frames, CRCs right.
     ``base``: where ``data`` starts in its object, for the byte offsets errors name."""
     batches: list[list[bytes]] = []
+    pending: list[bytes] = []  # a turn's records before its last frame
     view = memoryview(data)
     offset = 0
     while offset < len(data):
@@ -196,8 +194,15 @@ def unframe(data: bytes, where: str, base: int = 0) -> list[list[bytes]]:
         if not isinstance(records, list) or not set(map(type, records)) <= {bytes}:
             raise SlotCorruptError(f"{where}: a frame that is not a list of records at byte "
                                    f"offset {at}")
-        batches.append(records)
         offset = start + length
+        if records and records[-1] == CONTINUED:  # a turn split across frames goes on
+            pending += records[:-1]
+            continue
+        batches.append(pending + records if pending else records)
+        pending = []
+    if pending:
+        raise SlotCorruptError(f"{where}: a turn whose last frame is missing at byte offset "
+                               f"{base + len(data)}")
     return batches
 
 

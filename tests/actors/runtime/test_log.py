@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from actors.runtime import log as log_module
+from actors.runtime import log_frames
 from actors.runtime.log import (
     FRAME_HEADER_BYTES,
     LoadedLog,
@@ -119,17 +119,60 @@ def test_an_empty_append_writes_nothing(tmp_path: Path) -> None:
     assert log.bytes_since_snapshot == 0
 
 
-def test_a_batch_over_the_byte_bound_is_refused_and_writes_nothing(
+def test_a_record_over_the_frame_bound_is_refused_and_writes_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     log, _ = reopen(tmp_path)
-    monkeypatch.setattr(log_module, "MAX_BATCH_BYTES", 100)
+    monkeypatch.setattr(log_frames, "MAX_BATCH_BYTES", 100)
     with pytest.raises(ValueError, match="MAX_BATCH_BYTES"):
         log.append([b"x" * 200])
     log.append([b"small"])
     log.close()
 
     assert reopen(tmp_path)[1].batches == [[b"small"]]
+
+
+def test_a_turn_over_the_frame_bound_is_written_as_several_frames_and_read_back_as_one_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(log_frames, "MAX_BATCH_BYTES", 100)
+    monkeypatch.setattr(log_frames, "TURN_FRAME_BYTES", 60)
+    turn = [b"record-%02d" % i for i in range(40)]  # ~600 bytes: six times the frame bound
+    log, _ = reopen(tmp_path)
+    log.append([b"before"])
+    log.append(turn)
+    log.append([b"after"])
+    log.close()
+
+    frames = log_frames.scan_frames(segments(tmp_path)[0])
+    assert frames[0] == [[b"before"], turn, [b"after"]]
+    assert reopen(tmp_path)[1].batches == [[b"before"], turn, [b"after"]]
+
+
+def test_a_split_turn_torn_anywhere_is_dropped_whole_never_half_applied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(log_frames, "TURN_FRAME_BYTES", 60)
+    turn = [b"record-%02d" % i for i in range(20)]
+    source = tmp_path / "source"
+    write_log(source, [[b"acknowledged"]])
+    start = segments(source)[0].stat().st_size
+    write_log(source, [turn])
+    end = segments(source)[0].stat().st_size
+    assert end - start > 3 * 60, "several frames"
+
+    for cut in range(start, end):
+        copy = tmp_path / f"at-{cut}"
+        shutil.copytree(source, copy)
+        with open(segments(copy)[0], "r+b") as f:
+            f.truncate(cut)
+        log, loaded = reopen(copy)
+        assert loaded.batches == [[b"acknowledged"]], cut
+        assert segments(copy)[0].stat().st_size == start, "cut back to the whole turns"
+        log.append([b"next"])
+        log.close()
+        assert reopen(copy)[1].batches == [[b"acknowledged"], [b"next"]], cut
+        shutil.rmtree(copy)
 
 
 def test_a_record_that_is_not_bytes_is_refused_before_it_reaches_disk(tmp_path: Path) -> None:
@@ -298,7 +341,7 @@ def test_a_frame_whose_crc_matches_but_is_not_a_list_of_bytes_refuses_the_load(
 
 @settings(max_examples=150, deadline=None)
 @given(
-    batches=st.lists(st.lists(st.binary(min_size=0, max_size=40), min_size=1, max_size=3),
+    batches=st.lists(st.lists(st.binary(min_size=1, max_size=40), min_size=1, max_size=3),
                      min_size=1, max_size=12),
     segment_max_bytes=st.sampled_from([1, 64, 200, 1 << 20]),
     snapshot=st.booleans(),
@@ -477,7 +520,7 @@ def test_bytes_since_snapshot_counts_appended_frames_and_survives_a_restart(
 # A step is ("append", records), ("snapshot",), ("reopen",) or ("torn", fraction): a crash that
 # left part of one more frame at the end of the newest segment.
 steps = st.one_of(
-    st.tuples(st.just("append"), st.lists(st.binary(max_size=40), max_size=5)),
+    st.tuples(st.just("append"), st.lists(st.binary(min_size=1, max_size=40), max_size=5)),
     st.tuples(st.just("snapshot")),
     st.tuples(st.just("reopen")),
     st.tuples(st.just("torn"), st.floats(min_value=0.0, max_value=0.99)),

@@ -96,7 +96,7 @@ def test_a_missing_snapshot_whose_marker_landed_refuses_the_load():
 
 @settings(max_examples=150, deadline=None)
 @given(
-    batches=st.lists(st.lists(st.binary(max_size=30), min_size=1, max_size=3),
+    batches=st.lists(st.lists(st.binary(min_size=1, max_size=30), min_size=1, max_size=3),
                      min_size=1, max_size=8),
     snapshot_after=st.one_of(st.none(), st.integers(min_value=1, max_value=7)),
     where=st.floats(min_value=0.0, max_value=1.0, exclude_max=True),

@@ -243,3 +243,28 @@ def test_a_partition_whose_log_is_damaged_before_its_tail_reports_failed_and_ser
         task.cancel()
 
     run(scenario)
+
+
+def test_a_turn_whose_records_outgrow_one_frame_is_written_split_not_failed_as_a_bug(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+):
+    from actors.runtime import log as log_module
+    from actors.runtime import log_frames
+
+    monkeypatch.setattr(log_frames, "MAX_BATCH_BYTES", 4096)  # a frame's bound, made small
+    monkeypatch.setattr(log_module, "MAX_BATCH_BYTES", 4096, raising=False)  # where 3c2b7f1 read it
+
+    async def scenario() -> None:
+        turns = await started(tmp_path)
+        parts = [m.OffsetCommitRequestPartition(p, 100 + p, committed_metadata="x" * 2000)
+                 for p in range(4)]  # ~8 KB of records: two frames' worth
+        [reply] = await turns.handle_batch([m.OffsetCommitRequest(
+            group_id="g", topics=[m.OffsetCommitRequestTopic("foo", parts)])])
+        assert [p.error_code for p in reply.topics[0].partitions] == [Errors.NONE] * 4
+        assert turns.turn_failures == 0 and turns.state == "active"
+        assert sorted(on_disk(tmp_path)) == [("g", 100 + p) for p in range(4)]
+
+        again = await started(tmp_path)
+        assert committed(again.shard) == {"g": {("foo", p): 100 + p for p in range(4)}}
+
+    run(scenario)
