@@ -69,6 +69,9 @@ log = logging.getLogger(__name__)
 SLOT_WEIGHT_BYTES = 64 << 10
 READ_WORKERS = 32  # parallel GETs of a load
 OPEN_ATTEMPTS = 20  # opens raced by another writer, retried from the listing
+# An idle partition HEADs its next slot at most this often, in a worker thread (see
+# ``PartitionStorage.fence_check_interval_s``): how long a zombie may still serve reads.
+FENCE_CHECK_INTERVAL_S = 0.25
 
 
 class ObjectLog(PartitionStorage):
@@ -102,6 +105,10 @@ class ObjectLog(PartitionStorage):
     @property
     def bytes_since_snapshot(self) -> int:
         return self._bytes + self._slots * SLOT_WEIGHT_BYTES
+
+    @property
+    def fence_check_interval_s(self) -> float:
+        return FENCE_CHECK_INTERVAL_S
 
     @property
     def next_slot(self) -> int:

@@ -156,6 +156,10 @@ class MarkedStorage(PartitionStorage):
     def quick_append_bytes(self) -> int:
         return self.inner.quick_append_bytes
 
+    @property
+    def fence_check_interval_s(self) -> float:
+        return self.inner.fence_check_interval_s
+
     def load(self) -> LoadedLog:
         try:
             check_marker(self.storage_path, self.cluster_id, self._ops)

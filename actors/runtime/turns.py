@@ -307,7 +307,7 @@ class PartitionTurns:
         if records:
             await self._log.append(records)
         else:
-            self.storage.check_fence()  # a zombie's reads stop too
+            await self._log.check_fence()  # a zombie's reads stop too
         self._release(events, completed, answers)
         self._wakers.forget(shard.departed_members(records))
         self._wakers.wake(shard.take_wake_ups(decide=len(self._wakers) > 0))
