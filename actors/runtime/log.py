@@ -6,8 +6,14 @@ module is that disk: append-only segments of CRC-framed batches, and snapshots t
 segments go. It knows nothing of what a record means; records arrive already encoded.
 
 Frame: 4-byte big-endian payload length, 4-byte big-endian CRC32C of the payload, payload =
-msgpack list of record bytes. Segments are `<number>.log`; `snapshot-<n>.snap` holds the state
-as of the end of every segment numbered below n, in frames of the same shape.
+msgpack list of record bytes. Segments are `<number>.log`, numbered one after another (from 1,
+or from the snapshot's n); `snapshot-<n>.snap` holds the state as of the end of every segment
+numbered below n, in frames of the same shape.
+
+Loading cuts only what a crash mid-append leaves: a torn last frame at the end of the last
+segment. Damage anywhere else (a flipped byte in an earlier segment, a bad frame followed by
+good ones, a missing segment, a damaged snapshot) refuses the load with ``LogCorruptError``,
+naming the file and byte offset, and changes nothing on disk (invariant 9).
 
 One writer at a time: opening the log takes the next epoch (``actors.runtime.fencing``), and
 every append and snapshot checks it under a lock, so an older incarnation that still runs
@@ -32,15 +38,21 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-import crc32c
-import msgpack
-
 from actors.runtime.fencing import Fence, LogFencedError
 from actors.runtime.fileops import FileOps
-from actors.runtime.log_frames import FRAME_HEADER, FRAME_HEADER_BYTES, MAX_BATCH_BYTES, scan_frames
+from actors.runtime.log_frames import (
+    FRAME_HEADER,
+    FRAME_HEADER_BYTES,
+    encode_frame,
+    encode_turn,
+    is_torn_tail,
+    scan_frames,
+)
 from actors.runtime.storage import LoadedLog, PartitionStorage
 
-__all__ = ["FileOps", "LoadedLog", "LogCorruptError", "LogFencedError", "PartitionLog"]
+__all__ = [
+    "FileOps", "LoadedLog", "LogCorruptError", "LogFencedError", "PartitionLog", "encode_frame",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -62,23 +74,13 @@ _SNAPSHOT_TEMP_NAME = re.compile(r"^snapshot-\d+\.snap\.tmp$")
 
 
 class LogCorruptError(Exception):
-    """A snapshot failed its checks.
+    """The log lost acknowledged state: a damaged snapshot, a damaged frame anywhere but the
+    last segment's torn tail, or a missing segment (invariant 9).
 
-    A torn segment tail is the expected residue of a crash mid-append and is cut off. A snapshot
-    is only ever published whole (os.replace), so damage to it is lost acknowledged state that
-    truncation cannot repair: loading stops rather than serve a partial state.
+    A torn tail of the last segment is the expected residue of a crash mid-append and is cut
+    off. Everything else was acknowledged: loading stops, naming the file and byte offset, and
+    keeps every byte, rather than serve less than was acknowledged.
     """
-
-
-def encode_frame(records: list[bytes]) -> bytes:
-    """Frame a batch; refuses what load would later reject, so a bad record never reaches disk."""
-    for record in records:
-        if not isinstance(record, bytes):
-            raise TypeError(f"a log record must be bytes, got {type(record).__name__}")
-    payload = msgpack.packb(records, use_bin_type=True)
-    if len(payload) > MAX_BATCH_BYTES:
-        raise ValueError(f"batch of {len(payload)} bytes exceeds MAX_BATCH_BYTES={MAX_BATCH_BYTES}")
-    return FRAME_HEADER.pack(len(payload), crc32c.crc32c(payload)) + payload
 
 
 def _snapshot_frames(records: Iterable[bytes]) -> Iterator[bytes]:
@@ -163,7 +165,8 @@ class PartitionLog(PartitionStorage):
 
     def load(self) -> LoadedLog:
         """Take the next epoch (fencing every older writer), then read the latest snapshot and
-        the segments after it, cutting a torn or corrupt tail."""
+        the segments after it, cutting a torn last append; ``LogCorruptError`` for damage
+        anywhere else."""
         if self._loaded:
             raise RuntimeError("PartitionLog.load() may be called only once")
         with self._fence.locked():
@@ -246,7 +249,7 @@ class PartitionLog(PartitionStorage):
         self._require_writable()
         if not records:
             return
-        frame = encode_frame(records)
+        frame = encode_turn(records)  # one write, however many frames: a turn is whole or torn
         with self._fence.held():
             try:
                 if (
@@ -337,41 +340,67 @@ class PartitionLog(PartitionStorage):
         return number, [record for chunk in chunks for record in chunk]
 
     def _load_segments(self, first_number: int) -> tuple[list[list[bytes]], int, int]:
-        """Returns the batches, the bytes they span, and the bytes cut off."""
+        """Returns the batches, the bytes they span, and the bytes cut off (a torn tail).
+
+        Only the last segment's tail can be a crash's torn append (``is_torn_tail``): it is cut,
+        with a warning. Damage anywhere else, or a segment missing from the sequence, is lost
+        acknowledged state: ``LogCorruptError`` naming the file and byte offset, and nothing
+        is cut or removed, so the bytes stay for whoever repairs the log.
+        """
         self._delete_older_than(first_number)  # finishes a snapshot's interrupted cleanup
         segments = _numbered(self._directory, _SEGMENT_NAME)
+        self._check_contiguous(first_number, segments)
         batches: list[list[bytes]] = []
         valid_bytes = 0
         for index, (number, path) in enumerate(segments):
             found, end, problem = scan_frames(path)
+            if problem is not None:
+                last = index == len(segments) - 1
+                if not (last and is_torn_tail(path, end)):
+                    raise LogCorruptError(
+                        f"{path}: {problem} at byte offset {end}"
+                        + ("" if last else f", before {len(segments) - index - 1} later "
+                           "segment(s)")
+                        + "; acknowledged records may follow it, so the log is not loaded "
+                        "and every byte is kept"
+                    )
             batches.extend(found)
             valid_bytes += end
             self._active_number = number
             if problem is not None:
-                later = segments[index + 1 :]
-                return batches, valid_bytes, self._truncate(path, end, problem, later)
+                return batches, valid_bytes, self._truncate(path, end, problem)
         return batches, valid_bytes, 0
 
-    def _truncate(self, path: Path, end: int, problem: str, later: list[tuple[int, Path]]) -> int:
+    def _check_contiguous(self, first_number: int, segments: list[tuple[int, Path]]) -> None:
+        """Segments are numbered one after another from the snapshot's number (from 1 without
+        one), and a new one is created (and its directory entry synced) only after the one
+        before it: a number missing from the sequence is a lost segment."""
+        expected = max(first_number, 1)
+        for number, _ in segments:
+            if number != expected:
+                raise LogCorruptError(
+                    f"{self._segment_path(expected)}: missing from byte offset 0 (the next "
+                    f"segment found is {self._segment_path(number).name}); acknowledged records "
+                    "may be lost with it, so the log is not loaded and every byte is kept"
+                )
+            expected += 1
+
+    def _truncate(self, path: Path, end: int, problem: str) -> int:
         dropped = path.stat().st_size - end
-        later_bytes = sum(p.stat().st_size for _, p in later)
         logger.warning(
-            "%s: %s at offset %d; cut: %d bytes dropped, plus %d later segment(s), %d bytes",
+            "%s: %s at offset %d: a torn last append (never acknowledged); cut: %d bytes "
+            "dropped",
             path,
             problem,
             end,
             dropped,
-            len(later),
-            later_bytes,
         )
         with open(path, "r+b") as f:
             f.truncate(end)
             if self._fsync:
                 self._ops.fsync(f.fileno())
-        for _, later_path in later:
-            later_path.unlink()
         self._sync_directory()
-        return dropped + later_bytes
+        return dropped
 
     def _segment_path(self, number: int) -> Path:
         return self._directory / f"{number:0{FILE_NUMBER_DIGITS}d}.log"

@@ -50,6 +50,7 @@ from actors.runtime.object_slots import (
     BATCH,
     FENCE,
     MARKER,
+    SLOT_HEADER,
     AlreadyExistsError,
     ObjectOps,
     SlotCorruptError,
@@ -68,6 +69,9 @@ log = logging.getLogger(__name__)
 SLOT_WEIGHT_BYTES = 64 << 10
 READ_WORKERS = 32  # parallel GETs of a load
 OPEN_ATTEMPTS = 20  # opens raced by another writer, retried from the listing
+# An idle partition HEADs its next slot at most this often, in a worker thread (see
+# ``PartitionStorage.fence_check_interval_s``): how long a zombie may still serve reads.
+FENCE_CHECK_INTERVAL_S = 0.25
 
 
 class ObjectLog(PartitionStorage):
@@ -101,6 +105,10 @@ class ObjectLog(PartitionStorage):
     @property
     def bytes_since_snapshot(self) -> int:
         return self._bytes + self._slots * SLOT_WEIGHT_BYTES
+
+    @property
+    def fence_check_interval_s(self) -> float:
+        return FENCE_CHECK_INTERVAL_S
 
     @property
     def next_slot(self) -> int:
@@ -208,13 +216,20 @@ class ObjectLog(PartitionStorage):
         """List, read, claim the next slot; retried from the listing when another writer
         wrote (or a snapshot deleted) what this one was reading."""
         started = time.perf_counter()
+        damage: str | None = None  # what the previous reading found wrong
         for _ in range(OPEN_ATTEMPTS):
             try:
                 loaded, next_seq, newest_epoch, deletable = self._read(started)
             except FileNotFoundError:
                 continue  # a slot went away under us: a newer snapshot's deletion
             except SlotCorruptError as e:
-                raise LogCorruptError(str(e)) from None
+                # Damage stays put; a writer's snapshot deleting under our listing does not:
+                # refuse only what a second reading finds again (invariant 9; nothing written).
+                if str(e) == damage:
+                    raise LogCorruptError(f"{e}; the log is not loaded and every object is "
+                                          "kept") from None
+                damage = str(e)
+                continue
             if keep_epoch and newest_epoch > self._epoch:
                 self._fence(f"a newer incarnation's epoch {newest_epoch} is in the log")
             epoch = self._epoch if keep_epoch else newest_epoch + 1
@@ -256,9 +271,6 @@ class ObjectLog(PartitionStorage):
                 break
         tail = [s for s in slots if base is None or s > base]
         first = 0 if base is None else base + 1
-        if tail != list(range(first, first + len(tail))):
-            raise LogCorruptError(f"{self.name}: slots {first}.. are not contiguous "
-                                  f"({tail[:5]}...)")
         with ThreadPoolExecutor(min(READ_WORKERS, max(1, len(tail)))) as pool:
             bodies = list(pool.map(self._get, map(self._slot_key, tail)))
         batches: list[list[bytes]] = []
@@ -267,13 +279,22 @@ class ObjectLog(PartitionStorage):
         for seq, data in zip(tail, bodies, strict=True):
             where = self._slot_key(seq)
             kind, epoch, body = decode_slot(data, where)
+            if kind == MARKER:  # newer than the base: its snapshot is gone or does not match
+                raise SlotCorruptError(f"{where}: a snapshot marker at byte offset 0 whose "
+                                       f"snapshot {bytes(body[:200])!r} is missing or damaged")
             if kind != FENCE:
                 deletable.append(seq)
             if kind == BATCH:
-                for batch in unframe(body, where):
+                for batch in unframe(body, where, SLOT_HEADER.size):
                     batches.append(batch)
                     size += sum(map(len, batch))
             newest_epoch = max(newest_epoch, epoch)
+        # After reading: a damaged snapshot marker also shows as a gap (the slots its snapshot
+        # covered are gone), and naming the damaged object is the more useful message.
+        for expected, seq in zip(range(first, first + len(tail)), tail, strict=True):
+            if seq != expected:
+                raise SlotCorruptError(f"{self._slot_key(expected)}: missing from byte offset "
+                                       f"0 (the log goes on at slot {seq})")
         self._bytes, self._slots = size, len(tail)
         records = len(snapshot) + sum(map(len, batches))
         loaded = LoadedLog(snapshot, batches, records, time.perf_counter() - started, 0)

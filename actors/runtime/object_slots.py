@@ -28,7 +28,7 @@ import obstore
 from obstore import exceptions as oe
 from obstore.store import LocalStore, MemoryStore, ObjectStore, from_url
 
-from actors.runtime.log_frames import FRAME_HEADER, FRAME_HEADER_BYTES, MAX_BATCH_BYTES
+from actors.runtime.log_frames import CONTINUED, FRAME_HEADER, FRAME_HEADER_BYTES, encode_turn
 
 MAGIC = b"CSL1"
 FENCE, BATCH, MARKER = b"F", b"B", b"M"
@@ -82,6 +82,14 @@ def local_store(directory: str) -> ObjectStore:
     return LocalStore(directory)
 
 
+def _fsync_path(path: str, flags: int) -> None:
+    fd = os.open(path, flags)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _first_line(error: BaseException) -> str:
     return str(error).split("\n", 1)[0][:300]
 
@@ -96,6 +104,30 @@ class ObjectOps:
             raise
         except oe.BaseError as e:
             raise OSError(f"PUT {key}: {_first_line(e)}") from None
+        if isinstance(store, LocalStore):
+            self._sync_local(store, key)
+
+    def _sync_local(self, store: LocalStore, key: str) -> None:
+        """A ``file://`` store's PUT is a plain write and rename: nothing reaches the disk until
+        the kernel flushes it. A slot is acknowledged once ``put`` returns, so it is made
+        durable here, the file and then its directory entry (and, the first time, every
+        directory up to the store's root and the root's own entry: the PUT or ``open_store``
+        may have just created them)."""
+        path = os.path.join(str(store.prefix), key)
+        # local directories whose own entry is durable (set here: subclasses skip __init__)
+        synced: set[str] = self.__dict__.setdefault("_synced_dirs", set())
+        try:
+            _fsync_path(path, os.O_RDONLY)
+            directory = os.path.dirname(path)
+            stop = os.path.dirname(os.path.normpath(str(store.prefix)))  # the root's parent
+            while True:
+                _fsync_path(directory, os.O_RDONLY | os.O_DIRECTORY)
+                if directory in synced or os.path.normpath(directory) == stop:
+                    break
+                synced.add(directory)
+                directory = os.path.dirname(directory)
+        except OSError as e:
+            raise OSError(f"PUT {key}: fsync failed: {e}") from None
 
     def get(self, store: ObjectStore, key: str) -> bytes:
         try:
@@ -135,31 +167,42 @@ class ObjectOps:
 
 
 def frame(records: list[bytes]) -> bytes:
-    """One frame: length, CRC32C, msgpack list of the records (the local log's format)."""
-    payload = msgpack.packb(records, use_bin_type=True)
-    if len(payload) > MAX_BATCH_BYTES:
-        raise ValueError(f"a batch of {len(payload)} bytes exceeds {MAX_BATCH_BYTES}")
-    return FRAME_HEADER.pack(len(payload), crc32c.crc32c(payload)) + payload
+    """One turn's records: the local log's frames (``log_frames.encode_turn``)."""
+    return encode_turn(records)
 
 
-def unframe(data: bytes, where: str) -> list[list[bytes]]:
-    """Every frame of ``data``; ``SlotCorruptError`` unless it is whole frames, CRCs right."""
+def unframe(data: bytes, where: str, base: int = 0) -> list[list[bytes]]:
+    """Every frame of ``data``; ``SlotCorruptError`` unless it is whole frames, CRCs right.
+    ``base``: where ``data`` starts in its object, for the byte offsets errors name."""
     batches: list[list[bytes]] = []
+    pending: list[bytes] = []  # a turn's records before its last frame
     view = memoryview(data)
     offset = 0
     while offset < len(data):
+        at = base + offset
         if offset + FRAME_HEADER_BYTES > len(data):
-            raise SlotCorruptError(f"{where}: short frame header at {offset}")
+            raise SlotCorruptError(f"{where}: short frame header at byte offset {at}")
         length, crc = FRAME_HEADER.unpack_from(view, offset)
         start = offset + FRAME_HEADER_BYTES
         payload = view[start:start + length]
         if len(payload) != length or crc32c.crc32c(payload) != crc:
-            raise SlotCorruptError(f"{where}: bad frame at {offset}")
-        records = msgpack.unpackb(payload, raw=False)
+            raise SlotCorruptError(f"{where}: bad frame at byte offset {at}")
+        try:
+            records = msgpack.unpackb(payload, raw=False)
+        except (ValueError, TypeError, msgpack.UnpackException):
+            records = None
         if not isinstance(records, list) or not set(map(type, records)) <= {bytes}:
-            raise SlotCorruptError(f"{where}: a frame that is not a list of records")
-        batches.append(records)
+            raise SlotCorruptError(f"{where}: a frame that is not a list of records at byte "
+                                   f"offset {at}")
         offset = start + length
+        if records and records[-1] == CONTINUED:  # a turn split across frames goes on
+            pending += records[:-1]
+            continue
+        batches.append(pending + records if pending else records)
+        pending = []
+    if pending:
+        raise SlotCorruptError(f"{where}: a turn whose last frame is missing at byte offset "
+                               f"{base + len(data)}")
     return batches
 
 
@@ -168,13 +211,20 @@ def encode_slot(kind: bytes, epoch: int, body: bytes = b"") -> bytes:
 
 
 def decode_slot(data: bytes, where: str) -> tuple[bytes, int, bytes]:
-    """(kind, epoch, body) of a slot object."""
+    """(kind, epoch, body) of a slot object. The header has no CRC of its own, so the kind is
+    checked against the body: a fence is empty, a batch is not (a batch whose kind byte was
+    damaged into a fence must not read as a fence, silently dropping its records)."""
     if len(data) < SLOT_HEADER.size:
-        raise SlotCorruptError(f"{where}: {len(data)} bytes, shorter than a slot header")
+        raise SlotCorruptError(f"{where}: {len(data)} bytes at byte offset 0, shorter than a "
+                               "slot header")
     magic, kind, epoch = SLOT_HEADER.unpack_from(data)
     if magic != MAGIC or kind not in (FENCE, BATCH, MARKER):
-        raise SlotCorruptError(f"{where}: not a Cohort log slot")
-    return kind, epoch, data[SLOT_HEADER.size:]
+        raise SlotCorruptError(f"{where}: not a Cohort log slot (header at byte offset 0)")
+    body = data[SLOT_HEADER.size:]
+    if (kind == FENCE) != (not body):
+        raise SlotCorruptError(f"{where}: a {'fence' if kind == FENCE else 'slot'} with "
+                               f"{len(body)} bytes of body (kind byte at byte offset 4)")
+    return kind, epoch, body
 
 
 def snapshot_bytes(records: Iterable[bytes]) -> bytes:

@@ -119,12 +119,16 @@ class OffsetsPartition:
     # ------------------------------------------------------------------ inspection
 
     async def ready(self) -> str:
-        """The turn loop's state; a storage refused for good says why ("failed: ...")."""
-        state, refusal = self._turns.state, getattr(self._storage, "refusal", None)
+        """The turn loop's state; a storage refused for good says why ("failed: ..."): a
+        marker that is not this Cohort's, a damaged log (file and byte offset)."""
+        state, refusal = self._turns.state, self._refusal()
         return f"{state}: {refusal}" if state == "failed" and refusal else state
 
+    def _refusal(self) -> str | None:
+        return getattr(self._storage, "refusal", None) or self._turns.failure
+
     async def info(self) -> dict:
-        refusal = getattr(self._storage, "refusal", None)  # why the storage was refused
+        refusal = self._refusal()  # why the storage was refused
         return {"partition": self.partition, "pid": os.getpid(), **self._turns.info(),
                 **({"refusal": refusal} if refusal else {})}
 

@@ -74,6 +74,14 @@ class PartitionStorage(abc.ABC):
         (an object store's PUT) must be."""
         return 0
 
+    @property
+    def fence_check_interval_s(self) -> float:
+        """How often at most an idle partition asks ``check_fence``, and whether in a worker
+        thread (> 0) or on the event loop (0, the default: a local epoch file read, cheap).
+        A network check (an object store's HEAD) is rate-limited: a zombie's reads may go on
+        for this long after a newer writer loaded, its writes never (they are conditional)."""
+        return 0.0
+
     @abc.abstractmethod
     def load(self) -> LoadedLog:
         """Take the next epoch (fencing every older writer), then read what is durable.

@@ -1,14 +1,15 @@
 """The storage marker: which Cohort a storage root belongs to, so that no partition serves an
 empty coordinator from storage that is not Cohort's.
 
-``Cluster.start`` (and so ``cohort start``) writes ``cohort.json`` at the root of
-``storage_path`` (a local directory or ``s3://bucket/prefix``) with put-if-absent, holding a
-new cluster id; a marker already there is adopted (a restart of the same Cohort). The
-Controller and every partition are given the id, and before loading their log they read the
-marker: none (a node that cannot see the directory the cluster was started on, a mistyped
-prefix) or another Cohort's id is refused for good with ``StorageMarkerError`` (the partition
-then answers COORDINATOR_NOT_AVAILABLE and ``info()`` says why), where an unreachable store is
-an ``OSError``, retried as any storage failure.
+``Cluster.start`` (and so ``cohort start``) first checks that an object store honours
+put-if-absent (``probe_put_if_absent``: without it fencing would be silently off), then writes
+``cohort.json`` at the root of ``storage_path`` (a local directory or ``s3://bucket/prefix``)
+with put-if-absent, holding a new cluster id; a marker already there is adopted (a restart of
+the same Cohort). The Controller and every partition are given the id, and before loading
+their log they read the marker: none (a node that cannot see the directory the cluster was
+started on, a mistyped prefix) or another Cohort's id is refused for good with
+``StorageMarkerError`` (the partition then answers COORDINATOR_NOT_AVAILABLE and ``info()``
+says why), where an unreachable store is an ``OSError``, retried as any storage failure.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from actors.runtime.object_slots import (
 from actors.runtime.storage import LoadedLog, PartitionStorage
 
 MARKER = "cohort.json"
+PROBE_PREFIX = "cohort-probe/"  # a key per probe, removed after it
 
 
 class StorageMarkerError(RuntimeError):
@@ -57,6 +59,8 @@ def claim_marker(storage_path: str, ops: ObjectOps | None = None) -> str:
     ops = ops or ObjectOps()
     try:
         store = marker_store(storage_path)
+        if is_url(storage_path):
+            probe_put_if_absent(storage_path, store, ops)
         data = json.dumps({"cluster_id": uuid.uuid4().hex, "format": 1}).encode()
         with contextlib.suppress(AlreadyExistsError):  # there already: adopted
             ops.put(store, MARKER, data, create=True)
@@ -67,6 +71,30 @@ def claim_marker(storage_path: str, ops: ObjectOps | None = None) -> str:
             "AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_ALLOW_HTTP=true for a "
             "plain http endpoint, and that the bucket exists"
         ) from None
+
+
+def probe_put_if_absent(storage_path: str, store: ObjectStore, ops: ObjectOps) -> None:
+    """``StorageMarkerError`` unless the store refuses a second put-if-absent of one key.
+
+    Fencing a zombie partition rests on it (``object_log``: its next slot is a put-if-absent
+    that a newer incarnation's fence makes fail). An S3-compatible store that ignores
+    ``If-None-Match: *`` would let both write, silently; so a new key is created twice at
+    start, and the second must fail."""
+    key = f"{PROBE_PREFIX}{uuid.uuid4().hex}"
+    ops.put(store, key, b"first", create=True)
+    try:
+        ops.put(store, key, b"second", create=True)
+    except AlreadyExistsError:
+        return
+    finally:
+        with contextlib.suppress(OSError):
+            ops.delete(store, [key])
+    raise StorageMarkerError(
+        f"storage {storage_path!r} does not honour put-if-absent (If-None-Match: *): a second "
+        f"create of {key} succeeded. Cohort fences a stale partition with it, so fencing "
+        "would be silently off; refusing to start. Use a store that supports conditional "
+        "writes (AWS S3, GCS, Azure, R2, MinIO, SeaweedFS)"
+    )
 
 
 def read_marker(storage_path: str, store: ObjectStore | None = None,
@@ -127,6 +155,10 @@ class MarkedStorage(PartitionStorage):
     @property
     def quick_append_bytes(self) -> int:
         return self.inner.quick_append_bytes
+
+    @property
+    def fence_check_interval_s(self) -> float:
+        return self.inner.fence_check_interval_s
 
     def load(self) -> LoadedLog:
         try:

@@ -4,16 +4,20 @@
 fails; this holds where the write runs and what it costs. A small append to a quick storage
 runs on the event loop (the hop to a worker thread and back cost as much as the fsync), a
 large or slow one in a thread; every record written also goes into the compacted state (the
-latest record of each key), which a snapshot writes out once the log outgrows it.
+latest record of each key), which a snapshot writes out once the log outgrows it. A turn that
+writes nothing asks the storage whether this writer is still its own (``check_fence``), as
+often as the storage's check is cheap enough for.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
 
 from actors.runtime.compaction import CompactedState
+from actors.runtime.fencing import LogFencedError
 from actors.runtime.storage import PartitionStorage
 from protocol.codec import encode_record
 from protocol.records import Record
@@ -44,6 +48,8 @@ class TurnLog:
         self._loop_appends = True  # the last append was quick: the next may run on the loop
         self._append_s = 0.0  # how long the last append took in the storage
         self._snapshot_retry_at = 0.0
+        self._fence_checked_at = float("-inf")  # monotonic time of the last check (or append)
+        self._fence_check: asyncio.Future | None = None  # the check running in the background
 
     async def append(self, records: list[Record]) -> None:
         """Make the records durable (one append); raises what the storage raises. Either way
@@ -54,8 +60,35 @@ class TurnLog:
         else:
             await self._in_thread(self._timed_append, encoded)
         self._loop_appends = self._append_s <= LOOP_APPEND_MAX_S
+        self._fence_checked_at = time.monotonic()  # an append is a fenced write that landed
         for record, data in zip(records, encoded, strict=True):
             self.compacted.add(record, data)
+
+    async def check_fence(self) -> None:
+        """Before a turn that wrote nothing releases its replies: is this writer still the
+        storage's? ``LogFencedError`` if a newer one loaded. A cheap check (a local epoch
+        file) runs here, every turn. A network check (an object store's HEAD) runs in the
+        background, in a worker thread, at most once per ``fence_check_interval_s`` (an append
+        in between counts as one), so a slow store never holds a turn: its verdict is acted
+        on at the next idle turn. A store that fails the check is no fence: logged, asked
+        again an interval later; only a confirmed fence stops the partition serving."""
+        interval = self.storage.fence_check_interval_s
+        if interval <= 0:
+            self.storage.check_fence()
+            return
+        check = self._fence_check
+        if check is not None and check.done():
+            self._fence_check = None
+            error = None if check.cancelled() else check.exception()
+            if isinstance(error, LogFencedError):
+                raise error
+            if error is not None:
+                log.warning("%s: fence check failed (%s); asking again later", self.name, error)
+        now = time.monotonic()
+        if self._fence_check is None and now - self._fence_checked_at >= interval:
+            self._fence_checked_at = now
+            self._fence_check = asyncio.ensure_future(self._in_thread(self.storage.check_fence))
+            self._fence_check.add_done_callback(_retrieve)
 
     def _timed_append(self, encoded: list[bytes]) -> None:
         started = time.perf_counter()
@@ -77,3 +110,10 @@ class TurnLog:
                 raise
             log.warning("%s: snapshot not written; retrying later", self.name, exc_info=True)
             self._snapshot_retry_at = time.monotonic() + SNAPSHOT_RETRY_S
+
+
+def _retrieve(check: asyncio.Future) -> None:
+    """Mark a background check's exception seen (it is read at the next idle turn, or never if
+    the partition stopped meanwhile; asyncio would otherwise log it as lost)."""
+    if not check.cancelled():
+        check.exception()

@@ -111,6 +111,7 @@ class PartitionTurns:
         self.recoveries = 0  # reloads in place after a failed write
         self.load_failures = 0  # loads (or reloads) that the storage refused, retried
         self.turn_failures = 0  # turns a bug failed (each reloaded the shard)
+        self.failure: str | None = None  # why the load was refused for good ("failed")
         self.shard: GroupCoordinatorShard | None = None
         self.image_version = -1
         self._fetch_image = fetch_image
@@ -306,7 +307,7 @@ class PartitionTurns:
         if records:
             await self._log.append(records)
         else:
-            self.storage.check_fence()  # a zombie's reads stop too
+            await self._log.check_fence()  # a zombie's reads stop too
         self._release(events, completed, answers)
         self._wakers.forget(shard.departed_members(records))
         self._wakers.wake(shard.take_wake_ups(decide=len(self._wakers) > 0))
@@ -368,8 +369,9 @@ class PartitionTurns:
                 self.load_failures += 1
                 log.warning("%s: cannot load (storage); retrying in %.1f s", self.name,
                             delay_s, exc_info=True)
-            except Exception:  # LogCorruptError among them: lost acknowledged state
+            except Exception as e:  # LogCorruptError among them: lost acknowledged state
                 log.exception("%s failed to load", self.name)
+                self.failure = f"{type(e).__name__}: {e}"
                 self._set_state("failed")
                 return
             self.shard = None

@@ -103,22 +103,27 @@ class OffsetRules:
             else -1
         )
         topics = []
+        # Kafka writes a record per accepted entry and the last one per partition wins on
+        # replay; only that last one is written here, for the same state: a request naming one
+        # partition 460,000 times is one record, not 460,000 (every entry is still answered).
+        latest: dict[tuple[str, int], m.OffsetCommitRequestPartition] = {}
         for topic in req.topics:
             answers = []
             for p in topic.partitions:
                 error = self._partition_error(topic.name, p, owner)
                 if error == Errors.NONE:
-                    value = OffsetCommitValue(
-                        offset=p.committed_offset,
-                        leader_epoch=p.committed_leader_epoch,
-                        metadata=p.committed_metadata or "",
-                        commit_timestamp=self.ctx.now_ms,
-                        expire_timestamp=expire_ms,
-                    )
-                    key = OffsetCommitKey(req.group_id, topic.name, p.partition_index)
-                    self.ctx.emit(Record(key, value))
+                    latest[topic.name, p.partition_index] = p
                 answers.append(m.OffsetCommitResponsePartition(p.partition_index, error))
             topics.append(m.OffsetCommitResponseTopic(topic.name, answers))
+        for (topic_name, partition), p in latest.items():
+            value = OffsetCommitValue(
+                offset=p.committed_offset,
+                leader_epoch=p.committed_leader_epoch,
+                metadata=p.committed_metadata or "",
+                commit_timestamp=self.ctx.now_ms,
+                expire_timestamp=expire_ms,
+            )
+            self.ctx.emit(Record(OffsetCommitKey(req.group_id, topic_name, partition), value))
         return m.OffsetCommitResponse(topics=topics)
 
     def _validate_commit(self, req: m.OffsetCommitRequest) -> ConsumerGroupMember | None:
@@ -189,15 +194,18 @@ class OffsetRules:
             raise CoordinatorError(Errors.NON_EMPTY_GROUP, f"Group {gid} is not empty.")
         subscribed = self._subscribed_topics(group, strict=False) or set()
         committed = self.offsets.get(gid, {})
+        deleted: set[tuple[str, int]] = set()  # one tombstone per partition, however often named
         topics = []
         for topic in req.topics:
             answers = []
             for p in topic.partitions:
                 error = Errors.NONE
+                tp = (topic.name, p.partition_index)
                 if topic.name in subscribed:
                     error = Errors.GROUP_SUBSCRIBED_TO_TOPIC
-                elif (topic.name, p.partition_index) in committed:
-                    self.ctx.emit(Record(OffsetCommitKey(gid, topic.name, p.partition_index), None))
+                elif tp in committed and tp not in deleted:
+                    deleted.add(tp)
+                    self.ctx.emit(Record(OffsetCommitKey(gid, *tp), None))
                 answers.append(m.OffsetDeleteResponsePartition(p.partition_index, error))
             topics.append(m.OffsetDeleteResponseTopic(topic.name, answers))
         return m.OffsetDeleteResponse(topics=topics)

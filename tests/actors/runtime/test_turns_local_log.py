@@ -213,3 +213,58 @@ def test_every_turns_epoch_bumps_reach_the_metrics_though_they_are_sent_summed(t
         task.cancel()
 
     run(scenario)
+
+
+def test_a_partition_whose_log_is_damaged_before_its_tail_reports_failed_and_serves_nothing(
+    tmp_path,
+):
+    async def scenario() -> None:
+        turns = PartitionTurns("offsets-0", PartitionLog(tmp_path, segment_max_bytes=200),
+                               CONFIG, fetch_image)
+        task = asyncio.get_running_loop().create_task(turns.run())
+        await eventually(lambda: turns.state == "active")
+        for offset in range(1, 12):  # a few commits per 200-byte segment
+            assert commit_error((await turns.handle_batch([commit("g", offset)]))[0]) == 0
+        task.cancel()
+        turns.storage.close()
+        assert len(list(tmp_path.glob("*.log"))) > 2
+        first = sorted(tmp_path.glob("*.log"))[0]
+        data = bytearray(first.read_bytes())
+        data[20] ^= 0x01  # a payload byte of the first (acknowledged) commit
+        first.write_bytes(bytes(data))
+
+        again = PartitionTurns("offsets-0", PartitionLog(tmp_path), CONFIG, fetch_image)
+        task = asyncio.get_running_loop().create_task(again.run())
+        await eventually(lambda: again.state == "failed")
+        assert first.name in again.failure and "byte offset 0" in again.failure
+        [reply] = await again.handle_batch([commit("g", 99)])
+        assert commit_error(reply) == Errors.COORDINATOR_NOT_AVAILABLE
+        assert first.read_bytes() == bytes(data), "every byte kept"
+        task.cancel()
+
+    run(scenario)
+
+
+def test_a_turn_whose_records_outgrow_one_frame_is_written_split_not_failed_as_a_bug(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+):
+    from actors.runtime import log as log_module
+    from actors.runtime import log_frames
+
+    monkeypatch.setattr(log_frames, "MAX_BATCH_BYTES", 4096)  # a frame's bound, made small
+    monkeypatch.setattr(log_module, "MAX_BATCH_BYTES", 4096, raising=False)  # where 3c2b7f1 read it
+
+    async def scenario() -> None:
+        turns = await started(tmp_path)
+        parts = [m.OffsetCommitRequestPartition(p, 100 + p, committed_metadata="x" * 2000)
+                 for p in range(4)]  # ~8 KB of records: two frames' worth
+        [reply] = await turns.handle_batch([m.OffsetCommitRequest(
+            group_id="g", topics=[m.OffsetCommitRequestTopic("foo", parts)])])
+        assert [p.error_code for p in reply.topics[0].partitions] == [Errors.NONE] * 4
+        assert turns.turn_failures == 0 and turns.state == "active"
+        assert sorted(on_disk(tmp_path)) == [("g", 100 + p) for p in range(4)]
+
+        again = await started(tmp_path)
+        assert committed(again.shard) == {"g": {("foo", p): 100 + p for p in range(4)}}
+
+    run(scenario)

@@ -836,3 +836,46 @@ def test_any_offset_commit_is_answered_and_a_refusal_writes_nothing(
     for r in res.records:
         fresh.replay(r)
     assert fresh.offsets.offsets == shard.offsets.offsets
+
+
+# ----------------------------------------------------------------- repeated entries
+
+
+def test_one_commit_naming_a_partition_460_000_times_writes_one_record_and_answers_every_entry():
+    shard = new_shard()
+    group = "g" * 600
+    entries = [m.OffsetCommitRequestPartition(0, offset) for offset in range(460_000)]
+    req = m.OffsetCommitRequest(group_id=group, topics=[m.OffsetCommitRequestTopic("foo", entries)])
+
+    res = shard.handle(req)
+
+    assert [r.key for r in res.records] == [OffsetCommitKey(group, "foo", 0)]
+    assert res.records[0].value.offset == 459_999, "the last entry wins, as on Kafka's replay"
+    answers = res.response.topics[0].partitions
+    assert len(answers) == 460_000
+    assert {p.error_code for p in answers} == {Errors.NONE}
+    assert committed(shard, group) == {("foo", 0): 459_999}
+
+
+def test_a_refused_repeat_of_a_partition_leaves_the_valid_entry_before_it_written():
+    shard = new_shard()
+    parts = [m.OffsetCommitRequestPartition(0, 5), m.OffsetCommitRequestPartition(0, -1),
+             m.OffsetCommitRequestPartition(1, 7)]
+    res = shard.handle(m.OffsetCommitRequest(
+        group_id="g", topics=[m.OffsetCommitRequestTopic("foo", parts[:2]),
+                              m.OffsetCommitRequestTopic("foo", parts[2:])]))
+
+    assert [p.error_code for t in res.response.topics for p in t.partitions] == [
+        Errors.NONE, Errors.INVALID_COMMIT_OFFSET_SIZE, Errors.NONE]
+    assert [(r.key.partition, r.value.offset) for r in res.records] == [(0, 5), (1, 7)]
+
+
+def test_an_offset_delete_naming_a_partition_many_times_writes_one_tombstone():
+    shard = new_shard()
+    commit(shard, {("foo", 0): 10})
+
+    res = delete_offsets(shard, {"foo": [0] * 10_000})
+
+    assert [(r.key, r.value) for r in res.records] == [(OffsetCommitKey("g", "foo", 0), None)]
+    assert len(res.response.topics[0].partitions) == 10_000
+    assert committed(shard) == {}
