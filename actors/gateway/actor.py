@@ -126,6 +126,7 @@ class Gateway:
         return {"connections": self.admission.open, "port": self.port,
                 "max_connections": self.admission.max_connections,
                 "refused_connections": self.admission.refused,
+                "reclaimed_connections": self.admission.reclaimed,
                 "security_version": self.core.security.version,
                 "served": dict(self.core.served),
                 "coordinators": len(self.core.brokers.nodes()),

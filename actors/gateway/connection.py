@@ -22,6 +22,16 @@ ApiVersions, answered in v0 with UNSUPPORTED_VERSION as KIP-511 asks), a body th
 decode, a request before authentication, a failed authentication, or a handler's unexpected
 error (logged).
 
+Deadlines, as Kafka's broker keeps them: a connection with nothing owed to it and nothing read
+from it for ``connections_max_idle_ms`` is closed (Kafka's ``connections.max.idle.ms``), and
+so is one that has not completed SASL within ``authentication_timeout_ms`` of opening (however
+busy it keeps itself with ApiVersions); until then a frame may be at most
+``sasl_server_max_receive_bytes`` (Kafka's ``sasl.server.max.receive.size``, 512 KiB), refused
+from its size prefix, before its body is read. A request's header is read and checked (its API,
+version, and authentication) before its body is decoded: nothing is spent on the body of a
+request the connection will refuse. When the listener is full, an idle connection may be
+closed for a newcomer (``admission``).
+
 A request read after the client closed the connection is not served. A client closes when a
 request times out (librdkafka does, after a heartbeat or commit waited longer than its timeout
 behind a request held while a partition restarted), gives up on what it sent and sends anew on
@@ -40,17 +50,19 @@ import secrets
 from collections.abc import Awaitable, Callable
 from typing import NamedTuple
 
+from actors.gateway.admission import CURRENT_SLOT
 from actors.gateway.dispatch import HANDLERS
 from actors.gateway.serving import WireRequest
 from protocol.api import BY_API_KEY
 from protocol.security.acls import ANONYMOUS
 from protocol.security.sasl import SaslSession
 from protocol.wire.codec import (
-    Decoded,
+    RequestHead,
     UnsupportedVersion,
     WireError,
-    decode_request,
+    decode_body,
     encode_response,
+    read_request_head,
 )
 from protocol.wire.framing import FrameError, FrameReader
 from protocol.wire.versions import (
@@ -101,27 +113,39 @@ class Connection:
         self.pipelined = pipelined
         peer = writer.get_extra_info("peername")
         self.client_host = peer[0] if peer else ""
-        self.frames = FrameReader(core.options.max_request_bytes)
-        mechanisms = core.options.sasl_mechanisms
+        options = core.options
+        mechanisms = options.sasl_mechanisms
         self.sasl = SaslSession(mechanisms, core.user, lambda: secrets.token_urlsafe(18)) \
             if mechanisms else None
         self.principal = ANONYMOUS if self.sasl is None else None
+        self.frames = FrameReader(options.max_request_bytes if self.principal is not None
+                                  else options.sasl_server_max_receive_bytes)
         # Replies owed, in request order: (the request's name, its future reply, what makes
-        # the frame of that reply, or None when the future gives the frame); at most
-        # MAX_IN_FLIGHT. ``_more``: something was added; ``_idle``: nothing is owed.
-        self._owed: collections.deque[tuple[str, asyncio.Future, Callable | None]] = \
-            collections.deque()
+        # the frame of that reply or None when the future gives the frame); at most
+        # MAX_IN_FLIGHT. ``_more``: something was added;
+        # ``_idle``: nothing is owed; ``_room``: a reply was written.
+        self._owed: collections.deque[
+            tuple[str, asyncio.Future, Callable | None]] = collections.deque()
         self._more, self._idle, self._room = asyncio.Event(), asyncio.Event(), asyncio.Event()
         self._idle.set()
         self._failed: str | None = None
+        self._loop = asyncio.get_running_loop()
+        self._last_active = self._loop.time()
+        self._idle_s = options.connections_max_idle_ms / 1000
+        self._authenticate_by = self._last_active + options.authentication_timeout_ms / 1000
+        self._deadline = self._loop.call_at(self._next_deadline(), self._at_deadline)
+        slot = CURRENT_SLOT.get()
+        if slot is not None:
+            slot.connection = self
 
     async def run(self) -> None:
-        replier = asyncio.get_running_loop().create_task(self._write_replies())
+        replier = self._loop.create_task(self._write_replies())
         try:
             while True:
                 data = await self.reader.read(READ_CHUNK_BYTES)
                 if not data:
                     return
+                self._last_active = self._loop.time()
                 for frame in self.frames.feed(data):
                     if self.reader.at_eof():
                         return  # the client has gone: what it left queued is not served
@@ -132,30 +156,28 @@ class Connection:
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
             pass  # the client went away, or the listener is stopping
         finally:
+            self._deadline.cancel()
             replier.cancel()
             self.writer.close()
 
     async def _take(self, frame: bytes) -> None:
-        try:
-            decoded = decode_request(frame)
-        except UnsupportedVersion as e:
-            if e.header.api_key != API_VERSIONS:
-                raise _Close(str(e)) from None
-            await self._reply_now("ApiVersions",
-                                  encode_response(e.header, api_versions_body(35), version=0))
+        """Serve one frame in two steps: its header read and checked (API, version,
+        authentication), then its body decoded and the request served."""
+        head = await self._read_head(frame)
+        if head is None:
             return
+        key = head.header.api_key
+        try:
+            body = decode_body(head)
         except WireError as e:
             raise _Close(f"{type(e).__name__}: {e}") from None
-        key = decoded.header.api_key
-        if self.principal is None and key not in BEFORE_AUTHENTICATION:
-            raise _Close(f"{api_name(key)} before SASL authentication completed")
         if key in (SASL_HANDSHAKE, SASL_AUTHENTICATE):
             await self._written()
-            await self._sasl(decoded)
+            await self._sasl(head, body)
             return
-        self.core.count(key, decoded.header.api_version)
-        req = WireRequest(decoded.header, decoded.body, self.principal or ANONYMOUS,
-                          self.client_host, BY_API_KEY[key])
+        self.core.count(key, head.header.api_version)
+        req = WireRequest(head.header, body, self.principal or ANONYMOUS, self.client_host,
+                          BY_API_KEY[key])
         if key in self.pipelined:
             await self._room_for_one()
             self._submit(req)
@@ -163,6 +185,25 @@ class Connection:
         await self._written()  # muted: served alone, as Kafka's broker serves every request
         self._submit(req)
         await self._written()
+
+    async def _read_head(self, frame: bytes) -> RequestHead | None:
+        """The frame's header, if its body is to be decoded: its API and version served, and
+        allowed before authentication if it has not completed (else ``_Close``). None when
+        answered already (an ApiVersions newer than served gets the v0 fallback)."""
+        try:
+            head = read_request_head(frame)
+        except UnsupportedVersion as e:
+            if e.header.api_key != API_VERSIONS:
+                raise _Close(str(e)) from None
+            await self._reply_now("ApiVersions",
+                                  encode_response(e.header, api_versions_body(35), version=0))
+            return None
+        except WireError as e:
+            raise _Close(f"{type(e).__name__}: {e}") from None
+        key = head.header.api_key
+        if self.principal is None and key not in BEFORE_AUTHENTICATION:
+            raise _Close(f"{api_name(key)} before SASL authentication completed")
+        return head
 
     def _submit(self, req: WireRequest) -> None:
         # ``respond`` gives a ``Pending`` (the request is on its way to its mailbox already)
@@ -174,11 +215,12 @@ class Connection:
         if type(reply) is Pending:
             self._owe(req.api.name, reply.done, reply.encode)
         else:
-            self._owe(req.api.name, asyncio.get_running_loop().create_task(reply))
+            self._owe(req.api.name, self._loop.create_task(reply))
 
     async def _reply_now(self, name: str, data: bytes) -> None:
+        self._check_failed()
         await self._room_for_one()
-        done = asyncio.get_running_loop().create_future()
+        done = self._loop.create_future()
         done.set_result(data)
         self._owe(name, done)
         await self._written()
@@ -217,18 +259,13 @@ class Connection:
                 self._more.clear()
                 await self._more.wait()
                 continue
-            frames: list[bytes] = []
+            name = self._owed[0][0]
             try:
                 await asyncio.wait([self._owed[0][1]])
-                while self._owed and self._owed[0][1].done() and self._failed is None:
-                    name, reply, encode = self._owed.popleft()
-                    if reply.cancelled():
-                        raise RuntimeError("its handler was cancelled")
-                    data = reply.result() if encode is None else encode(reply.result())
-                    if data is not None:
-                        frames.append(data)
+                frames = self._ready_frames()
                 if frames:
-                    self.writer.write(b"".join(frames))
+                    self.writer.write(b"".join(frames) if len(frames) > 1 else frames[0])
+                    self._last_active = self._loop.time()
                     if not self._owed:
                         await self.writer.drain()
             except asyncio.CancelledError:
@@ -240,29 +277,84 @@ class Connection:
                 self._fail(f"{name} failed: {e}")
             self._room.set()
 
+    def _ready_frames(self) -> list[bytes]:
+        """The frames of the replies ready at the head of ``_owed`` (taken off it)."""
+        frames: list[bytes] = []
+        while self._owed and self._owed[0][1].done() and self._failed is None:
+            name, reply, encode = self._owed.popleft()
+            if reply.cancelled():
+                raise RuntimeError(f"{name}: its handler was cancelled")
+            data = reply.result() if encode is None else encode(reply.result())
+            if data is not None:
+                frames.append(data)
+        return frames
+
     def _fail(self, why: str) -> None:
         """Drop what is owed and close: the reader, woken, ends the connection."""
-        self._failed = why
+        if self._failed is None:
+            self._failed = why
         for _, reply, _ in self._owed:
             if not reply.done():
                 reply.cancel()
         self._owed.clear()
+        self._idle.set()
+        self._room.set()
         self.writer.close()
+
+    # ----------------------------------------------------------------- deadlines
+
+    def idle_since(self) -> float | None:
+        """The loop time since which nothing was read from this connection and nothing is
+        owed to it; None while a reply is owed (``admission.Reclaimable``)."""
+        return None if self._owed or self._failed is not None else self._last_active
+
+    def reclaim(self, why: str) -> None:
+        """Close now, unsent replies dropped (``admission.Reclaimable``)."""
+        log.info("closing %s: %s", self.client_host, why)
+        self._fail(why)
+        self.writer.transport.abort()
+
+    def _next_deadline(self) -> float:
+        due = self._last_active + self._idle_s
+        return min(due, self._authenticate_by) if self.principal is None else due
+
+    def _at_deadline(self) -> None:
+        """Close the connection if a deadline passed (idle for ``connections_max_idle_ms``,
+        or not authenticated in ``authentication_timeout_ms``), else look again later."""
+        now = self._loop.time()
+        if self._failed is not None:
+            return
+        if self.principal is None and now >= self._authenticate_by:
+            self.reclaim("SASL authentication not completed in "
+                         f"{self.core.options.authentication_timeout_ms} ms")
+            return
+        since = self.idle_since()
+        if since is not None and now - since >= self._idle_s:
+            self.reclaim(f"idle for {self.core.options.connections_max_idle_ms} ms "
+                         "(connections_max_idle_ms)")
+            return
+        due = self._next_deadline() if since is not None else now + self._idle_s
+        if self.principal is None:
+            due = min(due, self._authenticate_by)
+        self._deadline = self._loop.call_at(max(due, now + 0.001), self._at_deadline)
+
+    # ---------------------------------------------------------------------- serving
 
     async def _gateway_respond(self, req: WireRequest) -> bytes | None:
         body = await HANDLERS[req.header.api_key](self.core, req)
         return None if body is None else encode_response(req.header, body)
 
-    async def _sasl(self, decoded: Decoded) -> None:
+    async def _sasl(self, head: RequestHead, body: dict) -> None:
         if self.sasl is None:  # no SASL on this listener: Kafka closes too
             raise _Close("SASL is not enabled on this listener")
-        if decoded.header.api_key == SASL_HANDSHAKE:
-            reply = self.sasl.handshake(decoded.body)
+        header = head.header
+        if header.api_key == SASL_HANDSHAKE:
+            reply = self.sasl.handshake(body)
         else:
-            reply = self.sasl.authenticate(decoded.body)
-        await self._reply_now(api_name(decoded.header.api_key),
-                              encode_response(decoded.header, reply.body))
+            reply = self.sasl.authenticate(body)
+        await self._reply_now(api_name(header.api_key), encode_response(header, reply.body))
         if reply.close_after:
             raise _Close(f"SASL failed: {reply.body.get('error_message') or reply.body}")
         if self.sasl.authenticated:
             self.principal = self.sasl.principal
+            self.frames.max_bytes = self.core.options.max_request_bytes

@@ -7,9 +7,9 @@ from __future__ import annotations
 import asyncio
 import socket
 import struct
-from types import SimpleNamespace
 
 from actors.gateway import connection
+from actors.gateway.serving import GatewayOptions
 from protocol.wire.framing import frame
 
 OFFSET_COMMIT = 8
@@ -32,7 +32,7 @@ def _offset_commit(correlation_id: int, group: str, offset: int) -> bytes:
 class _Core:
     """What ``Connection`` reads of ``GatewayCore``, and nothing else."""
 
-    options = SimpleNamespace(max_request_bytes=1 << 20, sasl_mechanisms=())
+    options = GatewayOptions(max_request_bytes=1 << 20)
 
     def count(self, api_key: int, version: int) -> None:
         pass
@@ -165,3 +165,4 @@ def test_a_bad_frame_behind_pipelined_requests_closes_only_after_their_replies()
     unknown_api = frame(struct.pack(">hhi", 999, 0, 9) + _string("test"))
     sent = _offset_commit(1, "g", 1) + _offset_commit(2, "g", 2) + unknown_api
     assert _serve_one(respond, frozenset({OFFSET_COMMIT}), sent, 2, then_closed=True) == [1, 2]
+
