@@ -32,6 +32,11 @@ version, and authentication) before its body is decoded: nothing is spent on the
 request the connection will refuse. When the listener is full, an idle connection may be
 closed for a newcomer (``admission``).
 
+Backpressure: replies go to the socket through the transport's buffer; above
+``WRITE_HIGH_WATER_BYTES`` the writer waits for the client to read (``drain``) and nothing more
+is read from the client until it has, so a client that pipelines requests and never reads its
+replies holds at most that buffer, ``MAX_IN_FLIGHT`` replies and one read's worth of requests.
+
 A request read after the client closed the connection is not served. A client closes when a
 request times out (librdkafka does, after a heartbeat or commit waited longer than its timeout
 behind a request held while a partition restarted), gives up on what it sent and sends anew on
@@ -80,6 +85,9 @@ READ_CHUNK_BYTES = 64 << 10
 # Requests of one connection submitted and not yet answered, at most (librdkafka's default
 # max.in.flight is 1,000,000; the bound keeps a client from queueing without end).
 MAX_IN_FLIGHT = 1_000
+# Reply bytes a connection leaves in its transport's buffer before it waits for the client
+# to read them (and reads nothing more meanwhile); one write adds at most this much.
+WRITE_HIGH_WATER_BYTES = 256 << 10
 
 
 class Pending(NamedTuple):
@@ -123,12 +131,16 @@ class Connection:
         # Replies owed, in request order: (the request's name, its future reply, what makes
         # the frame of that reply or None when the future gives the frame); at most
         # MAX_IN_FLIGHT. ``_more``: something was added;
-        # ``_idle``: nothing is owed; ``_room``: a reply was written.
+        # ``_idle``: nothing is owed; ``_room``: a reply was written; ``_flowing``: the
+        # transport's buffer is below its high-water mark.
         self._owed: collections.deque[
             tuple[str, asyncio.Future, Callable | None]] = collections.deque()
         self._more, self._idle, self._room = asyncio.Event(), asyncio.Event(), asyncio.Event()
+        self._flowing = asyncio.Event()
         self._idle.set()
+        self._flowing.set()
         self._failed: str | None = None
+        writer.transport.set_write_buffer_limits(high=WRITE_HIGH_WATER_BYTES)
         self._loop = asyncio.get_running_loop()
         self._last_active = self._loop.time()
         self._idle_s = options.connections_max_idle_ms / 1000
@@ -142,6 +154,7 @@ class Connection:
         replier = self._loop.create_task(self._write_replies())
         try:
             while True:
+                await self._flowing.wait()  # replies unsent: read nothing more until sent
                 data = await self.reader.read(READ_CHUNK_BYTES)
                 if not data:
                     return
@@ -226,11 +239,11 @@ class Connection:
         await self._written()
 
     async def _room_for_one(self) -> None:
-        """Wait until fewer than ``MAX_IN_FLIGHT`` replies are owed: nothing more is read until
-        one is written."""
-        while len(self._owed) >= MAX_IN_FLIGHT:
+        """Wait until fewer than ``MAX_IN_FLIGHT`` replies are owed and the transport's
+        buffer is below its high-water mark: nothing more is read until then."""
+        while len(self._owed) >= MAX_IN_FLIGHT or not self._flowing.is_set():
             self._room.clear()
-            await self._room.wait()
+            await (self._room.wait() if self._flowing.is_set() else self._flowing.wait())
             self._check_failed()
 
     def _owe(self, name: str, reply: asyncio.Future,
@@ -250,9 +263,11 @@ class Connection:
 
     async def _write_replies(self) -> None:
         """Write the owed replies in request order, each once it is ready, and every reply
-        already ready behind it in the same write. A request that failed unexpectedly fails
-        the connection: what is still owed is dropped, and the reader, woken from any wait,
-        closes."""
+        already ready behind it in the same write (up to ``WRITE_HIGH_WATER_BYTES``); above
+        the transport's high-water mark, wait until the client has read (reading nothing
+        meanwhile: ``_flowing``). A request that failed unexpectedly fails the connection:
+        what is still owed is dropped, and the reader, woken from any wait, closes."""
+        transport = self.writer.transport
         while True:
             if not self._owed:
                 self._idle.set()
@@ -266,8 +281,10 @@ class Connection:
                 if frames:
                     self.writer.write(b"".join(frames) if len(frames) > 1 else frames[0])
                     self._last_active = self._loop.time()
-                    if not self._owed:
-                        await self.writer.drain()
+                if transport.get_write_buffer_size() > WRITE_HIGH_WATER_BYTES:
+                    self._flowing.clear()
+                await self.writer.drain()  # at once unless the transport is paused
+                self._flowing.set()
             except asyncio.CancelledError:
                 raise
             except ConnectionError as e:
@@ -278,15 +295,19 @@ class Connection:
             self._room.set()
 
     def _ready_frames(self) -> list[bytes]:
-        """The frames of the replies ready at the head of ``_owed`` (taken off it)."""
+        """The frames of the replies ready at the head of ``_owed`` (taken off it), up to
+        ``WRITE_HIGH_WATER_BYTES`` in all."""
         frames: list[bytes] = []
-        while self._owed and self._owed[0][1].done() and self._failed is None:
+        size = 0
+        while (self._owed and self._owed[0][1].done() and self._failed is None
+               and size < WRITE_HIGH_WATER_BYTES):
             name, reply, encode = self._owed.popleft()
             if reply.cancelled():
                 raise RuntimeError(f"{name}: its handler was cancelled")
             data = reply.result() if encode is None else encode(reply.result())
             if data is not None:
                 frames.append(data)
+                size += len(data)
         return frames
 
     def _fail(self, why: str) -> None:
@@ -298,8 +319,15 @@ class Connection:
                 reply.cancel()
         self._owed.clear()
         self._idle.set()
+        self._flowing.set()
         self._room.set()
         self.writer.close()
+
+    @property
+    def reading_paused(self) -> bool:
+        """Whether the connection reads nothing now because its replies wait for the client
+        to read them (the transport's buffer is above ``WRITE_HIGH_WATER_BYTES``)."""
+        return not self._flowing.is_set()
 
     # ----------------------------------------------------------------- deadlines
 
