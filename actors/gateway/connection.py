@@ -37,6 +37,10 @@ Backpressure: replies go to the socket through the transport's buffer; above
 is read from the client until it has, so a client that pipelines requests and never reads its
 replies holds at most that buffer, ``MAX_IN_FLIGHT`` replies and one read's worth of requests.
 
+A connection owns the futures it made (the tasks running its requests, its own replies): when
+it fails, it cancels those and only stops waiting for the others (a ``Pending`` future may be
+shared by requests of several connections, as a partition's batched commits are).
+
 A request read after the client closed the connection is not served. A client closes when a
 request times out (librdkafka does, after a heartbeat or commit waited longer than its timeout
 behind a request held while a partition restarted), gives up on what it sent and sends anew on
@@ -129,12 +133,12 @@ class Connection:
         self.frames = FrameReader(options.max_request_bytes if self.principal is not None
                                   else options.sasl_server_max_receive_bytes)
         # Replies owed, in request order: (the request's name, its future reply, what makes
-        # the frame of that reply or None when the future gives the frame); at most
-        # MAX_IN_FLIGHT. ``_more``: something was added;
+        # the frame of that reply or None when the future gives the frame, whether this
+        # connection owns the future); at most MAX_IN_FLIGHT. ``_more``: something was added;
         # ``_idle``: nothing is owed; ``_room``: a reply was written; ``_flowing``: the
         # transport's buffer is below its high-water mark.
         self._owed: collections.deque[
-            tuple[str, asyncio.Future, Callable | None]] = collections.deque()
+            tuple[str, asyncio.Future, Callable | None, bool]] = collections.deque()
         self._more, self._idle, self._room = asyncio.Event(), asyncio.Event(), asyncio.Event()
         self._flowing = asyncio.Event()
         self._idle.set()
@@ -225,8 +229,8 @@ class Connection:
         # order is mailbox order.
         self._check_failed()  # a failed connection submits nothing more
         reply = self.respond(req)
-        if type(reply) is Pending:
-            self._owe(req.api.name, reply.done, reply.encode)
+        if type(reply) is Pending:  # its future may be shared: not this connection's own
+            self._owe(req.api.name, reply.done, reply.encode, owned=False)
         else:
             self._owe(req.api.name, self._loop.create_task(reply))
 
@@ -247,8 +251,8 @@ class Connection:
             self._check_failed()
 
     def _owe(self, name: str, reply: asyncio.Future,
-             encode: Callable[[object], bytes | None] | None = None) -> None:
-        self._owed.append((name, reply, encode))
+             encode: Callable[[object], bytes | None] | None = None, owned: bool = True) -> None:
+        self._owed.append((name, reply, encode, owned))
         self._idle.clear()
         self._more.set()
 
@@ -301,7 +305,7 @@ class Connection:
         size = 0
         while (self._owed and self._owed[0][1].done() and self._failed is None
                and size < WRITE_HIGH_WATER_BYTES):
-            name, reply, encode = self._owed.popleft()
+            name, reply, encode, _ = self._owed.popleft()
             if reply.cancelled():
                 raise RuntimeError(f"{name}: its handler was cancelled")
             data = reply.result() if encode is None else encode(reply.result())
@@ -311,11 +315,12 @@ class Connection:
         return frames
 
     def _fail(self, why: str) -> None:
-        """Drop what is owed and close: the reader, woken, ends the connection."""
+        """Drop what is owed and close: the reader, woken, ends the connection. Only the
+        futures this connection owns are cancelled; a shared one is only no longer awaited."""
         if self._failed is None:
             self._failed = why
-        for _, reply, _ in self._owed:
-            if not reply.done():
+        for _, reply, _, owned in self._owed:
+            if owned and not reply.done():
                 reply.cancel()
         self._owed.clear()
         self._idle.set()

@@ -220,3 +220,47 @@ def test_a_client_that_pipelines_and_never_reads_holds_a_bounded_write_buffer():
     ids, held = asyncio.run(scenario())
     assert held <= 1 << 20, f"the server buffered {held} bytes for a client that did not read"
     assert ids == list(range(1, n + 1))
+
+
+def test_one_failing_connection_does_not_cancel_a_reply_shared_with_another():
+    """A partition batches commits of several connections into one future: a connection whose
+    own request fails stops waiting for it, and the others still get their replies."""
+
+    async def scenario() -> list[int]:
+        loop = asyncio.get_running_loop()
+        shared = loop.create_future()  # one batch's replies, as a partition's listener makes
+        submitted: list[str] = []
+
+        def respond(req):
+            group = req.body["group_id"]
+            submitted.append(group)
+            if group == "boom":
+                async def fails() -> bytes:
+                    raise RuntimeError("a handler's bug")
+                return fails()
+            cid = req.header.correlation_id
+            return connection.Pending(shared, lambda replies: _reply(cid))
+
+        server = await asyncio.start_server(
+            lambda r, w: connection.Connection(_Core(), r, w, respond,
+                                               frozenset({OFFSET_COMMIT})).run(),
+            "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        bystander = socket.create_connection(("127.0.0.1", port))
+        bystander.settimeout(10)
+        bystander.sendall(_offset_commit(1, "g", 1))
+        failing = socket.create_connection(("127.0.0.1", port))
+        failing.settimeout(10)
+        deadline = loop.time() + 10
+        while submitted != ["g"]:
+            assert loop.time() < deadline, "the bystander's commit was never submitted"
+            await asyncio.sleep(0.01)
+        failing.sendall(_offset_commit(1, "boom", 1) + _offset_commit(2, "g", 2))
+        assert await asyncio.to_thread(failing.recv, 65536) == b""  # it failed and closed
+        shared.set_result([None, None])  # the batch is answered
+        ids = await asyncio.to_thread(_read_frames, bystander, 1)
+        bystander.close()
+        server.close()
+        return ids
+
+    assert asyncio.run(scenario()) == [1]
