@@ -29,8 +29,11 @@ busy it keeps itself with ApiVersions); until then a frame may be at most
 ``sasl_server_max_receive_bytes`` (Kafka's ``sasl.server.max.receive.size``, 512 KiB), refused
 from its size prefix, before its body is read. A request's header is read and checked (its API,
 version, and authentication) before its body is decoded: nothing is spent on the body of a
-request the connection will refuse. When the listener is full, an idle connection may be
-closed for a newcomer (``admission``).
+request the connection will refuse. A failed authentication is answered, and the connection
+closed, after ``connection_failed_authentication_delay_ms`` (Kafka's
+``connection.failed.authentication.delay.ms``), and a PLAIN password is hashed off the event
+loop (``password_checks``). When the listener is full, an idle connection may be closed for a
+newcomer (``admission``).
 
 Backpressure: replies go to the socket through the transport's buffer; above
 ``WRITE_HIGH_WATER_BYTES`` the writer waits for the client to read (``drain``) and nothing more
@@ -61,9 +64,11 @@ from typing import NamedTuple
 
 from actors.gateway.admission import CURRENT_SLOT
 from actors.gateway.dispatch import HANDLERS
+from actors.gateway.password_checks import PASSWORD_CHECKS
 from actors.gateway.serving import WireRequest
 from protocol.api import BY_API_KEY
 from protocol.security.acls import ANONYMOUS
+from protocol.security.plain import PasswordCheck
 from protocol.security.sasl import SaslSession
 from protocol.wire.codec import (
     RequestHead,
@@ -92,6 +97,9 @@ MAX_IN_FLIGHT = 1_000
 # Reply bytes a connection leaves in its transport's buffer before it waits for the client
 # to read them (and reads nothing more meanwhile); one write adds at most this much.
 WRITE_HIGH_WATER_BYTES = 256 << 10
+# A secret of this process: an unknown SCRAM user's salt is derived from it (stable for as
+# long as the process lives, as a real user's salt is).
+_MOCK_SALT_KEY = secrets.token_bytes(32)
 
 
 class Pending(NamedTuple):
@@ -127,8 +135,8 @@ class Connection:
         self.client_host = peer[0] if peer else ""
         options = core.options
         mechanisms = options.sasl_mechanisms
-        self.sasl = SaslSession(mechanisms, core.user, lambda: secrets.token_urlsafe(18)) \
-            if mechanisms else None
+        self.sasl = SaslSession(mechanisms, core.user, lambda: secrets.token_urlsafe(18),
+                                _MOCK_SALT_KEY) if mechanisms else None
         self.principal = ANONYMOUS if self.sasl is None else None
         self.frames = FrameReader(options.max_request_bytes if self.principal is not None
                                   else options.sasl_server_max_receive_bytes)
@@ -385,6 +393,12 @@ class Connection:
             reply = self.sasl.handshake(body)
         else:
             reply = self.sasl.authenticate(body)
+            if isinstance(reply, PasswordCheck):  # PBKDF2: off the loop, in the host's turn
+                reply = self.sasl.resume(reply, await PASSWORD_CHECKS.run(reply,
+                                                                          self.client_host))
+        if reply.close_after:  # Kafka's connection.failed.authentication.delay.ms
+            await asyncio.sleep(self.core.options.connection_failed_authentication_delay_ms
+                                / 1000)
         await self._reply_now(api_name(header.api_key), encode_response(header, reply.body))
         if reply.close_after:
             raise _Close(f"SASL failed: {reply.body.get('error_message') or reply.body}")

@@ -32,6 +32,8 @@ CONNECTIONS_MAX_IDLE_MS = 600_000
 # only by the idle deadline, which a client sending ApiVersions now and then never meets). A
 # client's exchange is two or three round trips; 30 s is its request.timeout.ms.
 AUTHENTICATION_TIMEOUT_MS = 30_000
+# Kafka's connection.failed.authentication.delay.ms.
+FAILED_AUTHENTICATION_DELAY_MS = 100
 
 
 @dataclass(frozen=True)
@@ -51,8 +53,10 @@ class GatewayOptions:
     ``connections_max_idle_ms``: a connection owed nothing and silent this long is closed
     (Kafka's ``connections.max.idle.ms``); ``authentication_timeout_ms``: a SASL connection
     not authenticated this long after opening is closed; ``sasl_server_max_receive_bytes``:
-    the largest frame read before authentication (Kafka's ``sasl.server.max.receive.size``):
-    all enforced by ``actors.gateway.connection``.
+    the largest frame read before authentication (Kafka's ``sasl.server.max.receive.size``);
+    ``connection_failed_authentication_delay_ms``: a failed authentication is answered and
+    closed this late (Kafka's ``connection.failed.authentication.delay.ms``): all enforced by
+    ``actors.gateway.connection``.
     """
 
     sasl_mechanisms: tuple[str, ...] = ()
@@ -67,6 +71,7 @@ class GatewayOptions:
     connections_max_idle_ms: int = CONNECTIONS_MAX_IDLE_MS
     authentication_timeout_ms: int = AUTHENTICATION_TIMEOUT_MS
     sasl_server_max_receive_bytes: int = MAX_UNAUTHENTICATED_BYTES
+    connection_failed_authentication_delay_ms: int = FAILED_AUTHENTICATION_DELAY_MS
     coordinator_port: int = 0
     records_per_s: float = 50.0
     batch_interval_ms: int = 200
