@@ -180,6 +180,7 @@ class Gateway:
                 "upstream": self.core.upstream.status() if self.core.upstream else None,
                 "max_connections": self.admission.max_connections,
                 "refused_connections": self.admission.refused,
+                "reclaimed_connections": self.admission.reclaimed,
                 "security_version": self.core.security.version,
                 "served": dict(self.core.served),
                 "coordinators": len(self.core.brokers.nodes()),

@@ -22,6 +22,28 @@ ApiVersions, answered in v0 with UNSUPPORTED_VERSION as KIP-511 asks), a body th
 decode, a request before authentication, a failed authentication, or a handler's unexpected
 error (logged).
 
+Deadlines, as Kafka's broker keeps them: a connection with nothing owed to it and nothing read
+from it for ``connections_max_idle_ms`` is closed (Kafka's ``connections.max.idle.ms``), and
+so is one that has not completed SASL within ``authentication_timeout_ms`` of opening (however
+busy it keeps itself with ApiVersions); until then a frame may be at most
+``sasl_server_max_receive_bytes`` (Kafka's ``sasl.server.max.receive.size``, 512 KiB), refused
+from its size prefix, before its body is read. A request's header is read and checked (its API,
+version, and authentication) before its body is decoded: nothing is spent on the body of a
+request the connection will refuse. A failed authentication is answered, and the connection
+closed, after ``connection_failed_authentication_delay_ms`` (Kafka's
+``connection.failed.authentication.delay.ms``), and a PLAIN password is hashed off the event
+loop (``password_checks``). When the listener is full, an idle connection may be closed for a
+newcomer (``admission``).
+
+Backpressure: replies go to the socket through the transport's buffer; above
+``WRITE_HIGH_WATER_BYTES`` the writer waits for the client to read (``drain``) and nothing more
+is read from the client until it has, so a client that pipelines requests and never reads its
+replies holds at most that buffer, ``MAX_IN_FLIGHT`` replies and one read's worth of requests.
+
+A connection owns the futures it made (the tasks running its requests, its own replies): when
+it fails, it cancels those and only stops waiting for the others (a ``Pending`` future may be
+shared by requests of several connections, as a partition's batched commits are).
+
 A request read after the client closed the connection is not served. A client closes when a
 request times out (librdkafka does, after a heartbeat or commit waited longer than its timeout
 behind a request held while a partition restarted), gives up on what it sent and sends anew on
@@ -40,19 +62,23 @@ import secrets
 from collections.abc import Awaitable, Callable
 from typing import NamedTuple
 
+from actors.gateway.admission import CURRENT_SLOT
 from actors.gateway.dispatch import HANDLERS
+from actors.gateway.password_checks import PASSWORD_CHECKS
 from actors.gateway.serving import WireRequest
 from actors.upstream.relay import ClientRelay, goes_upstream
 from protocol.api import BY_API_KEY
 from protocol.security.acls import ANONYMOUS
+from protocol.security.plain import PasswordCheck
 from protocol.security.sasl import SaslSession
 from protocol.wire.codec import (
-    Decoded,
+    RequestHead,
     UnsupportedVersion,
     WireError,
-    decode_request,
+    decode_body,
     encode_response,
     read_header,
+    read_request_head,
 )
 from protocol.wire.framing import FrameError, FrameReader
 from protocol.wire.upstream import TXN_OFFSET_COMMIT, txn_offset_commit_refusal
@@ -71,6 +97,12 @@ READ_CHUNK_BYTES = 64 << 10
 # Requests of one connection submitted and not yet answered, at most (librdkafka's default
 # max.in.flight is 1,000,000; the bound keeps a client from queueing without end).
 MAX_IN_FLIGHT = 1_000
+# Reply bytes a connection leaves in its transport's buffer before it waits for the client
+# to read them (and reads nothing more meanwhile); one write adds at most this much.
+WRITE_HIGH_WATER_BYTES = 256 << 10
+# A secret of this process: an unknown SCRAM user's salt is derived from it (stable for as
+# long as the process lives, as a real user's salt is).
+_MOCK_SALT_KEY = secrets.token_bytes(32)
 
 
 class Pending(NamedTuple):
@@ -108,27 +140,44 @@ class Connection:
         self.relay = relay
         peer = writer.get_extra_info("peername")
         self.client_host = peer[0] if peer else ""
-        self.frames = FrameReader(core.options.max_request_bytes)
-        mechanisms = core.options.sasl_mechanisms
-        self.sasl = SaslSession(mechanisms, core.user, lambda: secrets.token_urlsafe(18)) \
-            if mechanisms else None
+        options = core.options
+        mechanisms = options.sasl_mechanisms
+        self.sasl = SaslSession(mechanisms, core.user, lambda: secrets.token_urlsafe(18),
+                                _MOCK_SALT_KEY) if mechanisms else None
         self.principal = ANONYMOUS if self.sasl is None else None
+        self.frames = FrameReader(options.max_request_bytes if self.principal is not None
+                                  else options.sasl_server_max_receive_bytes)
         # Replies owed, in request order: (the request's name, its future reply, what makes
-        # the frame of that reply, or None when the future gives the frame); at most
-        # MAX_IN_FLIGHT. ``_more``: something was added; ``_idle``: nothing is owed.
-        self._owed: collections.deque[tuple[str, asyncio.Future, Callable | None]] = \
-            collections.deque()
+        # the frame of that reply or None when the future gives the frame, whether this
+        # connection owns the future); at most MAX_IN_FLIGHT. ``_more``: something was added;
+        # ``_idle``: nothing is owed; ``_room``: a reply was written; ``_flowing``: the
+        # transport's buffer is below its high-water mark.
+        self._owed: collections.deque[
+            tuple[str, asyncio.Future, Callable | None, bool]] = collections.deque()
         self._more, self._idle, self._room = asyncio.Event(), asyncio.Event(), asyncio.Event()
+        self._flowing = asyncio.Event()
         self._idle.set()
+        self._flowing.set()
         self._failed: str | None = None
+        writer.transport.set_write_buffer_limits(high=WRITE_HIGH_WATER_BYTES)
+        self._loop = asyncio.get_running_loop()
+        self._last_active = self._loop.time()
+        self._idle_s = options.connections_max_idle_ms / 1000
+        self._authenticate_by = self._last_active + options.authentication_timeout_ms / 1000
+        self._deadline = self._loop.call_at(self._next_deadline(), self._at_deadline)
+        slot = CURRENT_SLOT.get()
+        if slot is not None:
+            slot.connection = self
 
     async def run(self) -> None:
-        replier = asyncio.get_running_loop().create_task(self._write_replies())
+        replier = self._loop.create_task(self._write_replies())
         try:
             while True:
+                await self._flowing.wait()  # replies unsent: read nothing more until sent
                 data = await self.reader.read(READ_CHUNK_BYTES)
                 if not data:
                     return
+                self._last_active = self._loop.time()
                 for frame in self.frames.feed(data):
                     if self.reader.at_eof():
                         return  # the client has gone: what it left queued is not served
@@ -139,34 +188,33 @@ class Connection:
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
             pass  # the client went away, or the listener is stopping
         finally:
+            self._deadline.cancel()
             replier.cancel()
             self.writer.close()
             if self.relay is not None:
                 self.relay.close()
 
     async def _take(self, frame: bytes) -> None:
+        """Serve one frame in two steps: its header read and checked (API, version,
+        authentication), then its body decoded and the request served; in front of an
+        upstream, a frame that goes there is relayed between the two, undecoded."""
         if self.core.relay_keys and await self._relayed(frame):
             return
-        try:
-            decoded = decode_request(frame)
-        except UnsupportedVersion as e:
-            if e.header.api_key != API_VERSIONS:
-                raise _Close(str(e)) from None
-            await self._reply_now("ApiVersions",
-                                  encode_response(e.header, api_versions_body(35), version=0))
+        head = await self._read_head(frame)
+        if head is None:
             return
+        key = head.header.api_key
+        try:
+            body = decode_body(head)
         except WireError as e:
             raise _Close(f"{type(e).__name__}: {e}") from None
-        key = decoded.header.api_key
-        if self.principal is None and key not in BEFORE_AUTHENTICATION:
-            raise _Close(f"{api_name(key)} before SASL authentication completed")
         if key in (SASL_HANDSHAKE, SASL_AUTHENTICATE):
             await self._written()
-            await self._sasl(decoded)
+            await self._sasl(head, body)
             return
-        self.core.count(key, decoded.header.api_version)
-        req = WireRequest(decoded.header, decoded.body, self.principal or ANONYMOUS,
-                          self.client_host, BY_API_KEY[key])
+        self.core.count(key, head.header.api_version)
+        req = WireRequest(head.header, body, self.principal or ANONYMOUS, self.client_host,
+                          BY_API_KEY[key])
         if key in self.pipelined:
             await self._room_for_one()
             self._submit(req)
@@ -200,6 +248,25 @@ class Connection:
         self._owe(f"api-{header.api_key} (relayed)", task)
         return True
 
+    async def _read_head(self, frame: bytes) -> RequestHead | None:
+        """The frame's header, if its body is to be decoded: its API and version served, and
+        allowed before authentication if it has not completed (else ``_Close``). None when
+        answered already (an ApiVersions newer than served gets the v0 fallback)."""
+        try:
+            head = read_request_head(frame)
+        except UnsupportedVersion as e:
+            if e.header.api_key != API_VERSIONS:
+                raise _Close(str(e)) from None
+            await self._reply_now("ApiVersions",
+                                  encode_response(e.header, api_versions_body(35), version=0))
+            return None
+        except WireError as e:
+            raise _Close(f"{type(e).__name__}: {e}") from None
+        key = head.header.api_key
+        if self.principal is None and key not in BEFORE_AUTHENTICATION:
+            raise _Close(f"{api_name(key)} before SASL authentication completed")
+        return head
+
     def _submit(self, req: WireRequest) -> None:
         # ``respond`` gives a ``Pending`` (the request is on its way to its mailbox already)
         # or a coroutine, run as a task: a task starts at once, in creation order, and a local
@@ -207,29 +274,30 @@ class Connection:
         # order is mailbox order.
         self._check_failed()  # a failed connection submits nothing more
         reply = self.respond(req)
-        if type(reply) is Pending:
-            self._owe(req.api.name, reply.done, reply.encode)
+        if type(reply) is Pending:  # its future may be shared: not this connection's own
+            self._owe(req.api.name, reply.done, reply.encode, owned=False)
         else:
-            self._owe(req.api.name, asyncio.get_running_loop().create_task(reply))
+            self._owe(req.api.name, self._loop.create_task(reply))
 
     async def _reply_now(self, name: str, data: bytes) -> None:
+        self._check_failed()
         await self._room_for_one()
-        done = asyncio.get_running_loop().create_future()
+        done = self._loop.create_future()
         done.set_result(data)
         self._owe(name, done)
         await self._written()
 
     async def _room_for_one(self) -> None:
-        """Wait until fewer than ``MAX_IN_FLIGHT`` replies are owed: nothing more is read until
-        one is written."""
-        while len(self._owed) >= MAX_IN_FLIGHT:
+        """Wait until fewer than ``MAX_IN_FLIGHT`` replies are owed and the transport's
+        buffer is below its high-water mark: nothing more is read until then."""
+        while len(self._owed) >= MAX_IN_FLIGHT or not self._flowing.is_set():
             self._room.clear()
-            await self._room.wait()
+            await (self._room.wait() if self._flowing.is_set() else self._flowing.wait())
             self._check_failed()
 
     def _owe(self, name: str, reply: asyncio.Future,
-             encode: Callable[[object], bytes | None] | None = None) -> None:
-        self._owed.append((name, reply, encode))
+             encode: Callable[[object], bytes | None] | None = None, owned: bool = True) -> None:
+        self._owed.append((name, reply, encode, owned))
         self._idle.clear()
         self._more.set()
 
@@ -244,29 +312,28 @@ class Connection:
 
     async def _write_replies(self) -> None:
         """Write the owed replies in request order, each once it is ready, and every reply
-        already ready behind it in the same write. A request that failed unexpectedly fails
-        the connection: what is still owed is dropped, and the reader, woken from any wait,
-        closes."""
+        already ready behind it in the same write (up to ``WRITE_HIGH_WATER_BYTES``); above
+        the transport's high-water mark, wait until the client has read (reading nothing
+        meanwhile: ``_flowing``). A request that failed unexpectedly fails the connection:
+        what is still owed is dropped, and the reader, woken from any wait, closes."""
+        transport = self.writer.transport
         while True:
             if not self._owed:
                 self._idle.set()
                 self._more.clear()
                 await self._more.wait()
                 continue
-            frames: list[bytes] = []
+            name = self._owed[0][0]
             try:
                 await asyncio.wait([self._owed[0][1]])
-                while self._owed and self._owed[0][1].done() and self._failed is None:
-                    name, reply, encode = self._owed.popleft()
-                    if reply.cancelled():
-                        raise RuntimeError("its handler was cancelled")
-                    data = reply.result() if encode is None else encode(reply.result())
-                    if data is not None:
-                        frames.append(data)
+                frames = self._ready_frames()
                 if frames:
-                    self.writer.write(b"".join(frames))
-                    if not self._owed:
-                        await self.writer.drain()
+                    self.writer.write(b"".join(frames) if len(frames) > 1 else frames[0])
+                    self._last_active = self._loop.time()
+                if transport.get_write_buffer_size() > WRITE_HIGH_WATER_BYTES:
+                    self._flowing.clear()
+                await self.writer.drain()  # at once unless the transport is paused
+                self._flowing.set()
             except asyncio.CancelledError:
                 raise
             except ConnectionError as e:  # the client's, or the upstream's going away
@@ -276,29 +343,102 @@ class Connection:
                 self._fail(f"{name} failed: {e}")
             self._room.set()
 
+    def _ready_frames(self) -> list[bytes]:
+        """The frames of the replies ready at the head of ``_owed`` (taken off it), up to
+        ``WRITE_HIGH_WATER_BYTES`` in all."""
+        frames: list[bytes] = []
+        size = 0
+        while (self._owed and self._owed[0][1].done() and self._failed is None
+               and size < WRITE_HIGH_WATER_BYTES):
+            name, reply, encode, _ = self._owed.popleft()
+            if reply.cancelled():
+                raise RuntimeError(f"{name}: its handler was cancelled")
+            data = reply.result() if encode is None else encode(reply.result())
+            if data is not None:
+                frames.append(data)
+                size += len(data)
+        return frames
+
     def _fail(self, why: str) -> None:
-        """Drop what is owed and close: the reader, woken, ends the connection."""
-        self._failed = why
-        for _, reply, _ in self._owed:
-            if not reply.done():
+        """Drop what is owed and close: the reader, woken, ends the connection. Only the
+        futures this connection owns are cancelled; a shared one is only no longer awaited."""
+        if self._failed is None:
+            self._failed = why
+        for _, reply, _, owned in self._owed:
+            if owned and not reply.done():
                 reply.cancel()
         self._owed.clear()
+        self._idle.set()
+        self._flowing.set()
+        self._room.set()
         self.writer.close()
+
+    @property
+    def reading_paused(self) -> bool:
+        """Whether the connection reads nothing now because its replies wait for the client
+        to read them (the transport's buffer is above ``WRITE_HIGH_WATER_BYTES``)."""
+        return not self._flowing.is_set()
+
+    # ----------------------------------------------------------------- deadlines
+
+    def idle_since(self) -> float | None:
+        """The loop time since which nothing was read from this connection and nothing is
+        owed to it; None while a reply is owed (``admission.Reclaimable``)."""
+        return None if self._owed or self._failed is not None else self._last_active
+
+    def reclaim(self, why: str) -> None:
+        """Close now, unsent replies dropped (``admission.Reclaimable``)."""
+        log.info("closing %s: %s", self.client_host, why)
+        self._fail(why)
+        self.writer.transport.abort()
+
+    def _next_deadline(self) -> float:
+        due = self._last_active + self._idle_s
+        return min(due, self._authenticate_by) if self.principal is None else due
+
+    def _at_deadline(self) -> None:
+        """Close the connection if a deadline passed (idle for ``connections_max_idle_ms``,
+        or not authenticated in ``authentication_timeout_ms``), else look again later."""
+        now = self._loop.time()
+        if self._failed is not None:
+            return
+        if self.principal is None and now >= self._authenticate_by:
+            self.reclaim("SASL authentication not completed in "
+                         f"{self.core.options.authentication_timeout_ms} ms")
+            return
+        since = self.idle_since()
+        if since is not None and now - since >= self._idle_s:
+            self.reclaim(f"idle for {self.core.options.connections_max_idle_ms} ms "
+                         "(connections_max_idle_ms)")
+            return
+        due = self._next_deadline() if since is not None else now + self._idle_s
+        if self.principal is None:
+            due = min(due, self._authenticate_by)
+        self._deadline = self._loop.call_at(max(due, now + 0.001), self._at_deadline)
+
+    # ---------------------------------------------------------------------- serving
 
     async def _gateway_respond(self, req: WireRequest) -> bytes | None:
         body = await HANDLERS[req.header.api_key](self.core, req)
         return None if body is None else encode_response(req.header, body)
 
-    async def _sasl(self, decoded: Decoded) -> None:
+    async def _sasl(self, head: RequestHead, body: dict) -> None:
         if self.sasl is None:  # no SASL on this listener: Kafka closes too
             raise _Close("SASL is not enabled on this listener")
-        if decoded.header.api_key == SASL_HANDSHAKE:
-            reply = self.sasl.handshake(decoded.body)
+        header = head.header
+        if header.api_key == SASL_HANDSHAKE:
+            reply = self.sasl.handshake(body)
         else:
-            reply = self.sasl.authenticate(decoded.body)
-        await self._reply_now(api_name(decoded.header.api_key),
-                              encode_response(decoded.header, reply.body))
+            reply = self.sasl.authenticate(body)
+            if isinstance(reply, PasswordCheck):  # PBKDF2: off the loop, in the host's turn
+                reply = self.sasl.resume(reply, await PASSWORD_CHECKS.run(reply,
+                                                                          self.client_host))
+        if reply.close_after:  # Kafka's connection.failed.authentication.delay.ms
+            await asyncio.sleep(self.core.options.connection_failed_authentication_delay_ms
+                                / 1000)
+        await self._reply_now(api_name(header.api_key), encode_response(header, reply.body))
         if reply.close_after:
             raise _Close(f"SASL failed: {reply.body.get('error_message') or reply.body}")
         if self.sasl.authenticated:
             self.principal = self.sasl.principal
+            self.frames.max_bytes = self.core.options.max_request_bytes

@@ -22,10 +22,18 @@ from protocol.api import Api
 from protocol.security.acls import AclIndex, authorize
 from protocol.security.scram import ScramCredential
 from protocol.wire.codec import RequestHeader
-from protocol.wire.framing import MAX_REQUEST_BYTES
+from protocol.wire.framing import MAX_REQUEST_BYTES, MAX_UNAUTHENTICATED_BYTES
 from protocol.wire.topics import Node
 
 MAX_TRACKED_MEMBERS = 100_000
+# Kafka's connections.max.idle.ms: a connection silent this long, owed nothing, is closed.
+CONNECTIONS_MAX_IDLE_MS = 600_000
+# A SASL connection must authenticate this soon after opening (Cohort's own: Kafka bounds it
+# only by the idle deadline, which a client sending ApiVersions now and then never meets). A
+# client's exchange is two or three round trips; 30 s is its request.timeout.ms.
+AUTHENTICATION_TIMEOUT_MS = 30_000
+# Kafka's connection.failed.authentication.delay.ms.
+FAILED_AUTHENTICATION_DELAY_MS = 100
 
 
 @dataclass(frozen=True)
@@ -42,6 +50,13 @@ class GatewayOptions:
     closed at once (``actors.gateway.admission``). ``coordinator_port``: 0 for partitions
     listening on any free port (kept across their restarts while free), or N for partition
     p listening on N + p (what a firewall or a Kubernetes port list can name).
+    ``connections_max_idle_ms``: a connection owed nothing and silent this long is closed
+    (Kafka's ``connections.max.idle.ms``); ``authentication_timeout_ms``: a SASL connection
+    not authenticated this long after opening is closed; ``sasl_server_max_receive_bytes``:
+    the largest frame read before authentication (Kafka's ``sasl.server.max.receive.size``);
+    ``connection_failed_authentication_delay_ms``: a failed authentication is answered and
+    closed this late (Kafka's ``connection.failed.authentication.delay.ms``): all enforced by
+    ``actors.gateway.connection``.
     """
 
     sasl_mechanisms: tuple[str, ...] = ()
@@ -53,6 +68,10 @@ class GatewayOptions:
     advertised_host: str | None = None
     max_request_bytes: int = MAX_REQUEST_BYTES
     max_connections: int = MAX_CONNECTIONS
+    connections_max_idle_ms: int = CONNECTIONS_MAX_IDLE_MS
+    authentication_timeout_ms: int = AUTHENTICATION_TIMEOUT_MS
+    sasl_server_max_receive_bytes: int = MAX_UNAUTHENTICATED_BYTES
+    connection_failed_authentication_delay_ms: int = FAILED_AUTHENTICATION_DELAY_MS
     coordinator_port: int = 0
     # In front of an upstream: the port of the listener presenting its first broker (the
     # next ones follow), or 0 for free ports.

@@ -5,6 +5,11 @@ SaslAuthenticate rounds carrying the mechanism's tokens. Until the exchange comp
 other request closes the connection; a failed exchange is answered with
 SASL_AUTHENTICATION_FAILED and then the connection closes. The replies are plain Kafka bodies
 (``wire.codec`` writes them); the caller supplies the server nonce, so this is deterministic.
+
+A PLAIN token is not answered at once: ``authenticate`` returns the password check it needs
+(``plain.PasswordCheck``, PBKDF2), the caller runs it where it stalls nobody and hands the
+outcome to ``resume``, which gives the reply. (SCRAM's server side costs a few HMACs per
+round and answers at once.)
 """
 
 from __future__ import annotations
@@ -31,13 +36,17 @@ class SaslSession:
 
     def __init__(self, mechanisms: Iterable[str],
                  lookup: Callable[[str], ScramCredential | None],
-                 server_nonce: Callable[[], str]) -> None:
+                 server_nonce: Callable[[], str], mock_key: bytes = b"") -> None:
+        """``mock_key``: a secret of this process, from which an unknown SCRAM user's salt
+        is derived (``scram.ScramServer``)."""
         self.mechanisms = [mech for mech in MECHANISMS if mech in set(mechanisms)]
         self._lookup = lookup
         self._server_nonce = server_nonce
+        self._mock_key = mock_key
         self.mechanism: str | None = None
         self.principal: str | None = None
         self._scram: scram.ScramServer | None = None
+        self._check: plain.PasswordCheck | None = None  # handed out, not resumed yet
 
     @property
     def authenticated(self) -> bool:
@@ -53,20 +62,23 @@ class SaslSession:
                               "mechanisms": self.mechanisms}, close_after=True)
         self.mechanism = wanted
         if wanted == scram.MECHANISM:
-            self._scram = scram.ScramServer(self._lookup, self._server_nonce())
+            self._scram = scram.ScramServer(self._lookup, self._server_nonce(),
+                                           self._mock_key)
         return SaslReply({"error_code": 0, "mechanisms": self.mechanisms})
 
-    def authenticate(self, body: dict) -> SaslReply:
+    def authenticate(self, body: dict) -> SaslReply | plain.PasswordCheck:
+        """The reply to a SaslAuthenticate, or (PLAIN) the password check to run first and
+        hand to ``resume``."""
         if self.mechanism is None or self.authenticated:
             return self._fail(E.illegal_sasl_state, "SaslAuthenticate before SaslHandshake "
                               "or after authentication completed.")
         token = body.get("auth_bytes", b"")
         if self.mechanism == plain.MECHANISM:
             try:
-                self.principal = f"User:{plain.authenticate(token, self._lookup)}"
+                self._check = plain.check(token, self._lookup)
             except plain.PlainError as e:
                 return self._fail(E.sasl_authentication_failed, f"Authentication failed: {e}")
-            return SaslReply(_ok(b""))
+            return self._check
         try:
             reply = self._scram.step(token)
         except scram.ScramError as e:
@@ -74,6 +86,18 @@ class SaslSession:
         if self._scram.complete:
             self.principal = f"User:{self._scram.username}"
         return SaslReply(_ok(reply))
+
+    def resume(self, work: plain.PasswordCheck, passed: bool) -> SaslReply:
+        """The reply to the SaslAuthenticate that asked for ``work``, once it ran and
+        ``passed`` (or not)."""
+        if work is not self._check or self.authenticated:
+            return self._fail(E.illegal_sasl_state, "no password check is pending")
+        self._check = None
+        if not passed:
+            return self._fail(E.sasl_authentication_failed,
+                              f"Authentication failed: {plain.FAILED}")
+        self.principal = f"User:{work.user}"
+        return SaslReply(_ok(b""))
 
     def _fail(self, error: E, message: str) -> SaslReply:
         return SaslReply({"error_code": error.value, "error_message": message,

@@ -6,6 +6,11 @@ machine: client-first in, server-first out; client-final in, server-final out; a
 raises ``ScramError`` and the exchange is over. The caller supplies the random parts (salt,
 server nonce), so everything here is deterministic. ``verify_password`` lets SASL/PLAIN check
 a password against the same credential, so one user store serves both mechanisms.
+
+An unknown user is not refused at client-first (that would tell a client which names exist):
+it gets a server-first like any user's, with a salt derived from its name and the caller's
+``mock_key`` (so asking twice gives the same salt, as for a real user), and fails at the proof
+(RFC 5802 section 5.1's "mock" exchange).
 """
 
 from __future__ import annotations
@@ -62,6 +67,14 @@ def verify_password(cred: ScramCredential, password: str) -> bool:
     return hmac.compare_digest(candidate.stored_key, cred.stored_key)
 
 
+def _mock_credential(key: bytes, name: str) -> ScramCredential:
+    """An unknown user's stand-in: a salt stable per ``name`` (and ``key``), and keys no
+    proof is checked into success (``ScramServer`` fails an unknown user whatever it sends)."""
+    digest = _hmac(key, b"mock " + name.encode())
+    return ScramCredential(digest[:16], MIN_ITERATIONS, _hmac(digest, b"Stored Key"),
+                           _hmac(digest, b"Server Key"))
+
+
 def _attributes(message: str) -> dict[str, str]:
     out = {}
     for part in message.split(","):
@@ -83,8 +96,10 @@ class ScramServer:
     """One SCRAM-SHA-256 exchange, server side."""
 
     def __init__(self, lookup: Callable[[str], ScramCredential | None],
-                 server_nonce: str) -> None:
+                 server_nonce: str, mock_key: bytes = b"") -> None:
         self._lookup = lookup
+        self._mock_key = mock_key
+        self._known = False
         self._server_nonce = server_nonce
         self._state = "first"
         self.username: str | None = None
@@ -124,8 +139,9 @@ class ScramServer:
         if authzid and authzid != f"a={attrs['n']}":
             raise ScramError("the authorization id must be the user name")
         cred = self._lookup(name)
+        self._known = cred is not None
         if cred is None:
-            raise ScramError("authentication failed")
+            cred = _mock_credential(self._mock_key, name)
         self.username, self._cred = name, cred
         self._nonce = attrs["r"] + self._server_nonce
         self._client_first_bare = bare
@@ -154,7 +170,8 @@ class ScramServer:
         if len(proof) != len(signature):
             raise ScramError("authentication failed")
         client_key = bytes(a ^ b for a, b in zip(proof, signature, strict=True))
-        if not hmac.compare_digest(hashlib.sha256(client_key).digest(), cred.stored_key):
+        matches = hmac.compare_digest(hashlib.sha256(client_key).digest(), cred.stored_key)
+        if not matches or not self._known:
             raise ScramError("authentication failed")
         self._state = "done"
         server_signature = base64.b64encode(_hmac(cred.server_key, auth_message)).decode()

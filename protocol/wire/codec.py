@@ -10,6 +10,11 @@ hand-written codecs are tested against (``decode_request_with_kio``,
 ``encode_response_with_kio``). Every way a frame can be wrong raises a ``WireError`` subclass
 naming what was wrong, so the connection can answer or close for that client alone.
 
+Reading a request is two steps, so that nothing is spent on a body before the connection has
+decided to serve it: ``read_request_head`` (the header; the API and version checked against the
+table) and ``decode_body``. A connection checks authentication between the two (Kafka's SASL
+rule: nothing but ApiVersions and SASL before it completes); ``decode_request`` is both at once.
+
 What a decoded body guarantees, whichever decoder read it (the shard trusts it: a request the
 codec built needs no ``check_types`` again, ``protocol.validation``): its values have the types
 and widths of the schema, every string fits Kafka's int16 length (``MAX_STRING_BYTES``: Kafka's
@@ -113,15 +118,67 @@ def read_header(data: bytes) -> tuple[RequestHeader, int]:
     return RequestHeader(api_key, api_version, correlation_id, client_id), offset
 
 
+class RequestHead(NamedTuple):
+    """A request frame whose header is read and whose API and version are served, its body
+    not decoded yet: what a connection checks (authentication, the API) before it spends
+    anything on the body, and what a relay could pass on undecoded (``frame`` is the whole
+    payload, ``body_offset`` where the body starts in it)."""
+
+    header: RequestHeader
+    frame: bytes
+    body_offset: int
+
+
+def read_request_head(data: bytes) -> RequestHead:
+    """The frame's header, its API and version checked against the API table (``UnknownApi``,
+    ``UnsupportedVersion``), and its tagged fields skipped; the body is not touched."""
+    if type(data) is not bytes:
+        data = bytes(data)  # kio reads only immutable buffers
+    header, offset = read_header(data)
+    flexible = _FLEXIBLE.get((header.api_key, header.api_version))
+    if flexible is None:
+        if not served(header.api_key):
+            raise UnknownApi(f"unknown API key {header.api_key}")
+        if not supports(header.api_key, header.api_version):
+            raise UnsupportedVersion(header)
+        flexible = _FLEXIBLE[header.api_key, header.api_version] = \
+            _request_schema(header.api_key, header.api_version).__flexible__
+    if flexible:
+        offset = _skip_tagged_fields(data, offset)
+    return RequestHead(header, data, offset)
+
+
+def decode_body(head: RequestHead, fast: bool = True) -> dict[str, Any]:
+    """The body of ``head``'s frame as plain values (see the module docstring for what it
+    guarantees); ``MalformedRequest`` if it does not decode or breaks a bound. ``fast``: the
+    hand-written decoder where there is one (else kio for every API, the oracle)."""
+    header, data = head.header, head.frame
+    decode = _PLANS.get((header.api_key, header.api_version, fast))
+    if decode is None:
+        decode = _PLANS[header.api_key, header.api_version, fast] = \
+            _plan(header.api_key, header.api_version, fast)
+    try:
+        body = decode(data, head.body_offset, header.api_version)
+    except Exception as e:  # kio's DecodeError, an ArrayTooLong, anything a hostile frame provokes
+        raise MalformedRequest(f"cannot decode the request body: {e}") from None
+    if len(data) > _BOUNDED_BYTES:
+        why = _bounds_error(body)
+        if why is not None:
+            raise MalformedRequest(why)
+    return body
+
+
 def decode_request(data: bytes) -> Decoded:
-    """The frame's header and body as plain values (see the module docstring for what the
-    body guarantees); a ``WireError`` if it cannot be served."""
-    return _decode(data, fast=True)
+    """The frame's header and body as plain values: ``read_request_head`` then
+    ``decode_body``; a ``WireError`` if it cannot be served."""
+    head = read_request_head(data)
+    return Decoded(head.header, decode_body(head))
 
 
 def decode_request_with_kio(data: bytes) -> Decoded:
     """``decode_request`` with kio for every API: the oracle of the hand-written decoders."""
-    return _decode(data, fast=False)
+    head = read_request_head(data)
+    return Decoded(head.header, decode_body(head, fast=False))
 
 
 def encode_response(header: RequestHeader, body: dict[str, Any] | EncodedBody,
@@ -193,39 +250,13 @@ def encode_response_with_kio(header: RequestHeader, body: dict[str, Any],
     return frame(buf.getvalue())
 
 
-def _decode(data: bytes, fast: bool) -> Decoded:
-    if type(data) is not bytes:
-        data = bytes(data)  # kio reads only immutable buffers
-    header, offset = read_header(data)
-    version = header.api_version
-    plan = _PLANS.get((header.api_key, version, fast))
-    if plan is None:
-        if not served(header.api_key):
-            raise UnknownApi(f"unknown API key {header.api_key}")
-        if not supports(header.api_key, version):
-            raise UnsupportedVersion(header)
-        plan = _PLANS[header.api_key, version, fast] = _plan(header.api_key, version, fast)
-    flexible, decode = plan
-    if flexible:
-        offset = _skip_tagged_fields(data, offset)
-    try:
-        body = decode(data, offset, version)
-    except Exception as e:  # kio's DecodeError, an ArrayTooLong, anything a hostile frame provokes
-        raise MalformedRequest(f"cannot decode the request body: {e}") from None
-    if len(data) > _BOUNDED_BYTES:
-        why = _bounds_error(body)
-        if why is not None:
-            raise MalformedRequest(why)
-    return Decoded(header, body)
+# (API key, version) -> whether its header is flexible, and (API key, version, hand-written
+# allowed) -> its body decoder: for the keys and versions served only (the table bounds both).
+_FLEXIBLE: dict[tuple[int, int], bool] = {}
+_PLANS: dict[tuple[int, int, bool], Callable[[bytes, int, int], dict]] = {}
 
 
-# (API key, version, hand-written allowed) -> (flexible header, body decoder), for the keys
-# and versions served only (the table bounds it).
-_PLANS: dict[tuple[int, int, bool], tuple[bool, Callable[[bytes, int, int], dict]]] = {}
-
-
-def _plan(api_key: int, version: int, fast: bool
-          ) -> tuple[bool, Callable[[bytes, int, int], dict]]:
+def _plan(api_key: int, version: int, fast: bool) -> Callable[[bytes, int, int], dict]:
     schema = _request_schema(api_key, version)
     decode = DECODERS.get(api_key) if fast else None
     if decode is None:
@@ -235,7 +266,7 @@ def _plan(api_key: int, version: int, fast: bool
             check_arrays(schema, data, offset)
             return plain(read(data, offset)[0])
 
-    return schema.__flexible__, decode
+    return decode
 
 
 # A frame this short can break neither bound: a longer string needs more bytes, and every

@@ -2,19 +2,27 @@
 
 ``FrameReader`` is the pure half of a connection's read side (h11's way): bytes go in as they
 arrive, whole frames come out, and a size no well-behaved client sends (negative, or above
-``MAX_REQUEST_BYTES``) raises ``FrameError`` before any of the frame is buffered, so one client
-can make the gateway hold at most one maximum-size frame per connection.
+``max_bytes``) raises ``FrameError`` as soon as its 4-byte size has arrived, before the body is
+waited for, so one client can make the gateway hold at most one maximum-size frame per
+connection. The bound may change between frames: until a SASL client has authenticated it is
+``MAX_UNAUTHENTICATED_BYTES`` (Kafka's ``sasl.server.max.receive.size``), then the listener's
+maximum request; ``feed`` yields frames one at a time, so each frame's size is checked against
+the bound as it stands once the frame before it was served.
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 
 # The stated maximum request size. Kafka's ``socket.request.max.bytes`` defaults to 100 MiB
 # because produce requests carry record batches; the gateway takes no records, and its
 # largest honest request (an OffsetCommit of every partition of many topics) is far below
 # 8 MiB. A larger size is refused by closing the connection, as Kafka does.
 MAX_REQUEST_BYTES = 8 << 20
+# Kafka's ``sasl.server.max.receive.size``: the largest frame read before authentication (an
+# ApiVersions or a SASL token is a few hundred bytes; Kafka refuses more than 512 KiB).
+MAX_UNAUTHENTICATED_BYTES = 512 << 10
 _SIZE = struct.Struct(">i")
 
 
@@ -29,21 +37,22 @@ class FrameReader:
         self.max_bytes = max_bytes
         self._buf = bytearray()
 
-    def feed(self, data: bytes) -> list[bytes]:
-        """The frames ``data`` completes, in order; raises ``FrameError`` on a bad size."""
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        """The frames ``data`` completes, in order, one at a time (each checked against
+        ``max_bytes`` as it is when the frame is pulled); ``FrameError`` on a bad size."""
         self._buf += data
-        frames = []
         while len(self._buf) >= 4:
             (size,) = _SIZE.unpack_from(self._buf, 0)
             if size < 0 or size > self.max_bytes:
                 raise FrameError(
-                    f"frame size {size} is outside [0, {self.max_bytes}] (the maximum request)"
+                    f"frame size {size} is outside [0, {self.max_bytes}] (the maximum frame "
+                    "this connection reads now)"
                 )
             if len(self._buf) < 4 + size:
-                break
-            frames.append(bytes(self._buf[4 : 4 + size]))
+                return
+            frame = bytes(self._buf[4 : 4 + size])
             del self._buf[: 4 + size]
-        return frames
+            yield frame
 
     @property
     def buffered(self) -> int:

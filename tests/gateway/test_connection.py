@@ -7,9 +7,9 @@ from __future__ import annotations
 import asyncio
 import socket
 import struct
-from types import SimpleNamespace
 
 from actors.gateway import connection
+from actors.gateway.serving import GatewayOptions
 from protocol.wire.framing import frame
 
 OFFSET_COMMIT = 8
@@ -32,7 +32,7 @@ def _offset_commit(correlation_id: int, group: str, offset: int) -> bytes:
 class _Core:
     """What ``Connection`` reads of ``GatewayCore``, and nothing else."""
 
-    options = SimpleNamespace(max_request_bytes=1 << 20, sasl_mechanisms=())
+    options = GatewayOptions(max_request_bytes=1 << 20)
 
     def count(self, api_key: int, version: int) -> None:
         pass
@@ -165,3 +165,102 @@ def test_a_bad_frame_behind_pipelined_requests_closes_only_after_their_replies()
     unknown_api = frame(struct.pack(">hhi", 999, 0, 9) + _string("test"))
     sent = _offset_commit(1, "g", 1) + _offset_commit(2, "g", 2) + unknown_api
     assert _serve_one(respond, frozenset({OFFSET_COMMIT}), sent, 2, then_closed=True) == [1, 2]
+
+
+def test_a_client_that_pipelines_and_never_reads_holds_a_bounded_write_buffer():
+    """Thousands of pipelined requests, no reply read: the server stops reading instead of
+    buffering replies, and once the client reads, every reply comes, in order."""
+    n, reply_bytes, bound_bytes = 3_000, 4096, 1 << 20  # 12 MB of replies, 1 MiB held at most
+
+    async def respond(req) -> bytes:
+        return frame(struct.pack(">i", req.header.correlation_id) + bytes(reply_bytes))
+
+    async def scenario() -> tuple[list[int], int]:
+        served: list[tuple[connection.Connection, asyncio.StreamWriter]] = []
+
+        async def accept(reader, writer) -> None:
+            writer.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF,
+                                                       16384)  # the kernel holds little
+            conn = connection.Connection(_Core(), reader, writer, respond,
+                                         frozenset({OFFSET_COMMIT}))
+            served.append((conn, writer))
+            await conn.run()
+
+        server = await asyncio.start_server(accept, "127.0.0.1", 0)
+        client = socket.socket()
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+        client.connect(server.sockets[0].getsockname())
+        client.settimeout(30)
+        sender = asyncio.ensure_future(asyncio.to_thread(
+            client.sendall, b"".join(_offset_commit(i, "g", i) for i in range(1, n + 1))))
+        held = 0
+
+        def buffered() -> int:
+            nonlocal held
+            if served:
+                held = max(held, served[0][1].transport.get_write_buffer_size())
+            return held
+
+        deadline = asyncio.get_running_loop().time() + 30
+        while not (served and getattr(served[0][0], "reading_paused", False)):
+            if buffered() > bound_bytes:
+                break  # the server kept reading and buffering: failed already
+            assert asyncio.get_running_loop().time() < deadline, "the server neither paused"
+            await asyncio.sleep(0.001)
+        reading = asyncio.ensure_future(asyncio.to_thread(_read_frames, client, n))
+        while not reading.done():
+            buffered()
+            await asyncio.sleep(0.001)
+        ids = await reading
+        await sender
+        client.close()
+        server.close()
+        return ids, held
+
+    ids, held = asyncio.run(scenario())
+    assert held <= 1 << 20, f"the server buffered {held} bytes for a client that did not read"
+    assert ids == list(range(1, n + 1))
+
+
+def test_one_failing_connection_does_not_cancel_a_reply_shared_with_another():
+    """A partition batches commits of several connections into one future: a connection whose
+    own request fails stops waiting for it, and the others still get their replies."""
+
+    async def scenario() -> list[int]:
+        loop = asyncio.get_running_loop()
+        shared = loop.create_future()  # one batch's replies, as a partition's listener makes
+        submitted: list[str] = []
+
+        def respond(req):
+            group = req.body["group_id"]
+            submitted.append(group)
+            if group == "boom":
+                async def fails() -> bytes:
+                    raise RuntimeError("a handler's bug")
+                return fails()
+            cid = req.header.correlation_id
+            return connection.Pending(shared, lambda replies: _reply(cid))
+
+        server = await asyncio.start_server(
+            lambda r, w: connection.Connection(_Core(), r, w, respond,
+                                               frozenset({OFFSET_COMMIT})).run(),
+            "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        bystander = socket.create_connection(("127.0.0.1", port))
+        bystander.settimeout(10)
+        bystander.sendall(_offset_commit(1, "g", 1))
+        failing = socket.create_connection(("127.0.0.1", port))
+        failing.settimeout(10)
+        deadline = loop.time() + 10
+        while submitted != ["g"]:
+            assert loop.time() < deadline, "the bystander's commit was never submitted"
+            await asyncio.sleep(0.01)
+        failing.sendall(_offset_commit(1, "boom", 1) + _offset_commit(2, "g", 2))
+        assert await asyncio.to_thread(failing.recv, 65536) == b""  # it failed and closed
+        shared.set_result([None, None])  # the batch is answered
+        ids = await asyncio.to_thread(_read_frames, bystander, 1)
+        bystander.close()
+        server.close()
+        return ids
+
+    assert asyncio.run(scenario()) == [1]

@@ -128,5 +128,6 @@ def test_an_unoffered_mechanism_is_refused_with_the_offered_ones():
 def test_a_failed_authentication_answers_sasl_authentication_failed_and_closes():
     s = SaslSession(["PLAIN"], USERS.get, lambda: "n")
     s.handshake({"mechanism": "PLAIN"})
-    reply = s.authenticate({"auth_bytes": b"\x00alice\x00nope"})
+    work = s.authenticate({"auth_bytes": b"\x00alice\x00nope"})  # a PLAIN password to check
+    reply = s.resume(work, work.run())
     assert reply.body["error_code"] == 58 and reply.close_after and not s.authenticated

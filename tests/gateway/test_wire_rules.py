@@ -41,7 +41,7 @@ def test_frames_come_out_whole_however_the_bytes_are_split():
 @pytest.mark.parametrize("size", [-1, -(2**31), 101])
 def test_a_frame_size_outside_the_stated_maximum_ends_the_stream(size):
     with pytest.raises(FrameError):
-        FrameReader(max_bytes=100).feed(size.to_bytes(4, "big", signed=True))
+        list(FrameReader(max_bytes=100).feed(size.to_bytes(4, "big", signed=True)))
 
 
 # ---------------------------------------------------------------------------------- ids
