@@ -138,6 +138,8 @@ class Connection:
         self.respond = respond if respond is not None else self._gateway_respond
         self.pipelined = pipelined
         self.relay = relay
+        # What goes to ``actors.upstream`` before decoding (none unless in front of one).
+        self.relay_keys: frozenset[int] = getattr(core, "relay_keys", frozenset())
         peer = writer.get_extra_info("peername")
         self.client_host = peer[0] if peer else ""
         options = core.options
@@ -198,7 +200,7 @@ class Connection:
         """Serve one frame in two steps: its header read and checked (API, version,
         authentication), then its body decoded and the request served; in front of an
         upstream, a frame that goes there is relayed between the two, undecoded."""
-        if self.core.relay_keys and await self._relayed(frame):
+        if self.relay_keys and await self._relayed(frame):
             return
         head = await self._read_head(frame)
         if head is None:
@@ -230,7 +232,7 @@ class Connection:
             header, _ = read_header(frame)
         except WireError as e:
             raise _Close(f"{type(e).__name__}: {e}") from None
-        if not goes_upstream(header, frame, self.core.relay_keys):
+        if not goes_upstream(header, frame, self.relay_keys):
             return False
         if self.principal is None:
             raise _Close(f"API {header.api_key} before SASL authentication completed")
