@@ -35,6 +35,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
+from protocol.wire.codec import _skip_tagged_fields
 from protocol.wire.framing import frame
 from protocol.wire.primitives import put_compact_string, put_legacy_string, put_uvarint, uvarint
 
@@ -160,15 +161,6 @@ def api_versions(bootstrap: str, timeout_s: float = 5.0) -> dict[int, tuple[int,
         pos = _skip_tagged_fields(data, pos + 6)
         table[key] = (low, high)
     return table
-
-
-def _skip_tagged_fields(data: bytes, pos: int) -> int:
-    count, pos = uvarint(data, pos)
-    for _ in range(count):
-        _tag, pos = uvarint(data, pos)
-        size, pos = uvarint(data, pos)
-        pos += size
-    return pos
 
 
 def _read_exactly(sock: socket.socket, n: int) -> bytes:

@@ -25,8 +25,11 @@ from typing import Any
 from protocol.metadata import TopicMetadata
 from protocol.wire.codec import (
     EncodedBody,
+    WireError,
     _request_schema,
     _response_schema,
+    _skip_tagged_fields,
+    _uvarint,
     _writer,
     encode_body,
     read_header,
@@ -113,25 +116,11 @@ def encode_reply(api_key: int, version: int, correlation_id: int, body: Mapping[
 
 
 def _skip_tags(data: bytes, offset: int) -> int:
-    count, offset = _uvarint(data, offset)
-    for _ in range(count):
-        _, offset = _uvarint(data, offset)
-        size, offset = _uvarint(data, offset)
-        offset += size
-    return offset
-
-
-def _uvarint(data: bytes, offset: int) -> tuple[int, int]:
-    value, shift = 0, 0
-    while True:
-        if offset >= len(data) or shift > 28:
-            raise UpstreamReplyError("a reply header's tagged fields are cut short")
-        b = data[offset]
-        offset += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, offset
-        shift += 7
+    """Past a tagged-field section (the codec's reader; a cut one is the upstream's fault)."""
+    try:
+        return _skip_tagged_fields(data, offset)
+    except WireError as e:
+        raise UpstreamReplyError(f"a frame's tagged fields are cut short: {e}") from None
 
 
 # ------------------------------------------------------------------ relayed requests
