@@ -63,10 +63,12 @@ from collections.abc import Awaitable, Callable
 from typing import NamedTuple
 
 from actors.gateway.admission import CURRENT_SLOT
+from actors.gateway.connection_relay import CloseConnection as _Close
+from actors.gateway.connection_relay import Relaying
 from actors.gateway.dispatch import HANDLERS
 from actors.gateway.password_checks import PASSWORD_CHECKS
 from actors.gateway.serving import WireRequest
-from actors.upstream.relay import ClientRelay, goes_upstream
+from actors.upstream.relay import ClientRelay
 from protocol.api import BY_API_KEY
 from protocol.security.acls import ANONYMOUS
 from protocol.security.plain import PasswordCheck
@@ -77,11 +79,9 @@ from protocol.wire.codec import (
     WireError,
     decode_body,
     encode_response,
-    read_header,
     read_request_head,
 )
 from protocol.wire.framing import FrameError, FrameReader
-from protocol.wire.upstream import TXN_OFFSET_COMMIT, txn_offset_commit_refusal
 from protocol.wire.versions import (
     API_VERSIONS,
     BEFORE_AUTHENTICATION,
@@ -118,11 +118,7 @@ class Pending(NamedTuple):
 Respond = Callable[[WireRequest], Awaitable[bytes | None] | Pending]
 
 
-class _Close(Exception):
-    """End this connection (the reason is logged)."""
-
-
-class Connection:
+class Connection(Relaying):
     def __init__(self, core, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                  respond: Respond | None = None,
                  pipelined: frozenset[int] = frozenset(),
@@ -224,31 +220,6 @@ class Connection:
         await self._written()  # muted: served alone, as Kafka's broker serves every request
         self._submit(req)
         await self._written()
-
-    async def _relayed(self, frame: bytes) -> bool:
-        """Relay ``frame`` upstream if it goes there (``actors.upstream.relay``): its header
-        read, its body left as it is; False if Cohort serves it."""
-        try:
-            header, _ = read_header(frame)
-        except WireError as e:
-            raise _Close(f"{type(e).__name__}: {e}") from None
-        if not goes_upstream(header, frame, self.relay_keys):
-            return False
-        if self.principal is None:
-            raise _Close(f"API {header.api_key} before SASL authentication completed")
-        self.core.count(header.api_key, header.api_version)
-        if header.api_key == TXN_OFFSET_COMMIT:  # refused, by a coordinator or a broker alike
-            try:
-                reply = txn_offset_commit_refusal(frame)
-            except Exception as e:
-                raise _Close(f"TxnOffsetCommit that does not decode: {e}") from None
-            await self._reply_now("TxnOffsetCommit", reply)
-            return True
-        await self._room_for_one()
-        self._check_failed()
-        task = asyncio.get_running_loop().create_task(self.relay.forward(header, frame))
-        self._owe(f"api-{header.api_key} (relayed)", task)
-        return True
 
     async def _read_head(self, frame: bytes) -> RequestHead | None:
         """The frame's header, if its body is to be decoded: its API and version served, and
@@ -444,3 +415,4 @@ class Connection:
         if self.sasl.authenticated:
             self.principal = self.sasl.principal
             self.frames.max_bytes = self.core.options.max_request_bytes
+

@@ -27,6 +27,7 @@ from protocol.wire.upstream import (
     TRANSACTION_KEY,
     TXN_OFFSET_COMMIT,
     decode_reply,
+    encode_reply,
     expects_reply,
     rewrite_addresses,
 )
@@ -114,9 +115,11 @@ class ClientRelay:
             where = self.view.settings.bootstrap[0]
         return await UpstreamLink(*where, self.view.settings).open()
 
-    async def forward(self, header: RequestHeader, frame: bytes) -> bytes | None:
+    async def forward(self, header: RequestHeader, frame: bytes,
+                      merge: Callable[[dict], dict] | None = None) -> bytes | None:
         """Relay ``frame`` (without its size prefix); the framed reply, rewritten where it
-        names brokers, or None when Kafka sends no reply."""
+        names brokers, or None when Kafka sends no reply. ``merge``: what the reply gains
+        before the client sees it (entries an ACL refused, ``protocol.security.relay_acls``)."""
         if self._link is None:
             self._link = asyncio.ensure_future(self._open())
         link = await self._link
@@ -131,6 +134,11 @@ class ClientRelay:
         if header.api_key in ADDRESS_APIS:
             body = rewrite_addresses(header.api_key, header.api_version, reply[4:],
                                      self.listener_of)
+            reply = len(body).to_bytes(4, "big") + body
+        if merge is not None:
+            body = encode_reply(header.api_key, header.api_version, header.correlation_id,
+                                merge(decode_reply(header.api_key, header.api_version,
+                                                   reply[4:])))
             reply = len(body).to_bytes(4, "big") + body
         return reply
 

@@ -83,6 +83,18 @@ def encode_request(api_key: int, version: int, correlation_id: int, client_id: s
     return _INT32.pack(len(data)) + data
 
 
+def decode_request_body(frame: bytes) -> dict[str, Any]:
+    """A request's body (``frame`` without its size prefix) as plain values, through kio: for
+    the relayed APIs Cohort has no row of its own for (their ACL checks)."""
+    from kio.serial import entity_reader
+
+    header, offset = read_header(frame)
+    schema = _request_schema(header.api_key, header.api_version)
+    if schema.__flexible__:
+        offset = _skip_tags(frame, offset)
+    return plain(entity_reader(schema)(frame, offset)[0])
+
+
 def correlation_of_reply(frame: bytes) -> int:
     """The correlation id of a reply frame (its size prefix excluded)."""
     return _INT32.unpack_from(frame, 0)[0]
@@ -228,13 +240,8 @@ def txn_offset_commit_refusal(frame: bytes) -> bytes:
     transaction (its records are never read committed), and offsets are committed outside
     transactions (docs/decisions.md, "Exactly-once in front of an upstream").
     """
-    from kio.serial import entity_reader
-
-    header, offset = read_header(frame)
-    schema = _request_schema(TXN_OFFSET_COMMIT, header.api_version)
-    if schema.__flexible__:
-        offset = _skip_tags(frame, offset)
-    body = plain(entity_reader(schema)(frame, offset)[0])
+    header, _ = read_header(frame)
+    body = decode_request_body(frame)
     reply = {"throttle_time": 0, "topics": [
         {"name": t["name"], "partitions": [
             {"partition_index": p["partition_index"], "error_code": UNSUPPORTED_VERSION}
