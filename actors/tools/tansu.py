@@ -50,6 +50,10 @@ class Tansu:
         self._proc: subprocess.Popen | None = None
 
     @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 

@@ -35,6 +35,10 @@ log = logging.getLogger(__name__)
 
 SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
 CONNECT_TIMEOUT_S = 10.0
+# Cohort's own requests (Metadata polls, topic admin) give up after this long: an upstream that
+# stops answering must not hold the controller's change lock or a Metadata reply for ever. The
+# link is closed then (its replies could no longer be matched to what is sent next).
+REQUEST_TIMEOUT_S = 10.0
 # A reply larger than this is not one a broker sends (Kafka's fetch.max.bytes is 55 MiB).
 MAX_REPLY_BYTES = 256 << 20
 _INT32 = struct.Struct(">i")
@@ -106,7 +110,12 @@ class UpstreamLink:
     async def call(self, api_key: int, version: int, body: Mapping[str, Any]) -> dict:
         """One of Cohort's own requests; its reply as plain values."""
         frame = encode_request(api_key, version, next(self._ids), self.client_id, body)
-        reply = await self.relay(frame)
+        try:
+            reply = await asyncio.wait_for(self.relay(frame), REQUEST_TIMEOUT_S)
+        except (TimeoutError, asyncio.TimeoutError):
+            self.close(f"no reply to API {api_key} within {REQUEST_TIMEOUT_S:.0f} s")
+            raise UpstreamUnavailable(f"the upstream broker {self.address} did not answer "
+                                      f"API {api_key} within {REQUEST_TIMEOUT_S:.0f} s") from None
         return decode_reply(api_key, version, reply[4:])
 
     async def drain(self) -> None:

@@ -27,6 +27,7 @@ def pytest_collection_modifyitems(items):
 class Upstream:
     kind: str
     bootstrap: str
+    pid: int  # what a test freezes (SIGSTOP) to take the upstream away, and thaws
 
     @property
     def port(self) -> int:
@@ -37,12 +38,13 @@ class Upstream:
 def upstream(request):
     """The broker Cohort fronts: Tansu (started here) or the session's reference Kafka."""
     if request.param == "kafka":
-        yield Upstream("kafka", request.getfixturevalue("reference_kafka").bootstrap)
+        kafka = request.getfixturevalue("reference_kafka")
+        yield Upstream("kafka", kafka.bootstrap, kafka.pid)
         return
     from actors.tools.tansu import Tansu
 
     broker = Tansu().start()
-    yield Upstream("tansu", broker.bootstrap)
+    yield Upstream("tansu", broker.bootstrap, broker.pid)
     broker.stop()
 
 
