@@ -1,0 +1,284 @@
+"""Cohort in front of an upstream against the upstream itself, the same client on both sides.
+
+For each upstream (``--upstreams tansu,kafka``: Tansu 0.6 and Apache Kafka 4.4.0, the
+reference broker) a fresh local Ray and a Cohort in front of it, then:
+
+Every figure of 1-3 is measured ``--repeats`` times, direct and through Cohort alternately, and
+its median printed.
+
+1. records/s produced (``--records`` of 100 bytes, one confluent-kafka producer, linger 5 ms,
+   acks=all) directly to the upstream and through Cohort's gateway, into topics of
+   ``--partitions`` partitions;
+2. records/s fetched: one consumer ``assign()``ed every partition from the earliest offset
+   reads the same records directly and through Cohort;
+3. one produce's round trip (a record, then ``flush``), median and p99 over ``--round-trips``,
+   directly and through Cohort: the difference is what the relay adds;
+4. (``--stable``) ``--members`` KIP-848 consumers (confluent-kafka, one process, a thread
+   each) from subscribe to every partition owned once: through Cohort in front of the
+   upstream, and on Apache Kafka 4.4 itself (its own coordinator: the peer);
+5. (``--two-gateways``) records/s produced by two producers at once, both through one gateway
+   and one through each of two gateways (``gateway`` and ``gateway-2``): how the relay scales
+   past one gateway process.
+
+It prints each figure and the ratio Cohort/upstream, the goals of issue 32 beside them. The
+machine is shared: compare the ratios of one run, not absolute rates across runs.
+
+    .venv/bin/python bench/upstream.py [--upstreams tansu,kafka] [--records 200000]
+        [--partitions 6] [--round-trips 500] [--stable] [--members 1000] [--two-gateways]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+QUIET = {"log_level": 0}
+TIMEOUT_S = 300.0
+VALUE = b"x" * 100
+
+
+@contextlib.contextmanager
+def upstream_broker(kind: str) -> Iterator[str]:
+    if kind == "kafka":
+        from actors.tools.reference_kafka import ReferenceKafka
+
+        with ReferenceKafka() as kafka:
+            yield kafka.bootstrap
+        return
+    from actors.tools.tansu import Tansu
+
+    with Tansu() as tansu:
+        yield tansu.bootstrap
+
+
+@contextlib.contextmanager
+def cohort_in_front(upstream: str) -> Iterator[object]:
+    import ray
+
+    from actors.cluster import Cluster
+
+    ray.init(address="local", namespace="cohort", include_dashboard=False,
+             log_to_driver=False)
+    with tempfile.TemporaryDirectory() as data:
+        cluster = Cluster.start(num_partitions=4, storage_path=data, upstream=upstream)
+        try:
+            cluster.bootstrap = cluster.start_gateway(port=0)
+            yield cluster
+        finally:
+            cluster.stop_gateway()
+            cluster.shutdown()
+            ray.shutdown()
+
+
+def create_topic(bootstrap: str, name: str, partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap, **QUIET})
+    admin.create_topics([NewTopic(name, partitions)])[name].result(60)
+    deadline = time.monotonic() + 60
+    while len(admin.list_topics(name, timeout=10).topics[name].partitions) < partitions:
+        assert time.monotonic() < deadline, f"{name} never showed its partitions"
+        time.sleep(0.1)
+
+
+def produce_rate(bootstrap: str, topic: str, records: int, partitions: int) -> float:
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all", **QUIET})
+    failed: list[str] = []
+    t0 = time.perf_counter()
+    for n in range(records):
+        while True:
+            try:
+                p.produce(topic, VALUE, partition=n % partitions,
+                          on_delivery=lambda err, _m: err and failed.append(str(err)))
+                break
+            except BufferError:
+                p.poll(0.005)
+    if p.flush(TIMEOUT_S) or failed:
+        raise RuntimeError(f"records not produced: {failed[:1]}")
+    return records / (time.perf_counter() - t0)
+
+
+def fetch_rate(bootstrap: str, topic: str, records: int, partitions: int) -> float:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{time.time_ns()}",
+                  "enable.auto.commit": False, **QUIET})
+    c.list_topics(topic, timeout=30)  # leaders known before the clock starts
+    c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+    got, t0 = 0, time.perf_counter()
+    deadline = time.monotonic() + TIMEOUT_S
+    while got < records:
+        for msg in c.consume(10_000, 0.5):
+            if not msg.error():
+                got += 1
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{got} of {records} records fetched in time")
+    elapsed = time.perf_counter() - t0
+    c.close()
+    return records / elapsed
+
+
+def round_trips(bootstrap: str, topic: str, n: int) -> tuple[float, float]:
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "acks": "all",
+                  "socket.nagle.disable": True, **QUIET})
+    p.produce(topic, VALUE, partition=0)
+    p.flush(30)
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        p.produce(topic, VALUE, partition=0)
+        p.flush(30)
+        times.append((time.perf_counter() - t0) * 1000)
+    times.sort()
+    return statistics.median(times), times[int(len(times) * 0.99) - 1]
+
+
+def time_to_stable(bootstrap: str, topic: str, members: int, partitions: int) -> float:
+    """Seconds from the first subscribe until every partition has exactly one owner (NaN
+    after ``TIMEOUT_S``)."""
+    owned: list[set[int]] = [set() for _ in range(members)]
+    lock, done = threading.Lock(), threading.Event()
+    group = f"stable-{time.time_ns()}"
+
+    def work(i: int) -> None:
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                      "group.protocol": "consumer", **QUIET})
+
+        def assigned(_c, parts):
+            with lock:
+                owned[i] |= {p.partition for p in parts}
+
+        def revoked(_c, parts):
+            with lock:
+                owned[i] -= {p.partition for p in parts}
+
+        c.subscribe([topic], on_assign=assigned, on_revoke=revoked)
+        while not done.is_set():
+            c.poll(0.05)
+        c.close()
+
+    def stable() -> bool:
+        with lock:
+            counts = [p for s in owned for p in s]
+        return len(counts) == partitions == len(set(counts))
+
+    threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(members)]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + TIMEOUT_S
+    while not stable() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    elapsed = time.perf_counter() - t0 if stable() else float("nan")
+    done.set()
+    for t in threads:
+        t.join(60)
+    return elapsed
+
+
+def two_producers(bootstraps: list[str], topic: str, records: int, partitions: int) -> float:
+    rates: list[float] = []
+
+    def one(bootstrap: str) -> None:
+        rates.append(produce_rate(bootstrap, topic, records // 2, partitions))
+
+    threads = [threading.Thread(target=one, args=(b,)) for b in bootstraps]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(TIMEOUT_S)
+    return records / (time.perf_counter() - t0)
+
+
+def measure(kind: str, args: argparse.Namespace) -> dict[str, float]:
+    out: dict[str, float] = {}
+    with upstream_broker(kind) as upstream, cohort_in_front(upstream) as cluster:
+        direct, through = "bench-direct", "bench-cohort"
+        create_topic(upstream, direct, args.partitions)
+        create_topic(cluster.bootstrap, through, args.partitions)
+        # Each figure ``--repeats`` times, direct and through Cohort alternately (the first
+        # rounds warm the upstream's JIT and caches for both), its median kept: one pair of
+        # runs on a shared machine says little.
+        runs: dict[str, list] = {}
+        for _ in range(args.repeats):
+            for side, bootstrap, topic in (("direct", upstream, direct),
+                                           ("cohort", cluster.bootstrap, through)):
+                runs.setdefault(f"produced/s {side}", []).append(
+                    produce_rate(bootstrap, topic, args.records, args.partitions))
+        for _ in range(args.repeats):
+            for side, bootstrap in (("direct", upstream), ("cohort", cluster.bootstrap)):
+                runs.setdefault(f"fetched/s {side}", []).append(
+                    fetch_rate(bootstrap, direct, args.records, args.partitions))
+                median, p99 = round_trips(bootstrap, direct, args.round_trips)
+                runs.setdefault(f"round trip ms {side}", []).append(median)
+                runs.setdefault(f"round trip p99 {side}", []).append(p99)
+        out.update({name: statistics.median(values) for name, values in runs.items()})
+        if args.two_gateways:
+            from actors.gateway.launch import start_gateway, stop_gateway
+
+            second = start_gateway(cluster.num_partitions, cluster.config, port=0,
+                                   name="gateway-2")
+            try:
+                out["2 producers, 1 gateway"] = two_producers(
+                    [cluster.bootstrap] * 2, through, args.records, args.partitions)
+                out["2 producers, 2 gateways"] = two_producers(
+                    [cluster.bootstrap, second], through, args.records, args.partitions)
+            finally:
+                stop_gateway("gateway-2")
+        if args.stable:
+            stable = f"stable-{kind}"
+            create_topic(cluster.bootstrap, stable, args.partitions)
+            out["stable s cohort"] = time_to_stable(cluster.bootstrap, stable, args.members,
+                                                    args.partitions)
+            if kind == "kafka":  # the peer: Kafka 4.4's own coordinator, the same group
+                create_topic(upstream, stable + "-own", args.partitions)
+                out["stable s kafka itself"] = time_to_stable(
+                    upstream, stable + "-own", args.members, args.partitions)
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--upstreams", default="tansu,kafka")
+    ap.add_argument("--records", type=int, default=200_000)
+    ap.add_argument("--partitions", type=int, default=6)
+    ap.add_argument("--round-trips", type=int, default=500)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--stable", action="store_true")
+    ap.add_argument("--members", type=int, default=1000)
+    ap.add_argument("--two-gateways", action="store_true")
+    args = ap.parse_args()
+    results = {kind: measure(kind, args) for kind in args.upstreams.split(",")}
+    for kind, r in results.items():
+        print(f"\n## Cohort in front of {kind}")
+        for name, value in r.items():
+            print(f"- {name}: {value:,.3f}")
+        print(f"- produced/s, cohort/direct: {r['produced/s cohort'] / r['produced/s direct']:.2f}"
+              " (goal >= 0.8)")
+        print(f"- fetched/s, cohort/direct: {r['fetched/s cohort'] / r['fetched/s direct']:.2f}"
+              " (goal >= 0.8)")
+        added = r["round trip ms cohort"] - r["round trip ms direct"]
+        print(f"- a produce's round trip adds {added:.3f} ms at the median (goal <= 0.2)")
+        if "2 producers, 2 gateways" in r:
+            scale = r["2 producers, 2 gateways"] / r["2 producers, 1 gateway"]
+            print(f"- two gateways / one gateway, two producers: {scale:.2f}")
+    tansu, kafka = results.get("tansu", {}), results.get("kafka", {})
+    if "stable s cohort" in tansu and "stable s kafka itself" in kafka:
+        ratio = tansu["stable s cohort"] / kafka["stable s kafka itself"]
+        print(f"\n{args.members} KIP-848 consumers stable: Cohort over Tansu "
+              f"{tansu['stable s cohort']:.2f} s, Kafka 4.4 itself "
+              f"{kafka['stable s kafka itself']:.2f} s: {ratio:.2f}x its time (goal <= 1.0)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
