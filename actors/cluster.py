@@ -255,6 +255,13 @@ class Cluster(ClientSpawner):
     def topics(self) -> list:
         return _get(self._controller.topics.remote())
 
+    def upstream_end_offsets(self, partitions: list[tuple[str, int]]
+                             ) -> dict[tuple[str, int], int]:
+        """Each partition's end offset upstream; empty without an upstream."""
+        if not partitions:
+            return {}
+        return _get(self._controller.upstream_end_offsets.remote(partitions))
+
     def upstream(self) -> dict | None:
         """The upstream as the controller last read it (reachable, brokers, topics seen), or
         None without one."""

@@ -155,6 +155,18 @@ class Controller(SecurityStore, ChangeLock):
         """How to reach the upstream (what the gateway relays to), or None."""
         return self._upstream.settings if self._upstream else None
 
+    async def upstream_end_offsets(self, partitions: list[tuple[str, int]]
+                                   ) -> dict[tuple[str, int], int]:
+        """Each partition's end offset upstream (``cohort groups --describe``'s LAG); empty
+        without an upstream or when it cannot be reached."""
+        if self._upstream is None:
+            return {}
+        try:
+            return await self._upstream.view.end_offsets(partitions)
+        except Exception as e:
+            log.info("upstream end offsets not read: %s", e)
+            return {}
+
     def upstream_status(self) -> dict | None:
         """The upstream as last read: reachable, brokers, topics seen (``cohort status``)."""
         return self._upstream.view.status() if self._upstream else None

@@ -287,8 +287,20 @@ def describe_offsets(cluster, group_id: str) -> tuple[list[Row], list[str]]:
         for topic, p in mem.assignment:
             rows.append(_offset_row(group_id, topic, p, offsets.pop((topic, p), None), mem))
     rows += [_offset_row(group_id, t, p, off, None) for (t, p), off in offsets.items()]
+    _with_lag(cluster, rows)
     rows.sort(key=lambda r: (r["topic"], r["partition"]))
     return rows, notes
+
+
+def _with_lag(cluster, rows: list[Row]) -> None:
+    """LOG-END-OFFSET and LAG from the upstream's end offsets, in front of one (Kafka's
+    kafka-consumer-groups shows both; without an upstream, Cohort's stream has no end)."""
+    ends = cluster.upstream_end_offsets([(r["topic"], r["partition"]) for r in rows])
+    for r in rows:
+        end = ends.get((r["topic"], r["partition"]))
+        if end is not None:
+            r["log_end_offset"] = end
+            r["lag"] = None if r["current_offset"] is None else max(end - r["current_offset"], 0)
 
 
 def _offset_row(group_id: str, topic: str, partition: int, offset: int | None,

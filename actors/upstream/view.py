@@ -15,10 +15,11 @@ from typing import Any
 from actors.upstream.link import UpstreamLink, UpstreamUnavailable
 from actors.upstream.settings import UpstreamSettings
 from protocol.metadata import TopicMetadata
-from protocol.wire.upstream import METADATA, RELAY_CAPS, metadata_topics
+from protocol.wire.upstream import FETCH, METADATA, RELAY_CAPS, metadata_topics
 
 log = logging.getLogger(__name__)
 
+END_OFFSET_TRIES = 3
 ALL_TOPICS = {"topics": None, "allow_auto_topic_creation": False,
               "include_cluster_authorized_operations": False,
               "include_topic_authorized_operations": False}
@@ -33,6 +34,7 @@ class UpstreamView:
         self.cluster_id: str | None = None
         self.controller_id = -1
         self.topics: list[TopicMetadata] = []
+        self.leaders: dict[tuple[str, int], int] = {}
         self.refreshed_at: float | None = None
         self.last_error: str | None = None
         self._link: UpstreamLink | None = None
@@ -71,12 +73,50 @@ class UpstreamView:
             self.last_error = str(e)
             raise
         self.brokers = {b["node_id"]: (b["host"], b["port"]) for b in body["brokers"]}
+        self.leaders = {(t["name"], p["partition_index"]): p["leader_id"]
+                        for t in body.get("topics", []) if t.get("name")
+                        for p in t.get("partitions", [])}
         self.cluster_id = body.get("cluster_id")
         self.controller_id = body.get("controller_id", -1)
         self.topics = metadata_topics(body)
         self.refreshed_at = time.time()
         self.last_error = None
         return body
+
+    async def end_offsets(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """Each partition's high watermark, from a Fetch of nothing to its leader (ListOffsets
+        for the latest offset is wrong on Tansu 0.6: it answers 1 whatever the log holds; the
+        high watermark in a Fetch reply is right everywhere). A partition whose leader does
+        not answer is asked again, ``END_OFFSET_TRIES`` times in all (Tansu at times answers
+        a Fetch with no partitions), then left out."""
+        out: dict[tuple[str, int], int] = {}
+        for _ in range(END_OFFSET_TRIES):
+            missing = [tp for tp in partitions if tp not in out]
+            if not missing:
+                break
+            await self._end_offsets(missing, out)
+        return out
+
+    async def _end_offsets(self, partitions: list[tuple[str, int]],
+                           out: dict[tuple[str, int], int]) -> None:
+        by_leader: dict[int, list[tuple[str, int]]] = {}
+        for tp in partitions:
+            by_leader.setdefault(self.leaders.get(tp, -1), []).append(tp)
+        for leader, tps in by_leader.items():
+            where = self.brokers.get(leader)
+            if where is None:
+                continue
+            link = await UpstreamLink(*where, self.settings).open()
+            try:
+                reply = await link.call(FETCH, link.version_of(FETCH, 12), _fetch_nothing(tps))
+            except (UpstreamUnavailable, OSError):
+                continue
+            finally:
+                link.close()
+            for t in reply.get("responses", []):
+                for p in t.get("partitions", []):
+                    if p.get("error_code", 0) == 0:
+                        out[(t["topic"], p["partition_index"])] = p["high_watermark"]
 
     def status(self) -> dict:
         """What ``cohort status`` shows of the upstream."""
@@ -89,6 +129,21 @@ class UpstreamView:
     def close(self) -> None:
         if self._link is not None:
             self._link.close()
+
+
+def _fetch_nothing(partitions: list[tuple[str, int]]) -> dict:
+    """A Fetch (v4-12: topics by name) that asks for no records, only each high watermark."""
+    topics: dict[str, list[int]] = {}
+    for name, p in partitions:
+        topics.setdefault(name, []).append(p)
+    # max_wait and max_bytes above 0: Tansu 0.6 answers no partition to a Fetch with either at 0.
+    return {"replica_id": -1, "max_wait": 1, "min_bytes": 0, "max_bytes": 1,
+            "isolation_level": 0, "session_id": 0, "session_epoch": -1, "rack_id": "",
+            "forgotten_topics_data": [],
+            "topics": [{"topic": name, "partitions": [
+                {"partition": p, "current_leader_epoch": -1, "fetch_offset": 0,
+                 "last_fetched_epoch": -1, "log_start_offset": -1, "partition_max_bytes": 0}
+                for p in ps]} for name, ps in topics.items()]}
 
 
 async def probe(settings: UpstreamSettings, timeout_s: float = 10.0) -> dict:

@@ -235,3 +235,18 @@ def test_a_transactional_producer_works_and_its_offsets_are_refused_clearly(coho
                                                 **{"isolation.level": "read_committed"})]
     assert values == [b"committed"]
     group.close()
+
+
+def test_describing_a_group_shows_its_lag_from_the_upstreams_end_offsets(cohort, upstream):
+    from actors.tools.admin_groups import describe_offsets
+
+    topic, group = unique("lag"), unique("lg")
+    cohort.create_topic(topic, 2)
+    _produce(upstream.bootstrap, topic, 20, 2)  # 10 a partition
+    c = Consumer({"bootstrap.servers": cohort.bootstrap, "group.id": group, **QUIET})
+    c.commit(offsets=[TopicPartition(topic, 0, 4), TopicPartition(topic, 1, 10)],
+             asynchronous=False)
+    c.close()
+    rows, _ = describe_offsets(cohort, group)
+    assert {(r["partition"], r["current_offset"], r["log_end_offset"], r["lag"])
+            for r in rows} == {(0, 4, 10, 6), (1, 10, 10, 0)}
