@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import logging
 import secrets
 from collections.abc import Awaitable, Callable
@@ -182,7 +183,8 @@ class Connection(Relaying):
                     await self._take(frame)
         except (_Close, FrameError) as e:
             log.info("closing %s: %s", self.client_host, e)
-            await self._written()  # what came before the bad frame is answered first
+            with contextlib.suppress(_Close):  # failed already: nothing more to answer
+                await self._written()  # what came before the bad frame is answered first
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
             pass  # the client went away, or the listener is stopping
         finally:

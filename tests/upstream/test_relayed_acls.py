@@ -42,7 +42,7 @@ def secured(cohort):
 
 def test_a_produce_writes_the_granted_topic_and_refuses_the_other_in_one_request(secured):
     conf, ok, secret = secured
-    p = Producer({**conf, "linger.ms": 50, "message.timeout.ms": 10_000, "retries": 0})
+    p = Producer({**conf, "linger.ms": 50, "message.timeout.ms": 20_000})
     results: dict[str, KafkaError | None] = {}
     p.produce(ok, b"granted", on_delivery=lambda err, msg: results.setdefault(ok, err))
     p.produce(secret, b"refused", on_delivery=lambda err, msg: results.setdefault(secret, err))
