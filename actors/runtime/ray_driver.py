@@ -101,3 +101,39 @@ def get_unwrapped(ref) -> Any:
         if isinstance(e.cause, CoordinatorError):
             raise e.cause from None
         raise
+
+
+# Where a ``cohort`` command keeps the messages Ray's raylet sends its driver.
+RAY_MESSAGES_LOG = os.path.join(os.path.expanduser("~"), ".cohort", "ray-messages.log")
+
+
+def keep_ray_messages_in_log(path: str = RAY_MESSAGES_LOG) -> None:
+    """Send the raylet's messages to this driver (worker pool warnings: "16 PYTHON worker
+    processes have been started ..."; "Task Controller.image failed ... will be retried"
+    after a chaos kill) to ``path`` instead of the terminal, where they interleave with a
+    command's own progress. They are Ray's expected chatter under Cohort's load (hundreds of
+    ``num_cpus=0`` actors; actors killed on purpose) and stay one ``tail`` away.
+
+    Ray prints them from its error-listener thread through ``worker.print_to_stdstream``,
+    which offers no switch (``log_to_driver=False`` silences only the workers' own output),
+    so that one function is wrapped: the raylet's lines go to the file, anything else is
+    printed as before.
+    """
+    from ray._private import worker
+
+    printing = getattr(worker.print_to_stdstream, "__wrapped__", worker.print_to_stdstream)
+
+    def to_log(data: dict, ignore_prefix: bool) -> None:
+        if data.get("pid") != "raylet":
+            printing(data, ignore_prefix)
+            return
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "a", encoding="utf-8") as f:
+                for line in data.get("lines", ()):
+                    f.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {line}\n")
+        except OSError:
+            printing(data, ignore_prefix)  # no log to keep them in: as Ray would
+
+    to_log.__wrapped__ = printing
+    worker.print_to_stdstream = to_log

@@ -89,6 +89,9 @@ examples:
     add_connectors_parser(sub)
     add_gateway_parsers(sub)  # gateway, acls, users (actors/tools/cli_gateway.py)
     args = parser.parse_args(argv)
+    from actors.runtime.ray_driver import keep_ray_messages_in_log
+
+    keep_ray_messages_in_log()  # the command's own progress on the terminal, Ray's in a log
 
     if args.command == "demo":
         from actors.tools.demo import run_demo
