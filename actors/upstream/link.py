@@ -42,6 +42,10 @@ REQUEST_TIMEOUT_S = 10.0
 # A reply larger than this is not one a broker sends (Kafka's fetch.max.bytes is 55 MiB).
 MAX_REPLY_BYTES = 256 << 20
 _INT32 = struct.Struct(">i")
+# How much of a reply the link buffers before it stops reading the socket: a Fetch reply runs
+# to megabytes, and asyncio's default (64 KiB, paused at twice that) would pause and resume
+# the socket a dozen times a reply.
+READ_BUFFER_BYTES = 8 << 20
 
 
 class UpstreamUnavailable(ConnectionError):
@@ -72,10 +76,10 @@ class UpstreamLink:
         """Connect, learn the broker's API versions, authenticate; ``UpstreamUnavailable``
         naming the address when any step fails."""
         try:
+            tls = self.settings.tls_context(self.host)
             self._reader, self._writer = await asyncio.wait_for(asyncio.open_connection(
-                self.host, self.port, ssl=self.settings.tls_context(self.host),
-                server_hostname=self.host if self.settings.tls_context(self.host) else None),
-                timeout_s)
+                self.host, self.port, ssl=tls, server_hostname=self.host if tls else None,
+                limit=READ_BUFFER_BYTES), timeout_s)
             self._reading = asyncio.get_running_loop().create_task(self._read_replies())
             reply = await asyncio.wait_for(self.call(API_VERSIONS, 3, {
                 "client_software_name": "cohort", "client_software_version": "0.1.0"}),
