@@ -199,14 +199,28 @@ def test_cohort_status_shows_the_upstream(cohort, upstream):
 
 @pytest.mark.parametrize("upstream", ["kafka"], indirect=True)
 def test_growing_a_topic_grows_it_upstream_and_in_the_image_at_once(cohort, upstream):
-    topic = unique("grow")
+    topic, group = unique("grow"), unique("gg")
     admin = AdminClient({"bootstrap.servers": cohort.bootstrap, **QUIET})
     admin.create_topics([NewTopic(topic, 2)])[topic].result(30)
+    member = Consumer({"bootstrap.servers": cohort.bootstrap, "group.id": group,
+                       "group.protocol": "consumer", **QUIET})
+    member.subscribe([topic])
+
+    def owns(n: int):
+        member.poll(0.1)
+        return len(member.assignment()) == n
+
+    wait_for(lambda: owns(2), timeout_s=60)
+    epoch = cohort.describe(group).group_epoch
     admin.create_partitions([NewPartitions(topic, 5)])[topic].result(30)
     assert {t.name: t.num_partitions for t in cohort.topics()}[topic] == 5  # no waiting
+    wait_for(lambda: owns(5), timeout_s=60)  # seed 002: partitions added bump the epoch
+    assert cohort.describe(group).group_epoch > epoch
     cohort.add_partitions(topic, 6)
     direct = AdminClient({"bootstrap.servers": upstream.bootstrap, **QUIET})
     assert len(direct.list_topics(topic, timeout=20).topics[topic].partitions) == 6
+    wait_for(lambda: owns(6), timeout_s=60)
+    member.close()
 
 
 def test_a_transactional_producer_works_and_its_offsets_are_refused_clearly(cohort, upstream):
