@@ -42,12 +42,18 @@ class ClientSpawner:
                         rack_id: str | None = None, detached: bool = False, **options: Any):
         """One ``num_cpus=0`` actor hosting ``n`` members whose heartbeats share one call.
 
+        In front of an upstream the members read their partitions' real records from their
+        committed offsets and commit after ``process(records)`` (a function of a list of
+        ``ConsumerRecord``, run in the actor) returned; see ``actors/clients/real_records.py``.
+
         ``protocol="classic"`` spawns a JoinGroup/SyncGroup consumer instead (one member per
         actor; ``assignors=("range",)`` eager by default, ``("cooperative-sticky",)`` for
         the cooperative protocol, ``join_reason="restart"`` for a bounced static member).
         The members leave the group when this process exits, unless ``detached``.
         """
         check_consumer_spawn(protocol, n, topics, options)
+        if options.get("process") is not None:
+            self._check_real_records(protocol, options)
         if protocol == "classic":
             from actors.clients.classic_consumer import ClassicConsumer
 
@@ -120,6 +126,17 @@ class ClientSpawner:
             group_id, self.num_partitions, list(topics), **self._owned(detached, options))
         self._clients.append(handle)
         return handle
+
+    def _check_real_records(self, protocol: str, options: dict[str, Any]) -> None:
+        """``process`` handles real records: a KIP-848 consumer in front of an upstream."""
+        if not callable(options["process"]):
+            raise ValueError("process must be a function taking a list of records")
+        if protocol != "consumer" or options.get("stream") is False:
+            raise ValueError("process= is for KIP-848 consumers that read (protocol='consumer')")
+        if _get(self._controller.upstream_settings.remote()) is None:
+            raise ValueError("process= hands the upstream's records to a function: this Cohort "
+                             "has no upstream (Cluster.start(upstream=...)); without one its "
+                             "consumers process the synthetic stream")
 
     def _owned(self, detached: bool, options: dict[str, Any]) -> dict[str, Any]:
         """``options`` plus the anchor whose death means "your spawner exited"."""
