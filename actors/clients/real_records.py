@@ -1,4 +1,4 @@
-"""A consumer actor's reads of the upstream's real records, handed to the user's function.
+"""Consumer actors' reads of the upstream's real records, handed to the user's function.
 
 In front of an upstream, a ``ConsumerClient`` keeps its group membership on Cohort's KIP-848
 path as always, and reads the records of the partitions it owns from the upstream (Fetch to
@@ -13,6 +13,9 @@ its partitions, like a Kafka consumer past ``max.poll.interval.ms``.
 
 A function that raises leaves the batch unprocessed: it is handed over again after
 ``RETRY_S`` (the error is logged and kept in ``errors``), never skipped.
+
+A share consumer actor (``ShareRecords``) reads the same way what it acquired, and
+acknowledges each range after its function returned.
 """
 
 from __future__ import annotations
@@ -20,13 +23,14 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from actors.upstream.reader import OFFSET_OUT_OF_RANGE, UpstreamReader
 from actors.upstream.settings import UpstreamSettings
 from actors.upstream.view import UpstreamView
 from protocol.client.stream_progress import StreamProgress
+from protocol.share.messages import ACK_ACCEPT, ACK_RELEASE
 from protocol.wire.record_batches import ConsumerRecord, RecordBatchError, decode, reach
 
 log = logging.getLogger(__name__)
@@ -108,6 +112,47 @@ class RealRecords:
         log.warning("%s", message)
         self.errors.append(message)
         self._retry_at[tp] = time.monotonic() + RETRY_S
+
+    def close(self) -> None:
+        self.reader.close()
+
+
+class ShareRecords:
+    """A share consumer actor's reads of the upstream's records (KIP-932 in front of an
+    upstream): its partitions' bounds, and the records of each range it acquired, handed to
+    the user's function. A range is acknowledged ACCEPT once the function returned, RELEASE
+    when it raised or the upstream could not give the records now (delivered again, up to the
+    group's delivery count limit, then archived as Kafka archives a record that keeps
+    failing)."""
+
+    def __init__(self, settings: UpstreamSettings, process: Process | None = None) -> None:
+        self.reader = UpstreamReader(UpstreamView(settings))
+        self.process = process or _count_only
+        self.records_processed = 0
+        self.errors: deque[str] = deque(maxlen=MAX_ERRORS_KEPT)
+
+    async def bounds(self, keys: list[tuple[str, int]], names: Mapping[str, str]
+                     ) -> dict[tuple[str, int], tuple[int, int]]:
+        """(log start, log end) of each (topic id, partition) the upstream answered for."""
+        named = {(names[tid], p): (tid, p) for tid, p in keys if tid in names}
+        return {named[k]: b for k, b in (await self.reader.bounds(list(named))).items()}
+
+    async def handle(self, name: str, partition: int, first: int, last: int) -> int:
+        """Process the records of offsets ``first..last``; the acknowledgement to send."""
+        data = await self.reader.batches((name, partition), [(first, last)])
+        if data is None:
+            return ACK_RELEASE
+        try:
+            records = [r for r in decode(data, name, partition, from_offset=first)
+                       if r.offset <= last]
+            self.process(records)
+        except Exception as e:  # a batch Cohort cannot read, or the user's function raised
+            message = f"{name}[{partition}] offsets {first}..{last}: {e!r}"
+            log.warning("%s", message)
+            self.errors.append(message)
+            return ACK_RELEASE
+        self.records_processed += len(records)
+        return ACK_ACCEPT
 
     def close(self) -> None:
         self.reader.close()

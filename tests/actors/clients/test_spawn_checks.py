@@ -92,3 +92,9 @@ def test_a_function_for_real_records_is_refused_where_it_could_never_run(
     monkeypatch.setattr(spawner, "_get", lambda ref: ref)
     with pytest.raises(ValueError, match=message):
         NoUpstream().spawn_consumer("g", topics=["t"], **options)
+
+
+def test_a_share_consumers_function_without_an_upstream_is_refused_at_the_call(monkeypatch):
+    monkeypatch.setattr(spawner, "_get", lambda ref: ref)
+    with pytest.raises(ValueError, match="has no upstream"):
+        NoUpstream().spawn_share_consumer("g", topics=["t"], process=print)
