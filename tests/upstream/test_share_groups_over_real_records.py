@@ -24,7 +24,9 @@ def test_three_share_consumers_split_the_upstreams_records_and_acknowledge_them_
     cohort.create_topic(topic, PARTITIONS)
     cohort.set_group_config(group, share_auto_offset_reset="earliest")
     sent = _produce(upstream.bootstrap, topic, RECORDS // 2, PARTITIONS)  # before they join
-    consumers = ShareConsumers(cohort.bootstrap, group, topic, count=3).start()
+    # A few records a fetch, so that the three take turns (one fetch could take them all).
+    consumers = ShareConsumers(cohort.bootstrap, group, topic, count=3,
+                               extra={"max.poll.records": 10}).start()
     try:
         wait_for(lambda: len(cohort.call(m.ShareGroupDescribeRequest(
             group_ids=[group])).groups[0].members) == 3, timeout_s=60)
