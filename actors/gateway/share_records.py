@@ -18,6 +18,7 @@ asking again is worth it):
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 
 from actors.upstream.reader import UpstreamReader
@@ -73,16 +74,15 @@ class UpstreamRecords:
                       ) -> tuple[dict[Key, bytes], dict[Key, list[tuple[int, int]]]]:
         """The batches of each partition's acquired ranges, and the ranges that could not be
         read (to hand back)."""
-        found: dict[Key, bytes] = {}
-        unread: dict[Key, list[tuple[int, int]]] = {}
-        for (tid, p), ranges in acquired_ranges(resp).items():
-            name = index.name_of(tid)
-            data = await self.reader.batches((name, p), ranges) if name else None
-            if data is None:
-                unread[(tid, p)] = ranges
-            else:
-                found[(tid, p)] = data
-        return found, unread
+        wanted = acquired_ranges(resp)
+        reads = await asyncio.gather(*(self._read(index, key, ranges)
+                                       for key, ranges in wanted.items()))
+        found = {k: data for k, data in zip(wanted, reads, strict=True) if data is not None}
+        return found, {k: r for k, r in wanted.items() if k not in found}
+
+    async def _read(self, index: TopicIndex, key: Key, ranges) -> bytes | None:
+        name = index.name_of(key[0])
+        return await self.reader.batches((name, key[1]), ranges) if name else None
 
     def next_poll_ms(self, now_ms: int) -> int:
         return UPSTREAM_POLL_MS
