@@ -19,8 +19,9 @@ asking again is worth it):
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
+from actors.gateway.core import GatewayCore
 from actors.upstream.reader import UpstreamReader
 from protocol import messages as m
 from protocol.wire.stream import SyntheticStream
@@ -43,7 +44,7 @@ def acquired_ranges(resp: m.ShareFetchResponse) -> dict[Key, list[tuple[int, int
 class StreamRecords:
     """The synthetic stream (see the module docstring)."""
 
-    def __init__(self, stream: SyntheticStream, now_ms) -> None:
+    def __init__(self, stream: SyntheticStream, now_ms: Callable[[], int]) -> None:
         self.stream, self.now_ms = stream, now_ms
 
     async def bounds(self, index: TopicIndex, keys: Iterable[Key]) -> Bounds:
@@ -66,9 +67,13 @@ class UpstreamRecords:
         self.reader = reader
 
     async def bounds(self, index: TopicIndex, keys: Iterable[Key]) -> Bounds:
+        """The bounds the upstream answered with; a topic Cohort does not know gets empty
+        bounds, so that the shard answers it (UNKNOWN_TOPIC_ID) as without an upstream."""
+        keys = list(keys)
         named = {(index.name_of(tid), p): (tid, p) for tid, p in keys}
         read = await self.reader.bounds([k for k in named if k[0]])
-        return {named[k]: b for k, b in read.items()}
+        unknown = {k: (0, 0) for k in keys if not index.name_of(k[0])}
+        return {named[k]: b for k, b in read.items()} | unknown
 
     async def batches(self, index: TopicIndex, resp: m.ShareFetchResponse
                       ) -> tuple[dict[Key, bytes], dict[Key, list[tuple[int, int]]]]:
@@ -88,7 +93,7 @@ class UpstreamRecords:
         return UPSTREAM_POLL_MS
 
 
-def records_of(core) -> StreamRecords | UpstreamRecords:
+def records_of(core: GatewayCore) -> StreamRecords | UpstreamRecords:
     """The gateway's source: the upstream's when it fronts one (a test's stand-in core
     without a reader serves the stream)."""
     reader = getattr(core, "upstream_reader", None)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from types import SimpleNamespace
 
 from actors.gateway import share_handlers
@@ -21,7 +22,7 @@ from protocol.wire.ids import topic_uuid
 from protocol.wire.share_session import ShareSessions
 from protocol.wire.topics import Node, TopicIndex
 
-SHARE_FETCH = 78
+SHARE_FETCH, UNKNOWN_TOPIC_ID = 78, 100
 TOPIC = TopicMetadata("T-orders", "orders", 1)
 
 
@@ -61,10 +62,10 @@ def _core(reader: _Reader) -> SimpleNamespace:
     return core
 
 
-async def _fetch(core: SimpleNamespace, max_wait_ms: int) -> dict:
+async def _fetch(core: SimpleNamespace, max_wait_ms: int, topic=None) -> dict:
     body = {"group_id": "sg", "member_id": "member-a", "share_session_epoch": 0,
             "max_wait": max_wait_ms, "max_records": 500, "forgotten_topics_data": [],
-            "topics": [{"topic_id": topic_uuid(TOPIC.topic_id),
+            "topics": [{"topic_id": topic or topic_uuid(TOPIC.topic_id),
                         "partitions": [{"partition_index": 0}]}]}
     req = WireRequest(RequestHeader(SHARE_FETCH, 1, 1, "c"), body, "User:ANONYMOUS",
                       "127.0.0.1", BY_API_KEY[SHARE_FETCH])
@@ -114,3 +115,10 @@ def test_acquisitions_the_upstream_cannot_give_now_are_handed_back_not_sent_as_g
     core.upstream_reader.readable = True  # the upstream is back: the same records, again
     reply = asyncio.run(_fetch(core, max_wait_ms=0))
     assert _acquired(reply) == [(0, 4)]
+
+
+def test_a_topic_cohort_does_not_know_is_answered_unknown_topic_id_as_without_an_upstream():
+    core = _core(_Reader(end=5))
+    reply = asyncio.run(_fetch(core, max_wait_ms=0, topic=uuid.uuid4()))
+    (part,) = reply["responses"][0]["partitions"]
+    assert part["error_code"] == UNKNOWN_TOPIC_ID and part["acquired_records"] == []
