@@ -11,6 +11,10 @@ A dead or restarting coordinator shows up as a failed call: every member in it b
 retries, keeping its partitions until its own session deadline says the coordinator must
 have fenced it. Timeline events can also be appended to a file (``timeline_path``), so a
 chaos run can read the history of a consumer actor it killed.
+
+In front of an upstream its members read their partitions' real records and hand them to the
+user's ``process`` function before committing (``real_records.py``); without one they process
+the synthetic stream.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import ray
 from ray.exceptions import RayActorError
 
 from actors.clients.owner_watch import watch_owner
+from actors.clients.real_records import MAX_POLL_RECORDS, RealRecords
 from actors.clients.timeline import TimelineSink
 from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE, partition_actor_name
 from actors.runtime.packed import pack, unpack, waker_token
@@ -45,6 +50,8 @@ log = logging.getLogger(__name__)
 CALL_TIMEOUT_S = 30.0
 # The loop wakes at least this often, to notice stop() and due heartbeats.
 MAX_SLEEP_S = 0.5
+# How long a consumer of real records that found none waits before reading again.
+READ_IDLE_S = 0.1
 LEAVE_TIMEOUT_S = 10.0
 MAX_MEMBERS_PER_ACTOR = 100_000
 
@@ -103,8 +110,10 @@ class ConsumerClient:
         ``client_assignors`` (names such as ``"sticky"``, or ``PartitionAssignor`` objects,
         copied for each member) to assign on the client instead of the coordinator.
         With ``n > 1`` and an ``instance_id``, member ``i`` is the static member
-        ``<instance_id>-<i>``. The actor's own options: ``stream`` (process a synthetic stream
-        and commit, default on), ``records_per_s``, ``commit_interval_s``, and
+        ``<instance_id>-<i>``. The actor's own options: ``stream`` (process the partitions'
+        records and commit, default on: the upstream's real records in front of one, handed
+        to ``process(records)``, at most ``max_poll_records`` at a time; else a synthetic
+        stream at ``records_per_s``), ``commit_interval_s``, and
         ``revocation_cost_ms``: what revoking one partition costs (a real consumer commits and
         flushes it), paid before the member's next requests (the acknowledgement, or the
         leave) go out, without holding up the other members of the actor; ``wake_ups``
@@ -122,6 +131,9 @@ class ConsumerClient:
         assignor_specs = member_options.pop("client_assignors", None) or ()
         revocation_cost_ms = member_options.pop("revocation_cost_ms", 0)
         wake_ups = member_options.pop("wake_ups", True)
+        self._process = member_options.pop("process", None)
+        self._max_poll_records = member_options.pop("max_poll_records", MAX_POLL_RECORDS)
+        self._records: RealRecords | None = None  # in front of an upstream (``_run``)
         if revocation_cost_ms < 0:
             raise ValueError("revocation_cost_ms must not be negative")
         self._revocation_cost_s = revocation_cost_ms / 1000
@@ -184,7 +196,13 @@ class ConsumerClient:
         return {mem.member_id: mem.assignment for mem in self._members}
 
     async def timeline(self) -> list[dict]:
+        """The members' events; over real records also what they processed and committed
+        (the upstream's offsets)."""
         events = [dict(e, group_id=self.group_id) for mem in self._members for e in mem.timeline]
+        if self._records is not None:
+            events += [dict(e, group_id=self.group_id, member_id=mem.member_id)
+                       for mem, p in zip(self._members, self._progress, strict=True)
+                       if p is not None for e in p.events]
         return sorted(events, key=lambda e: e["t"])
 
     async def stop(self, leave: bool = True) -> None:
@@ -203,6 +221,8 @@ class ConsumerClient:
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
         self._flush_timeline()
+        if self._records is not None:
+            self._records.close()
 
     async def members(self) -> list[dict[str, Any]]:
         return [
@@ -234,6 +254,8 @@ class ConsumerClient:
             "heartbeats": self._heartbeats,
             "failed_calls": self._failed_calls,
             "pid": os.getpid(),
+            "records_processed": self._records.records_processed if self._records else 0,
+            "process_errors": list(self._records.errors) if self._records else [],
         }
 
     async def _owner_gone(self) -> None:
@@ -246,6 +268,7 @@ class ConsumerClient:
 
     async def _run(self) -> None:
         await self._refresh_topic_names()
+        await self._find_records()
         while not self._stopping:
             now_s = time.monotonic()
             batch = self._poll(now_s)
@@ -259,12 +282,18 @@ class ConsumerClient:
                     await self._refresh_topic_names()
                 continue  # acknowledgements are due at once
             self._flush_timeline()  # a poll may have recorded a loss at its deadline
+            if self._records is not None:
+                read = await self._records.step([p for p in self._progress if p is not None])
+                self._flush_timeline()
+                if read:
+                    continue  # more may be waiting; heartbeats and commits come first
             dues = [
                 d
                 for i, mem in enumerate(self._members)
                 if (d := self._held[i][0] if i in self._held else mem.next_due()) is not None
             ]
-            wait = min([MAX_SLEEP_S, *[d - time.monotonic() for d in dues]])
+            idle = READ_IDLE_S if self._records is not None else MAX_SLEEP_S
+            wait = min([idle, *[d - time.monotonic() for d in dues]])
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._woken.wait(), max(wait, 0.001))
             self._woken.clear()
@@ -283,7 +312,8 @@ class ConsumerClient:
             heartbeat = mem.poll(now_s)
             requests: list[tuple[ConsumerMemberClient, object]] = []
             if progress is not None:
-                progress.advance(now_s)
+                if self._records is None:
+                    progress.advance(now_s)  # the synthetic stream
                 requests += [(mem, req) for req in progress.requests(mem.member_id, epoch, now_s)]
             if heartbeat is not None:
                 requests.append((mem, heartbeat))
@@ -338,6 +368,20 @@ class ConsumerClient:
 
     def _progress_of(self, mem: ConsumerMemberClient) -> StreamProgress:
         return self._progress_by_member[id(mem)]
+
+    async def _find_records(self) -> None:
+        """In front of an upstream, read its real records (asked of the controller once: a
+        Cohort's upstream does not change while it runs)."""
+        while any(p is not None for p in self._progress) and not self._stopping:
+            try:
+                settings = await self._controller.upstream_settings.remote()
+            except ray.exceptions.RayError as e:  # restarting: ask again, never guess
+                log.info("the controller did not say whether there is an upstream: %s", e)
+                await asyncio.sleep(MAX_SLEEP_S)
+                continue
+            if settings is not None:
+                self._records = RealRecords(settings, self._process, self._max_poll_records)
+            return
 
     async def _refresh_topic_names(self) -> None:
         try:

@@ -42,12 +42,19 @@ class ClientSpawner:
                         rack_id: str | None = None, detached: bool = False, **options: Any):
         """One ``num_cpus=0`` actor hosting ``n`` members whose heartbeats share one call.
 
+        In front of an upstream the members read their partitions' real records from their
+        committed offsets and commit after ``process(records)`` (a function of a list of
+        ``ConsumerRecord``, run in the actor) returned; see ``actors/clients/real_records.py``.
+
         ``protocol="classic"`` spawns a JoinGroup/SyncGroup consumer instead (one member per
         actor; ``assignors=("range",)`` eager by default, ``("cooperative-sticky",)`` for
         the cooperative protocol, ``join_reason="restart"`` for a bounced static member).
         The members leave the group when this process exits, unless ``detached``.
         """
         check_consumer_spawn(protocol, n, topics, options)
+        if options.get("process") is not None:
+            self._check_real_records(options, reads=protocol == "consumer"
+                                     and options.get("stream", True) is not False)
         if protocol == "classic":
             from actors.clients.classic_consumer import ClassicConsumer
 
@@ -107,19 +114,36 @@ class ClientSpawner:
     def spawn_share_consumer(self, group_id: str, topics: list[str], detached: bool = False,
                              **options: Any):
         """One ``num_cpus=0`` ``ShareConsumer`` actor: a share group member (KIP-932) that
-        acquires records of the synthetic stream and acknowledges them. Options:
+        acquires records and acknowledges them: the synthetic stream's, or in front of an
+        upstream its real records, handed to ``process(records)`` (run in the actor) before
+        they are acknowledged. Options:
         ``member_id``, ``max_records``, ``records_per_s`` / ``batch_interval_ms`` /
         ``stream_anchor_ms`` (the stream; the gateway's by default), ``timeline_path``. The
         member closes its share session and leaves the group when this process exits, unless
         ``detached``."""
         if not topics or any(not isinstance(t, str) or not t for t in topics):
             raise ValueError("a share consumer needs topics: a list of topic names")
+        if options.get("process") is not None:
+            self._check_real_records(options)
         from actors.clients.share_consumer import ShareConsumer
 
         handle = ShareConsumer.options(**CLIENT_ACTOR).remote(
             group_id, self.num_partitions, list(topics), **self._owned(detached, options))
         self._clients.append(handle)
         return handle
+
+    def _check_real_records(self, options: dict[str, Any], reads: bool = True) -> None:
+        """``process`` handles real records: a KIP-848 or share consumer that reads, in front
+        of an upstream."""
+        if not callable(options["process"]):
+            raise ValueError("process must be a function taking a list of records")
+        if not reads:
+            raise ValueError("process= is for KIP-848 consumers that read (protocol='consumer', "
+                             "stream on) and share consumers")
+        if _get(self._controller.upstream_settings.remote()) is None:
+            raise ValueError("process= hands the upstream's records to a function: this Cohort "
+                             "has no upstream (Cluster.start(upstream=...)); without one its "
+                             "consumers process the synthetic stream")
 
     def _owned(self, detached: bool, options: dict[str, Any]) -> dict[str, Any]:
         """``options`` plus the anchor whose death means "your spawner exited"."""

@@ -22,6 +22,7 @@ from actors.gateway.listener import ListenerSpec
 from actors.gateway.routing import Router
 from actors.gateway.serving import GatewayOptions, Serving, WireRequest
 from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE, ControllerImage
+from actors.upstream.reader import UpstreamReader
 from actors.upstream.relay import UPSTREAMS_OWN_ROWS, relayed_keys
 from actors.upstream.view import UpstreamView
 from protocol.config import CoordinatorConfig
@@ -63,6 +64,8 @@ class GatewayCore(Serving):
         # In front of an upstream (``set_upstream``): its view, the APIs relayed to it, the
         # listener presenting each upstream broker, and ApiVersions' replies.
         self.upstream: UpstreamView | None = None
+        # Cohort's own reads of the upstream's records (the share-partitions' batches).
+        self.upstream_reader: UpstreamReader | None = None
         self.relay_keys: frozenset[int] = frozenset()
         self.listeners: dict[int, tuple[str, int]] = {}
         self._versions_replies: dict[int, EncodedBody] = {}
@@ -82,6 +85,7 @@ class GatewayCore(Serving):
                      ) -> None:
         """Relay to ``view``'s upstream from now on (its brokers read already)."""
         self.upstream = view
+        self.upstream_reader = UpstreamReader(view)
         self.relay_keys, self._versions = self.relay_plan(upstream_versions)
         self._versions_replies = {}
 
@@ -113,6 +117,8 @@ class GatewayCore(Serving):
         self._refresher = asyncio.get_running_loop().create_task(self._refresh_security())
 
     def stop(self) -> None:
+        if self.upstream_reader is not None:
+            self.upstream_reader.close()
         self.router.stop()
         self.brokers.stop()
         if self._refresher is not None:

@@ -2,13 +2,14 @@
 
 ShareGroupHeartbeat and ShareGroupDescribe go to the group's partition actor as the KIP-848
 requests do. For ShareFetch and ShareAcknowledge the gateway plays the share-partition
-leader of every topic partition (it serves the synthetic stream) while the group's partition
-actor keeps the share-partitions' state (what is acquired, by whom, until when), durably.
-So a fetch is: check the member's share session here (``protocol.wire.share_session``), send
-one pure ShareFetch naming the session's partitions, with the stream's end now, to the
-group's partition actor, and turn the offsets it acquired into record batches of the stream.
-A fetch that acquires nothing waits for the stream's next batch and asks again (without the
-acknowledgements, which applied once), up to the client's ``max_wait``.
+leader of every topic partition (of the synthetic stream, or of the upstream's partitions in
+front of one: ``share_records``) while the group's partition actor keeps the share-partitions'
+state (what is acquired, by whom, until when), durably. So a fetch is: check the member's share
+session here (``protocol.wire.share_session``), read the log bounds of the session's
+partitions, send one pure ShareFetch naming them, with those bounds, to the group's partition
+actor, and send the record batches holding the offsets it acquired. A fetch that acquires
+nothing waits for the log to grow and asks again (without the acknowledgements, which applied
+once), up to the client's ``max_wait``.
 
 ACLs as Kafka's ``KafkaApis``: READ on the group for every share API, DESCRIBE on the group to
 describe, READ on a topic to fetch or acknowledge it, DESCRIBE on a topic to subscribe.
@@ -24,9 +25,11 @@ from kio.schema.errors import ErrorCode as E
 from actors.gateway.core import GatewayCore, WireRequest
 from actors.gateway.group_handlers import DENIED_GROUP, DENIED_TOPIC, GROUP, TOPIC
 from actors.gateway.group_handlers import _per_group as per_group
+from actors.gateway.share_records import SHARD_ASK_MS, records_of
 from protocol import messages as m
 from protocol.api import error_response
 from protocol.errors import Errors
+from protocol.share.messages import ACK_RELEASE
 from protocol.wire import share as wire
 
 # A fetch waits at most this long for records, whatever the client's max_wait.
@@ -81,27 +84,34 @@ async def share_fetch(core: GatewayCore, req: WireRequest) -> dict:
         t for t, _ in acks})
     wanted = [tp for tp in step.partitions if tp[0] not in denied]
     with_acks = [tp for tp in acks if tp[0] not in denied and acks[tp]]
-    request = _pure_fetch(named, wanted, with_acks, acks, step.close, core)
+    source = records_of(core)
+    bounds = {} if step.close else await source.bounds(index, wanted)
+    request = _pure_fetch(named, wanted, with_acks, acks, step.close, bounds)
     resp = await core.router.call(request)
     core.share_sessions.answered(named.group_id, named.member_id, resp.error_code)
     if not step.close and _acquired(resp) == 0 and resp.error_code == Errors.NONE:
-        resp = await _wait_for_records(core, request, resp, body.get("max_wait", 0))
+        resp = await _wait_for_records(core, source, index, request, resp,
+                                       body.get("max_wait", 0))
+    batches, unread = await source.batches(index, resp)
+    if unread:
+        await _hand_back(core, named, resp, unread)
     _add_denied(resp, [tp for tp in list(step.partitions) + list(acks) if tp[0] in denied])
-    return wire.fetch_response(resp, lambda t, first, last: core.stream.records(first, last + 1),
+    return wire.fetch_response(resp, lambda t, p, acquired: batches.get((t, p), b""),
                                core.node.node_id)
 
 
 def _pure_fetch(named: m.ShareFetchRequest, wanted, with_acks, acks, close: bool,
-                core: GatewayCore) -> m.ShareFetchRequest:
-    """The shard's ShareFetch: the session's partitions (fetched, unless the session closes)
-    and every partition with acknowledgements, each with the stream's end now."""
-    end = core.stream.end_offset(core.now_ms())
+                bounds: dict) -> m.ShareFetchRequest:
+    """The shard's ShareFetch: the session's partitions whose log bounds are known (fetched,
+    unless the session closes) and every partition with acknowledgements."""
     by_topic: dict[str, list[m.ShareFetchPartition]] = {}
-    order = list(dict.fromkeys(([] if close else wanted) + with_acks))
+    order = list(dict.fromkeys(([] if close else [tp for tp in wanted if tp in bounds])
+                               + with_acks))
     for tid, p in order:
+        start, end = bounds.get((tid, p), (0, 0))
         by_topic.setdefault(tid, []).append(m.ShareFetchPartition(
-            p, list(acks.get((tid, p), [])), fetch=not close and (tid, p) in wanted,
-            log_end_offset=end))
+            p, list(acks.get((tid, p), [])), fetch=not close and (tid, p) in bounds,
+            log_end_offset=end, log_start_offset=start))
     return m.ShareFetchRequest(
         group_id=named.group_id, member_id=named.member_id,
         topics=[m.ShareFetchTopic(t, ps) for t, ps in by_topic.items()],
@@ -113,25 +123,29 @@ def _acquired(resp: m.ShareFetchResponse) -> int:
                for t in resp.topics for p in t.partitions for a in p.acquired)
 
 
-async def _wait_for_records(core: GatewayCore, request: m.ShareFetchRequest,
+async def _wait_for_records(core: GatewayCore, source, index, request: m.ShareFetchRequest,
                             first: m.ShareFetchResponse, max_wait_ms: int) -> m.ShareFetchResponse:
-    """Ask again as the stream grows until something is acquired or ``max_wait_ms`` passes;
-    the acknowledgements of ``first`` (applied once) keep their results."""
+    """Ask again as the log grows until something is acquired or ``max_wait_ms`` passes;
+    the acknowledgements of ``first`` (applied once) keep their results. The shard is asked
+    when a partition's log grew, and at least every ``SHARD_ASK_MS`` (records others
+    released, or whose locks expired, are there to take without new ones)."""
     deadline = core.now_ms() + min(max(max_wait_ms, 0), MAX_SHARE_FETCH_WAIT_MS)
-    retry = dataclasses.replace(request, topics=[
-        m.ShareFetchTopic(t.topic_id, [dataclasses.replace(p, acknowledgements=[])
-                                       for p in t.partitions if p.fetch])
-        for t in request.topics])
-    retry.topics = [t for t in retry.topics if t.partitions]
-    resp = first
-    while core.now_ms() < deadline and retry.topics:
+    keys = [(t.topic_id, p.partition) for t in request.topics for p in t.partitions if p.fetch]
+    known = {(t.topic_id, p.partition): (p.log_start_offset, p.log_end_offset)
+             for t in request.topics for p in t.partitions if p.fetch}
+    resp, asked_at = first, core.now_ms()
+    while core.now_ms() < deadline and keys:
         now = core.now_ms()
-        await asyncio.sleep(max(1, min(deadline - now, core.stream.next_batch_in_ms(now))) / 1000)
-        end = core.stream.end_offset(core.now_ms())
-        for t in retry.topics:
-            for p in t.partitions:
-                p.log_end_offset = end
-        again = await core.router.call(retry)
+        await asyncio.sleep(max(1, min(deadline - now, source.next_poll_ms(now))) / 1000)
+        bounds = await source.bounds(index, keys)
+        grew = any(bounds.get(k, (0, -1))[1] > known.get(k, (0, -1))[1] for k in bounds)
+        if not grew and core.now_ms() - asked_at < SHARD_ASK_MS:
+            continue
+        known.update(bounds)
+        retry = _retry(request, known)
+        if not retry.topics:
+            continue
+        again, asked_at = await core.router.call(retry), core.now_ms()
         if again.error_code != Errors.NONE:
             break
         resp = again
@@ -140,6 +154,36 @@ async def _wait_for_records(core: GatewayCore, request: m.ShareFetchRequest,
     if resp is not first:
         _keep_ack_results(resp, first)
     return resp
+
+
+def _retry(request: m.ShareFetchRequest, bounds: dict) -> m.ShareFetchRequest:
+    """``request`` again without its acknowledgements (they applied once), fetching the
+    partitions whose bounds are known, at those bounds."""
+    topics = []
+    for t in request.topics:
+        parts = [dataclasses.replace(p, acknowledgements=[], log_start_offset=bounds[key][0],
+                                     log_end_offset=bounds[key][1])
+                 for p in t.partitions if p.fetch
+                 and (key := (t.topic_id, p.partition)) in bounds]
+        if parts:
+            topics.append(m.ShareFetchTopic(t.topic_id, parts))
+    return dataclasses.replace(request, topics=topics)
+
+
+async def _hand_back(core: GatewayCore, named: m.ShareFetchRequest,
+                     resp: m.ShareFetchResponse, unread: dict) -> None:
+    """Release the acquisitions whose records the upstream could not give now, and take them
+    out of the reply: sent without records, the client would acknowledge them as gaps."""
+    release = m.ShareAcknowledgeRequest(
+        group_id=named.group_id, member_id=named.member_id, topics=[
+            m.ShareAcknowledgeTopic(tid, [m.ShareAcknowledgePartition(p, [
+                m.AcknowledgementBatch(lo, hi, [ACK_RELEASE]) for lo, hi in ranges])])
+            for (tid, p), ranges in unread.items()])
+    await core.router.call(release)
+    for t in resp.topics:
+        for p in t.partitions:
+            if (t.topic_id, p.partition) in unread:
+                p.acquired = []
 
 
 def _keep_ack_results(resp: m.ShareFetchResponse, first: m.ShareFetchResponse) -> None:

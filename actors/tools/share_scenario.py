@@ -34,6 +34,9 @@ class ShareLog:
     deliveries: list[tuple[float, int, int, int, int]] = field(default_factory=list)
     # (monotonic time, consumer, partition, offset): acknowledgements the broker confirmed
     confirmed: list[tuple[float, int, int, int]] = field(default_factory=list)
+    # What each record delivered held, the last time it was delivered: (key, value, headers,
+    # timestamp), so that a run over real records can check they came whole.
+    contents: dict[Record, tuple] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -95,6 +98,8 @@ class ShareConsumers:
                 with self.log.lock:
                     self.log.deliveries.append((time.monotonic(), k, msg.partition(),
                                                 msg.offset(), msg.delivery_count() or 0))
+                    self.log.contents[(msg.partition(), msg.offset())] = (
+                        msg.key(), msg.value(), msg.headers(), msg.timestamp()[1])
                 consumer.acknowledge(msg)
                 held.append((msg.partition(), msg.offset()))
             if held:

@@ -1,7 +1,8 @@
-"""What Cohort knows of its upstream: its brokers (id, host, port), its cluster id, its topics,
-and one link of Cohort's own for the requests Cohort itself sends (Metadata polls, topic
-admin). Client traffic never rides this link: each client connection gets links of its own
-(``relay.ClientRelay``), so one slow client holds up no one else's replies.
+"""What Cohort knows of its upstream: its brokers (id, host, port), its cluster id, its topics
+and their partitions' leaders, and one link of Cohort's own for the requests Cohort itself
+sends (Metadata polls, topic admin). Client traffic never rides this link: each client
+connection gets links of its own (``relay.ClientRelay``), so one slow client holds up no one
+else's replies; Cohort's reads of records have links of their own too (``reader``).
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ class UpstreamView:
         self.cluster_id: str | None = None
         self.controller_id = -1
         self.topics: list[TopicMetadata] = []
+        # (topic name, partition) -> its leader's node id: where Cohort's own reads of the
+        # upstream's records go (``reader.UpstreamReader``).
         self.leaders: dict[tuple[str, int], int] = {}
         self.refreshed_at: float | None = None
         self.last_error: str | None = None
@@ -79,6 +82,9 @@ class UpstreamView:
         self.cluster_id = body.get("cluster_id")
         self.controller_id = body.get("controller_id", -1)
         self.topics = metadata_topics(body)
+        self.leaders = {(t["name"], p["partition_index"]): p["leader_id"]
+                        for t in body.get("topics", []) if t.get("name")
+                        for p in t.get("partitions", []) if p.get("leader_id", -1) >= 0}
         self.refreshed_at = time.time()
         self.last_error = None
         return body

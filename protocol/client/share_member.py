@@ -22,6 +22,7 @@ coordinator confirmed (bounded). Nothing here sleeps, sends or reads a clock.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from protocol import messages as m
@@ -125,22 +126,29 @@ class ShareMemberClient:
 
     # ------------------------------------------------------------------------ fetch
 
-    def poll_fetch(self, now_s: float, log_end_offset: int) -> m.ShareFetchRequest | None:
-        """The next ShareFetch (``log_end_offset``: the stream's end now), or None."""
+    def poll_fetch(self, now_s: float, log_end_offset: int = 0,
+                   bounds: Mapping[tuple[str, int], tuple[int, int]] | None = None
+                   ) -> m.ShareFetchRequest | None:
+        """The next ShareFetch, or None. ``log_end_offset``: the synthetic stream's end now,
+        the same for every partition; or ``bounds``: each partition's (log start, log end)
+        as read from an upstream, where a partition without bounds is not fetched (its
+        acknowledgements still go)."""
         if self._fetch_in_flight or now_s < self._retry_fetch_at_s or self.state == "stopped":
             return None
         closing = self.state == "leaving"
         if closing and not self._pending:
             return None
-        if not closing and (self.state != "stable" or not self.assignment) and not self._pending:
+        wanted = [] if closing or self.state != "stable" else [
+            tp for tp in self.assignment if bounds is None or tp in bounds]
+        if not closing and not wanted and not self._pending:
             return None
-        wanted = [] if closing else list(self.assignment)
         partitions = list(dict.fromkeys(wanted + list(self._pending)))
         by_topic: dict[str, list[m.ShareFetchPartition]] = {}
         for tid, p in partitions:
+            start, end = (0, log_end_offset) if bounds is None else bounds.get((tid, p), (0, 0))
             by_topic.setdefault(tid, []).append(m.ShareFetchPartition(
                 p, list(self._pending.get((tid, p), [])), fetch=(tid, p) in wanted,
-                log_end_offset=log_end_offset))
+                log_end_offset=end, log_start_offset=start))
         self._sent, self._pending = self._pending, {}
         for (tid, p), batches in self._sent.items():  # sent: they may apply, reply or not
             self._event(now_s, "acknowledging", topic_id=tid, partition=p, ranges=[

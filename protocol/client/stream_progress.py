@@ -1,8 +1,12 @@
-"""A member's progress through a synthetic stream per partition, committed as it goes.
+"""A member's progress through its partitions' records, committed as it goes.
 
-Cohort has no log of records to consume, so a consumer "processes" a synthetic stream: offset
-n of a partition is simply the n-th record. What is real is the bookkeeping Kafka consumers do
-around it, and what this object decides (sans-I/O, like the clients it sits beside):
+Without an upstream Cohort has no log of records to consume, so a consumer "processes" a
+synthetic stream: offset n of a partition is simply the n-th record, at ``records_per_s``
+(``advance``). In front of an upstream the host reads the partitions' real records from the
+positions this object gives (``positions``), hands them to the user's function, and reports
+how far that got (``processed``, or ``reset`` when the log no longer holds the position). What
+is real either way is the bookkeeping Kafka consumers do around it, and what this object
+decides (sans-I/O, like the clients it sits beside):
 
 * a partition that is assigned is processed only once its committed offset is fetched, from
   there on (the new owner resumes where the last one committed);
@@ -84,8 +88,37 @@ class StreamProgress:
 
     # ------------------------------------------------------------------ processing
 
+    def positions(self) -> dict[TopicPartition, int]:
+        """Where each owned partition's processing stands (those whose committed offset is
+        fetched): a host of real records reads from here."""
+        return {tp: p.position for tp, p in self.partitions.items() if p.position is not None}
+
+    def processed(self, tp: TopicPartition, next_offset: int, now_s: float,
+                  records: int = 0) -> None:
+        """Real records of ``tp`` below ``next_offset`` were handed to the user's function and
+        it returned (``records`` of them: fewer than the offsets when some were transaction
+        markers or compacted away). Recorded at once, with the real offsets."""
+        p = self.partitions.get(tuple(tp))
+        if p is None or p.position is None or next_offset <= p.position:
+            return  # revoked or lost meanwhile, or nothing new: the next owner reads it
+        self._log(tuple(tp), p, now_s)
+        self.events.append({"t": now_s, "event": "processed", "partitions": [tuple(tp)],
+                            "from": p.position, "to": next_offset, "records": records})
+        p.position = p.logged = next_offset
+
+    def reset(self, tp: TopicPartition, offset: int, now_s: float) -> None:
+        """The log no longer holds ``tp``'s position (retention deleted it): go on from
+        ``offset``, the log's start, as a Kafka consumer with ``auto.offset.reset=earliest``."""
+        p = self.partitions.get(tuple(tp))
+        if p is None or p.position is None or offset == p.position:
+            return
+        self.events.append({"t": now_s, "event": "reset", "partitions": [tuple(tp)],
+                            "from": p.position, "to": offset})
+        p.position = p.logged = offset
+
     def advance(self, now_s: float) -> None:
-        """Process what the rate allows since the last call, on every fetched partition."""
+        """Process what the rate allows since the last call, on every fetched partition
+        (the synthetic stream only)."""
         if self._last_advance_at is None:
             self._last_advance_at = now_s
             return

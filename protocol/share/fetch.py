@@ -11,7 +11,8 @@ handler returns. Per partition, acknowledgements apply first (all of a partition
 none: ``acknowledge_error_code``), then records are acquired up to the stream's end the request
 carries (``log_end_offset``), within ``max_records`` for the whole request. A share-partition
 read for the first time starts at that end (``share.auto.offset.reset`` latest, Kafka's
-default) or at 0 (earliest). ``close_session`` releases every record the member still holds.
+default) or at the log's start the request carries (earliest: ``log_start_offset``).
+``close_session`` releases every record the member still holds.
 """
 
 from __future__ import annotations
@@ -49,8 +50,9 @@ class SharePartitions:
             parts = []
             for p in topic.partitions:
                 tp = (topic.topic_id, p.partition)
-                if p.log_end_offset < 0:
-                    raise invalid_request(f"LogEndOffset of {tp} can't be negative.")
+                if p.log_end_offset < 0 or not 0 <= p.log_start_offset <= p.log_end_offset:
+                    raise invalid_request(f"LogStartOffset and LogEndOffset of {tp} must be "
+                                          "0 <= start <= end.")
                 out = m.ShareFetchResponsePartition(p.partition)
                 parts.append(out)
                 error = self._partition_error(tp)
@@ -179,7 +181,7 @@ class SharePartitions:
     def _start_offset(self, group: ShareGroup, p: m.ShareFetchPartition) -> int:
         config = self.ctx.group_config(group.group_id)
         earliest = config.share_starts_at_earliest(self.ctx.config)
-        return 0 if earliest else p.log_end_offset
+        return p.log_start_offset if earliest else p.log_end_offset
 
     @staticmethod
     def _acknowledge(work: _Work, tp: TopicPartition, member_id: str,

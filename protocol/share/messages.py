@@ -8,9 +8,10 @@ Field names are the schemas' names in snake_case (``partition_index`` is ``parti
 Two things are Cohort's, not Kafka's wire:
 
 * The pure ShareFetch reply says WHICH offsets were acquired (``AcquiredRecords``); the entry
-  point (the gateway, a Ray share consumer) turns them into record batches of the synthetic
-  stream. The stream's end reaches the shard in the request (``log_end_offset``): the shard
-  is pure and does not know the stream's anchor.
+  point (the gateway, a Ray share consumer) turns them into record batches: of the synthetic
+  stream, or the upstream's own batches in front of an upstream. The log's bounds reach the
+  shard in the request (``log_start_offset``, ``log_end_offset``): the shard is pure and
+  knows neither the stream's anchor nor the upstream.
 * Share sessions (share session epoch, forgotten topics) are kept by the entry point. When one
   closes (epoch -1), it sends ``close_session=True`` on ShareFetch / ShareAcknowledge: the
   acknowledgements apply, then every record the member still holds in the group is released.
@@ -122,10 +123,13 @@ class ShareFetchPartition:
     acknowledgements: list[AcknowledgementBatch] = field(default_factory=list)
     # False when the partition is named only to acknowledge (Kafka's PartitionMaxBytes 0).
     fetch: bool = True
-    # The stream's end for this partition when the request was made (the entry point computes
-    # it from its ``SyntheticStream``): records up to it may be acquired, and a new
-    # share-partition with ``share.auto.offset.reset=latest`` starts there.
+    # The log's end for this partition when the request was made (the entry point reads it
+    # from its ``SyntheticStream``, or the upstream's high watermark): records up to it may be
+    # acquired, and a new share-partition with ``share.auto.offset.reset=latest`` starts there.
     log_end_offset: Int64 = 0
+    # The log's first offset (the upstream's log start; 0 for the synthetic stream): where a
+    # new share-partition with ``share.auto.offset.reset=earliest`` starts.
+    log_start_offset: Int64 = 0
 
 
 @dataclass

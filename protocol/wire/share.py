@@ -4,7 +4,8 @@ ShareAcknowledge (v1-v2), between kio's plain bodies and the pure share messages
 Topics travel by UUID on the wire and by Cohort's string id inside (``wire.ids``). What the
 pure messages leave to the entry point is done by the gateway, not here: the share session
 (``wire.share_session``), the stream's end each fetched partition may be acquired up to, and
-the record batches of the acquired offsets (``records_of``, from the ``SyntheticStream``).
+the record batches of the acquired offsets (``records_of``: the ``SyntheticStream``'s, or an
+upstream's).
 A decoded ShareFetch therefore names only the partitions the request itself named (with their
 acknowledgements); the gateway widens it to the session's partitions.
 """
@@ -22,8 +23,8 @@ from protocol.wire.ids import kafka_error, topic_uuid
 if TYPE_CHECKING:  # a type only: the API table imports this module
     from protocol.wire.topics import TopicIndex
 
-# (topic_id, first_offset, last_offset) -> the record batch(es) holding those offsets.
-RecordsOf = Callable[[str, int, int], bytes]
+# (topic_id, partition, acquired ranges) -> the record batch(es) holding those offsets.
+RecordsOf = Callable[[str, int, "list[m.AcquiredRecords]"], bytes]
 NO_LEADER_EPOCH = 0
 
 
@@ -156,8 +157,7 @@ def fetch_response(resp: m.ShareFetchResponse, records_of: RecordsOf, node_id: i
         return {
             "acknowledge_error_code": kafka_error(p.acknowledge_error_code),
             "acknowledge_error_message": p.acknowledge_error_message,
-            "records": b"".join(records_of(topic_id, a.first_offset, a.last_offset)
-                                for a in p.acquired),
+            "records": records_of(topic_id, p.partition, p.acquired) if p.acquired else b"",
             "acquired_records": [{"first_offset": a.first_offset, "last_offset": a.last_offset,
                                   "delivery_count": a.delivery_count} for a in p.acquired],
         }

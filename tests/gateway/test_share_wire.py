@@ -135,7 +135,8 @@ def test_acquired_offsets_go_out_as_records_holding_exactly_those_offsets(versio
     resp = m.ShareFetchResponse(acquisition_lock_timeout_ms=30_000, topics=[
         m.ShareFetchResponseTopic(TOPIC.topic_id, [
             m.ShareFetchResponsePartition(1, acquired=acquired)])])
-    body = share.fetch_response(resp, lambda t, a, b: STREAM.records(a, b + 1), node_id=0)
+    body = share.fetch_response(resp, lambda t, p, acquired: b"".join(
+        STREAM.records(a.first_offset, a.last_offset + 1) for a in acquired), node_id=0)
     frame = encode_response(RequestHeader(78, version, 9, "c"), body)
     schema = load_response_schema(78, version)
     decoded, _ = entity_reader(schema)(frame[4:], 5)  # size, correlation id, no tags

@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from actors.clients import spawner
 from actors.clients.spawn_checks import check_assignor_versions
 from actors.clients.spawner import ClientSpawner
 from assignors.connect.assignor import IncrementalCooperativeAssignor
@@ -68,3 +69,32 @@ def test_spawn_consumers_refuses_what_the_consumer_actor_would_die_of(
         n, topics, protocol, options, message):
     with pytest.raises(ValueError, match=message):
         NoCluster().spawn_consumers("g", n, topics, protocol, **options)
+
+
+class NoUpstream(ClientSpawner):
+    """A spawner whose controller fronts no upstream (and which has nothing else)."""
+
+    class _controller:  # stands in for the controller's actor handle
+        class upstream_settings:
+            @staticmethod
+            def remote():
+                return None
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"process": "print"}, "must be a function"),
+    ({"process": print, "protocol": "classic", "assignors": ("range",)}, "KIP-848"),
+    ({"process": print, "stream": False}, "KIP-848"),
+    ({"process": print}, "has no upstream"),
+])
+def test_a_function_for_real_records_is_refused_where_it_could_never_run(
+        monkeypatch, options, message):
+    monkeypatch.setattr(spawner, "_get", lambda ref: ref)
+    with pytest.raises(ValueError, match=message):
+        NoUpstream().spawn_consumer("g", topics=["t"], **options)
+
+
+def test_a_share_consumers_function_without_an_upstream_is_refused_at_the_call(monkeypatch):
+    monkeypatch.setattr(spawner, "_get", lambda ref: ref)
+    with pytest.raises(ValueError, match="has no upstream"):
+        NoUpstream().spawn_share_consumer("g", topics=["t"], process=print)

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from protocol import messages as m
 from protocol.client.share_member import ShareMemberClient
-from protocol.config import CoordinatorConfig
+from protocol.config import CoordinatorConfig, GroupConfig
 from protocol.errors import Errors
 from protocol.shard import GroupCoordinatorShard
 from tests.protocol.driver import image
@@ -128,3 +128,23 @@ def test_share_members_coming_and_going_never_break_the_share_invariants(plan):
             sim.step(ack=op != "noack")
     for _ in range(5):
         sim.step()
+
+
+def test_with_per_partition_bounds_only_partitions_the_upstream_answered_for_are_fetched():
+    shard = GroupCoordinatorShard(config=CONFIG, metadata=image(foo=2), now_ms=0)
+    shard.set_group_config("g", GroupConfig(share_auto_offset_reset="earliest"))
+    c = ShareMemberClient("g", "m", ["foo"])
+    c.on_heartbeat(0.0, shard.handle(c.poll_heartbeat(0.0)).response)
+    (first, second) = c.assignment
+    fetch = c.poll_fetch(0.1, bounds={first: (40, 45)})
+    (topic,) = fetch.topics
+    assert [(p.partition, p.log_start_offset, p.log_end_offset) for p in topic.partitions] == [
+        (first[1], 40, 45)]
+    (acquired,) = c.on_fetch(0.1, shard.handle(fetch).response)
+    assert (acquired.first_offset, acquired.last_offset) == (40, 44)  # from the log's start
+    c.acknowledge(acquired)
+    fetch = c.poll_fetch(0.2, bounds={second: (0, 0)})  # first's upstream is away now
+    by_partition = {p.partition: p for p in fetch.topics[0].partitions}
+    assert not by_partition[first[1]].fetch and by_partition[first[1]].acknowledgements
+    assert by_partition[second[1]].fetch
+    assert c.poll_fetch(0.3, bounds={}) is None  # nothing to fetch, nothing to acknowledge

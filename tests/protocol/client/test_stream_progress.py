@@ -82,3 +82,37 @@ def test_nothing_is_fetched_or_committed_before_the_member_has_an_epoch():
     p = StreamProgress("g")
     p.assigned([TP])
     assert p.requests("m1", 0, 0.0) == []
+
+
+def test_real_records_advance_only_as_far_as_the_users_function_got_and_commit_from_there():
+    p = StreamProgress("g", commit_interval_s=1.0)
+    p.assigned([TP])
+    fetched(p, 40)
+    assert p.positions() == {TP: 40}
+    p.processed(TP, 47, now_s=0.5, records=6)  # offset 45 was a transaction marker
+    p.processed(TP, 47, now_s=0.6)  # nothing new: no event
+    assert p.positions() == {TP: 47}
+    (commit,) = p.requests("m1", 3, now_s=1.0)
+    assert commit.topics[0].partitions[0].committed_offset == 47
+    assert [(e["event"], e["from"], e["to"], e["records"]) for e in p.events] == [
+        ("processed", 40, 47, 6)]
+
+
+def test_records_of_a_partition_revoked_meanwhile_move_nothing_and_the_last_commit_stays():
+    p = StreamProgress("g", commit_interval_s=100.0)
+    p.assigned([TP])
+    fetched(p, 10)
+    p.processed(TP, 12, now_s=0.1, records=2)
+    p.revoked([TP], now_s=0.2)
+    p.processed(TP, 20, now_s=0.3, records=8)  # a read that was in flight: not ours now
+    (commit,) = p.requests("m1", 3, now_s=0.4)
+    assert commit.topics[0].partitions[0].committed_offset == 12
+
+
+def test_a_position_the_log_no_longer_holds_resets_to_the_logs_start():
+    p = StreamProgress("g")
+    p.assigned([TP])
+    fetched(p, -1)  # nothing committed: from 0, as earliest
+    p.reset(TP, 300, now_s=1.0)
+    assert p.positions() == {TP: 300}
+    assert p.events[-1] == {"t": 1.0, "event": "reset", "partitions": [TP], "from": 0, "to": 300}

@@ -67,6 +67,14 @@ def test_latest_starts_a_new_share_partition_at_the_stream_end():
     assert acquired(fetch(shard, "a", ("orders", 0), end=53)) == [(50, 52, 1)]
 
 
+def test_earliest_starts_a_new_share_partition_at_the_log_start_the_request_carries():
+    shard = new_shard(earliest=True)
+    join(shard, "a")
+    req = fetch_request("a", ("orders", 0), end=50, max_records=3)
+    req.topics[0].partitions[0].log_start_offset = 40  # the upstream deleted 0..39
+    assert acquired(shard.handle(req).response) == [(40, 42, 1)]
+
+
 def test_acknowledgements_on_a_fetch_apply_before_it_acquires():
     shard = two_members()
     fetch(shard, "a", ("orders", 0), end=4)
@@ -144,6 +152,8 @@ def test_malformed_fetches_are_invalid_request_and_change_nothing():
         fetch_request("a", ("orders", 0), ("orders", 0)),  # a partition twice
         fetch_request("a", ("orders", 0), max_records=-1),
         fetch_request("a", ("orders", 0), end=-5),
+        m.ShareFetchRequest(GROUP, "a", [m.ShareFetchTopic(tid("orders"), [
+            m.ShareFetchPartition(0, log_end_offset=5, log_start_offset=6)])]),
         fetch_request("", ("orders", 0)),
         m.ShareFetchRequest(GROUP, "a", [m.ShareFetchTopic(tid("orders"), [
             m.ShareFetchPartition(0, [AcknowledgementBatch(0, 1, "x")])])]),  # type: ignore
