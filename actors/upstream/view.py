@@ -76,9 +76,6 @@ class UpstreamView:
             self.last_error = str(e)
             raise
         self.brokers = {b["node_id"]: (b["host"], b["port"]) for b in body["brokers"]}
-        self.leaders = {(t["name"], p["partition_index"]): p["leader_id"]
-                        for t in body.get("topics", []) if t.get("name")
-                        for p in t.get("partitions", [])}
         self.cluster_id = body.get("cluster_id")
         self.controller_id = body.get("controller_id", -1)
         self.topics = metadata_topics(body)
