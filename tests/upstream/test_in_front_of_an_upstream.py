@@ -21,17 +21,26 @@ QUIET = {"log_level": 3}
 
 
 def _produce(bootstrap: str, topic: str, n: int, partitions: int) -> list[tuple]:
-    """``n`` records with keys, values, headers and timestamps; what was sent."""
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, **QUIET})
-    sent = []
+    """``n`` records with keys, values, headers and timestamps; what was sent, in the order
+    each partition's log holds them (a retried batch may land behind a later one: the
+    delivery reports say where each went; idempotence keeps a retry from writing twice)."""
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True,
+                  **QUIET})
+    sent, landed, failed = [], {}, []
+
+    def report(i: int):
+        return lambda err, msg: failed.append(err) if err else landed.__setitem__(
+            i, msg.offset())
+
     for i in range(n):
         rec = (i % partitions, f"k{i}".encode(), f"value-{i}".encode(),
                [("h", f"{i}".encode())], 1_700_000_000_000 + i)
         p.produce(topic, key=rec[1], value=rec[2], partition=rec[0], headers=rec[3],
-                  timestamp=rec[4])
+                  timestamp=rec[4], on_delivery=report(i))
         sent.append(rec)
-    assert p.flush(30) == 0
-    return sent
+    assert p.flush(30) == 0 and not failed and len(landed) == n
+    return [rec for _, rec in sorted(zip(range(n), sent, strict=True),
+                                     key=lambda pair: (pair[1][0], landed[pair[0]]))]
 
 
 def _read_all(bootstrap: str, topic: str, partitions: int, n: int, **conf) -> list[tuple]:

@@ -79,7 +79,11 @@ def test_killing_consumer_actors_and_the_coordinator_loses_no_real_record(
     consumers.append(spawn())
     sent += _produce(cohort.bootstrap, topic, AFTER, PARTITIONS)
     ends = {(group, topic, p): sum(1 for s in sent if s[0] == p) for p in range(PARTITIONS)}
-    wait_for(lambda: (sample(), samples[-1] == ends)[1], timeout_s=180, every_s=0.3)
+    try:
+        wait_for(lambda: (sample(), samples[-1] == ends)[1], timeout_s=180, every_s=0.3)
+    except AssertionError:
+        raise AssertionError(f"committed {samples[-1]}, not the ends {ends}; timelines: "
+                             f"{[ray.get(c.timeline.remote())[-5:] for c in consumers]}") from None
     timeline = [e for c in consumers for e in ray.get(c.timeline.remote())]
     ray.get([c.stop.remote(leave=True) for c in consumers])
 
@@ -90,7 +94,10 @@ def test_killing_consumer_actors_and_the_coordinator_loses_no_real_record(
         expected.add((p, offsets[p], key.decode(), value.decode(), headers[0][1].decode(), ts))
         offsets[p] += 1
     seen = {tuple(line) for line in _lines(processed)}
-    assert seen == expected
+    missing = sorted((r[0], r[1]) for r in expected - seen)
+    around = {p: sorted(o for q, o, *_ in seen if q == p) for p in {q for q, _ in missing}}
+    assert seen == expected, (f"not processed (partition, offset): {missing[:40]}; processed "
+                              f"offsets there: {around}; committed {samples[-1]}")
     # Committed offsets never went back; each was processed first; what consumers saw
     # acknowledged is still there; processing left no gap.
     events = _events(timelines)
