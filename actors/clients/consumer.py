@@ -134,6 +134,9 @@ class ConsumerClient:
         self._process = member_options.pop("process", None)
         self._max_poll_records = member_options.pop("max_poll_records", MAX_POLL_RECORDS)
         self._records: RealRecords | None = None  # in front of an upstream (``_run``)
+        # Whether the controller said if there is an upstream: until then nothing is processed
+        # (a synthetic step taken in front of an upstream would commit records never read).
+        self._source_known = False
         if revocation_cost_ms < 0:
             raise ValueError("revocation_cost_ms must not be negative")
         self._revocation_cost_s = revocation_cost_ms / 1000
@@ -312,7 +315,7 @@ class ConsumerClient:
             heartbeat = mem.poll(now_s)
             requests: list[tuple[ConsumerMemberClient, object]] = []
             if progress is not None:
-                if self._records is None:
+                if self._records is None and self._source_known:
                     progress.advance(now_s)  # the synthetic stream
                 requests += [(mem, req) for req in progress.requests(mem.member_id, epoch, now_s)]
             if heartbeat is not None:
@@ -371,8 +374,10 @@ class ConsumerClient:
 
     async def _find_records(self) -> None:
         """In front of an upstream, read its real records (asked of the controller once: a
-        Cohort's upstream does not change while it runs)."""
-        while any(p is not None for p in self._progress) and not self._stopping:
+        Cohort's upstream does not change while it runs). Asked whether or not members are
+        hosted yet: members added after the loop started process the same source (a host that
+        took the synthetic stream for them committed records it never read)."""
+        while not self._stopping:
             try:
                 settings = await self._controller.upstream_settings.remote()
             except ray.exceptions.RayError as e:  # restarting: ask again, never guess
@@ -381,6 +386,7 @@ class ConsumerClient:
                 continue
             if settings is not None:
                 self._records = RealRecords(settings, self._process, self._max_poll_records)
+            self._source_known = True
             return
 
     async def _refresh_topic_names(self) -> None:

@@ -96,8 +96,12 @@ def test_killing_consumer_actors_and_the_coordinator_loses_no_real_record(
     seen = {tuple(line) for line in _lines(processed)}
     missing = sorted((r[0], r[1]) for r in expected - seen)
     around = {p: sorted(o for q, o, *_ in seen if q == p) for p in {q for q, _ in missing}}
+    steps = [(e["event"], e["partitions"], e.get("from"), e.get("to"), e.get("records"))
+             for e in timeline if e["event"] in ("processed", "reset") and
+             any(tp[1] in around for tp in e["partitions"])]
     assert seen == expected, (f"not processed (partition, offset): {missing[:40]}; processed "
-                              f"offsets there: {around}; committed {samples[-1]}")
+                              f"offsets there: {around}; committed {samples[-1]}; "
+                              f"their steps: {steps}")
     # Committed offsets never went back; each was processed first; what consumers saw
     # acknowledged is still there; processing left no gap.
     events = _events(timelines)
