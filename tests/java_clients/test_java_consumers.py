@@ -189,3 +189,22 @@ def test_java_share_consumers_acknowledge_every_record_once_through_a_coordinato
         assert offsets and offsets == set(range(min(offsets), max(offsets) + 1)), partition
     assert all(e["values_are_offsets"] for e in events if e["event"] == "records")
     assert [e for e in events if e["event"] == "error"] == []
+
+
+def test_a_java_share_consumer_reading_a_backlog_gets_records_of_every_partition(
+        cluster, gateway, java):
+    # From the earliest record, every partition holds more than one fetch's max_records: a
+    # fetch filled from the first partition alone would leave the others waiting for ever.
+    topic, group = unique("java-backlog"), unique("java-backlog-g")
+    cluster.create_topic(topic, 3)
+    cluster.set_group_config(group, share_auto_offset_reset="earliest")
+    run = java.share(gateway, topic, group)
+    try:
+        run.wait(lambda events: {e["partition"] for e in events if e["event"] == "acknowledged"
+                                 and e["error"] is None} == {f"{topic}-{p}" for p in range(3)})
+    finally:
+        run.stop()
+    firsts = {}
+    for e in run.events("records"):
+        firsts.setdefault(e["partition"], e["offsets"][0])
+    assert set(firsts.values()) == {0}  # each partition read from its first record
