@@ -110,12 +110,13 @@ class Command:
                 if any(e["event"] == "end" for e in self._events):
                     raise ReferenceKafkaError(
                         f"command {self.id} ended before the condition held: "
-                        f"{self._events[-5:]}\n{self._clients.stderr_tail()}")
+                        f"{_brief(self._events[-5:])}\n{self._clients.stderr_tail()}")
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise TimeoutError(
                         f"command {self.id}: condition not reached in {timeout_s:.0f} s; "
-                        f"last events {self._events[-5:]}\n{self._clients.stderr_tail()}")
+                        f"last events {_brief(self._events[-5:])}\n"
+                        f"{self._clients.stderr_tail()}")
                 self._changed.wait(min(left, 0.5))
 
     def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> Event:
@@ -138,8 +139,10 @@ class Command:
 class JavaClients:
     """One JVM running ``Driver serve`` (see the module docstring)."""
 
-    def __init__(self, jvm_options: tuple[str, ...] = DRIVER_JVM_OPTIONS) -> None:
+    def __init__(self, jvm_options: tuple[str, ...] = DRIVER_JVM_OPTIONS,
+                 log_level: str = "WARN") -> None:
         self._jvm_options = tuple(jvm_options)
+        self._log_level = log_level  # the clients' log4j level (their log: stderr_tail)
         self._process: subprocess.Popen[str] | None = None
         self._dir: Path | None = None
         self._commands: dict[str, Command] = {}
@@ -156,7 +159,7 @@ class JavaClients:
         classpath = driver_classpath()
         self._dir = Path(tempfile.mkdtemp(prefix="java-clients-"))
         log4j = self._dir / "log4j2.properties"
-        # Clients' warnings to stderr (a file): stdout is the driver's JSON alone.
+        # Clients' log to stderr (a file): stdout is the driver's JSON alone.
         log4j.write_text("".join(f"{k}={v}\n" for k, v in {
             "status": "warn",
             "appender.err.type": "Console",
@@ -164,7 +167,7 @@ class JavaClients:
             "appender.err.target": "SYSTEM_ERR",
             "appender.err.layout.type": "PatternLayout",
             "appender.err.layout.pattern": "[%d] %p %m (%c)%n",
-            "rootLogger.level": "WARN",
+            "rootLogger.level": self._log_level,
             "rootLogger.appenderRef.err.ref": "err",
         }.items()))
         stderr = open(self._dir / "stderr.log", "w")  # noqa: SIM115 - the child keeps it
@@ -244,10 +247,13 @@ class JavaClients:
         self.command("topic", *_options(bootstrap=bootstrap, topic=topic,
                                         partitions=partitions)).join()
 
-    def produce(self, bootstrap: str, topic: str, partitions: int, records: int) -> None:
-        """``records`` records to each partition of an empty topic, record n's value "n"."""
+    def produce(self, bootstrap: str, topic: str, partitions: int, records: int,
+                start: int = 0) -> None:
+        """``records`` records to each partition, record n's value "start + n" (its offset
+        when the partitions held ``start`` records each)."""
         self.command("produce", *_options(bootstrap=bootstrap, topic=topic,
-                                          partitions=partitions, records=records)).join()
+                                          partitions=partitions, records=records,
+                                          start=start)).join()
 
     def tool(self, main_class: str, *args: str,
              timeout: float = COMMAND_TIMEOUT_S) -> tuple[int, str, str]:
@@ -287,6 +293,13 @@ class JavaClients:
             if command.ended is None:
                 command._add({"id": command.id, "event": "end", "ok": False,
                               "error": "the Java driver exited"})
+
+
+def _brief(events: list[Event], chars: int = 300) -> str:
+    """Events for an error message, each cut to ``chars`` (a share consumer's carry hundreds
+    of offsets)."""
+    return "\n".join(text if len(text := json.dumps(e)) <= chars else text[:chars] + "...}"
+                     for e in events)
 
 
 def _options(**values: object) -> list[str]:

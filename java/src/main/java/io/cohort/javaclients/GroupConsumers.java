@@ -31,8 +31,9 @@ import org.apache.kafka.common.serialization.StringDeserializer;
  * <li>{@code error}: a poll that threw (the loop carries on); {@code closed} at the end.
  * </ul>
  * After each poll with records it commits, synchronously, the next offset of each partition
- * it read. With {@code stop_at=X} it instead commits exactly X for a partition once its
- * position reached X and pauses it: the group ends at a known committed offset everywhere.
+ * it read. With {@code stop_at=X} it instead commits exactly X for a partition once it read
+ * up to X and pauses it: the group ends at a known committed offset everywhere (a partition
+ * that moves on starts again at X and is paused again at its first records).
  * The consumers close (leaving the group) on {@code stop}, or once {@code records} records
  * were read by them all.
  */
@@ -101,7 +102,7 @@ final class GroupConsumers {
                 Map<TopicPartition, OffsetAndMetadata> next = report(id, instance, polled);
                 seen.addAndGet(polled.count());
                 if (stopAt >= 0) {
-                    next = reached(consumer, stopAt);
+                    next = reached(consumer, polled, stopAt);
                 }
                 if (!next.isEmpty()) commit(id, instance, consumer, next);
             }
@@ -131,12 +132,16 @@ final class GroupConsumers {
         return next;
     }
 
-    /** stop_at: X for each owned partition whose position reached X, which is paused. */
+    /** stop_at: X for each partition this poll read up to X or past it, which is paused.
+     * (Read off the records, not {@code position()}: a partition pending revocation has no
+     * position to give, and asking blocks the poll loop for default.api.timeout.ms.) */
     private static Map<TopicPartition, OffsetAndMetadata> reached(
-            KafkaConsumer<String, String> consumer, long stopAt) {
+            KafkaConsumer<String, String> consumer, ConsumerRecords<String, String> polled,
+            long stopAt) {
         Map<TopicPartition, OffsetAndMetadata> next = new HashMap<>();
-        for (TopicPartition tp : consumer.assignment()) {
-            if (!consumer.paused().contains(tp) && consumer.position(tp) >= stopAt) {
+        for (TopicPartition tp : polled.partitions()) {
+            List<ConsumerRecord<String, String>> got = polled.records(tp);
+            if (got.get(got.size() - 1).offset() + 1 >= stopAt) {
                 next.put(tp, new OffsetAndMetadata(stopAt));
             }
         }

@@ -23,8 +23,9 @@ final class Records {
         Out.event(id, "created", "topic", o.get("topic"));
     }
 
-    /** {@code records} records to each of {@code partitions} partitions of an empty topic,
-     * record n of a partition with the value "n" (its offset there). */
+    /** {@code records} records to each of {@code partitions} partitions, record n of a
+     * partition with the value "start + n": its offset there when the partition held
+     * {@code start} records before. */
     static void produce(String id, Options o) throws Exception {
         Properties defaults = new Properties();
         defaults.put("key.serializer", StringSerializer.class.getName());
@@ -33,11 +34,12 @@ final class Records {
         String topic = o.get("topic");
         int partitions = (int) o.getLong("partitions", 1);
         long records = o.getLong("records", 1);
+        long start = o.getLong("start", 0);
         AtomicReference<Exception> failed = new AtomicReference<>();
         try (KafkaProducer<String, String> producer = new KafkaProducer<>(o.client(defaults))) {
             for (long n = 0; n < records; n++) {
                 for (int p = 0; p < partitions; p++) {
-                    producer.send(new ProducerRecord<>(topic, p, null, Long.toString(n)),
+                    producer.send(new ProducerRecord<>(topic, p, null, Long.toString(start + n)),
                                   (meta, e) -> { if (e != null) failed.compareAndSet(null, e); });
                 }
             }
