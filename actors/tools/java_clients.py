@@ -44,7 +44,7 @@ from actors.tools.reference_kafka import (
 
 DRIVER_MAIN = "io.cohort.javaclients.Driver"
 DRIVER_JAR = "cohort-reference-kafka-0.1.0.jar"  # java/pom.xml's artifactId-version
-JAVA_SOURCES = Path(__file__).resolve().parents[2] / "java" / "src"
+JAVA_HASH = Path(__file__).resolve().parents[2] / "scripts" / "java_hash.sh"
 # Consumers run for a while, tools for a moment: C1 alone starts fastest and is quick enough
 # for a few thousand records a second.
 DRIVER_JVM_OPTIONS = ("-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
@@ -56,18 +56,22 @@ Event = dict[str, Any]
 
 
 def driver_classpath() -> str:
-    """``kafka_classpath()`` with the driver's jar first; raises ``KafkaJarsMissing`` (naming
-    the fix) when the jar is not built, or is older than a file under ``java/src``."""
-    jar = kafka_cache_dir() / "build" / DRIVER_JAR
+    """``kafka_classpath()``, which holds the driver's jar once built; raises
+    ``KafkaJarsMissing`` (naming the fix) when the jar is not built, or was built from other
+    Java sources than the repository's (``scripts/java_hash.sh``, the hash
+    ``scripts/setup.sh`` builds by)."""
+    cache = kafka_cache_dir()
+    jar = cache / "build" / DRIVER_JAR
     if not jar.is_file():
         raise KafkaJarsMissing(f"the Java driver ({jar}) is not built: run `{SETUP_COMMAND}`")
-    if JAVA_SOURCES.is_dir():
-        newest = max((p.stat().st_mtime for p in JAVA_SOURCES.rglob("*") if p.is_file()),
-                     default=0.0)
-        if newest > jar.stat().st_mtime:
-            raise KafkaJarsMissing(
-                f"the Java driver ({jar}) is older than {JAVA_SOURCES}: run `{SETUP_COMMAND}`")
-    return f"{jar}:{kafka_classpath()}"
+    if JAVA_HASH.is_file():
+        built = (cache / ".stamp").read_text().strip() if (cache / ".stamp").is_file() else ""
+        now = subprocess.run(["bash", str(JAVA_HASH)], capture_output=True, text=True,
+                             check=True).stdout.strip()
+        if built != now:
+            raise KafkaJarsMissing(f"the Java driver ({jar}) was built from other sources "
+                                   f"than java/ holds now: run `{SETUP_COMMAND}`")
+    return kafka_classpath()
 
 
 class Command:
