@@ -188,6 +188,7 @@ ROWS: tuple[Api, ...] = (
     _gateway(36, _V(0, 2),  "SaslAuthenticate"),
     _gateway(37, _V(0, 3),  "CreatePartitions"),
     _gateway(44, _V(0, 1),  "IncrementalAlterConfigs"),
+    _gateway(74, _V(0, 1),  "ListConfigResources"),
 )
 # fmt: on
 APIS: dict[type, Api] = {a.request: a for a in ROWS if a.request is not None}

@@ -42,10 +42,7 @@ kafka_version=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' java/p
 kafka_cache="${COHORT_CACHE:-$HOME/.cache/cohort}/kafka-$kafka_version"
 kafka_stamp="$kafka_cache/.stamp"
 # What the cache was built from: the pom and every Java source, by content.
-kafka_hash=$( { sha256sum java/pom.xml
-               if [ -d java/src ]; then
-                 find java/src -type f -print0 | sort -z | xargs -0 -r sha256sum
-               fi; } | sha256sum | cut -d' ' -f1)
+kafka_hash=$(bash scripts/java_hash.sh)
 if [ ! -f "$kafka_stamp" ] || [ "$(cat "$kafka_stamp")" != "$kafka_hash" ]; then
   echo "setup: fetching Apache Kafka $kafka_version's jars into $kafka_cache/lib (Maven)"
   mkdir -p "$kafka_cache"

@@ -71,6 +71,7 @@ BY_NAME: dict[str, Handler] = {
     "CreatePartitions": brokers.create_partitions,
     "DeleteGroups": groups.delete_groups,
     "IncrementalAlterConfigs": brokers.incremental_alter_configs,
+    "ListConfigResources": brokers.list_config_resources,
     "OffsetDelete": groups.offset_delete,
     "ConsumerGroupHeartbeat": groups.consumer_group_heartbeat,
     "ConsumerGroupDescribe": groups.consumer_group_describe,

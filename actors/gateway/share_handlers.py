@@ -84,6 +84,7 @@ async def share_fetch(core: GatewayCore, req: WireRequest) -> dict:
         t for t, _ in acks})
     wanted = [tp for tp in step.partitions if tp[0] not in denied]
     with_acks = [tp for tp in acks if tp[0] not in denied and acks[tp]]
+    wanted = _rotated(wanted, body.get("share_session_epoch", 0))
     source = records_of(core)
     bounds = {} if step.close else await source.bounds(index, wanted)
     request = _pure_fetch(named, wanted, with_acks, acks, step.close, bounds)
@@ -98,6 +99,17 @@ async def share_fetch(core: GatewayCore, req: WireRequest) -> dict:
     _add_denied(resp, [tp for tp in list(step.partitions) + list(acks) if tp[0] in denied])
     return wire.fetch_response(resp, lambda t, p, acquired: batches.get((t, p), b""),
                                core.node.node_id)
+
+
+def _rotated(partitions: list, session_epoch: int) -> list:
+    """The session's partitions starting at the ``session_epoch``-th (Kafka's round-robin
+    PartitionRotateStrategy): a fetch fills its ``max_records`` in this order, so with a
+    backlog on every partition each fetch starts at a different one and none starves behind
+    the first's backlog."""
+    if not partitions:
+        return partitions
+    k = max(session_epoch, 0) % len(partitions)
+    return partitions[k:] + partitions[:k]
 
 
 def _pure_fetch(named: m.ShareFetchRequest, wanted, with_acks, acks, close: bool,

@@ -154,7 +154,8 @@ async def describe_configs(core: GatewayCore, req: WireRequest) -> dict:
         elif rtype == configs.GROUP:
             current = await core.controller.group_config.remote(name)
             results.append(configs.describe_group(name, current, core.config,
-                                                  r.get("configuration_keys")))
+                                                  r.get("configuration_keys"),
+                                                  bool(req.body.get("include_synonyms"))))
         else:
             results.append(configs.describe_other(r, index))
     return {"throttle_time": 0, "results": results}
@@ -174,6 +175,26 @@ async def incremental_alter_configs(core: GatewayCore, req: WireRequest) -> dict
             responses.append(await _alter_group(core, name, r["configs"],
                                                 req.body.get("validate_only", False)))
     return {"throttle_time": 0, "responses": responses}
+
+
+async def list_config_resources(core: GatewayCore, req: WireRequest) -> dict:
+    """The resources that have configs (KIP-1142; v0 is KIP-714's client metrics only), as
+    Kafka 4.4 lists them: every topic, every broker (and its logger), the groups with a
+    dynamic config; Cohort has no client metrics resources. DESCRIBE_CONFIGS on the cluster,
+    as Kafka asks. ``kafka-configs --describe`` of a group reads it to tell a group that
+    neither exists nor has configs."""
+    if not core.may(req, "DESCRIBE_CONFIGS", CLUSTER, CLUSTER_NAME):
+        return configs.list_resources_refused(E.cluster_authorization_failed)
+    wanted = configs.listed_types(req.body.get("resource_types"), req.version)
+    if wanted is None:
+        return configs.list_resources_refused(E.unsupported_version)
+    index = await core.topics() if configs.TOPIC in wanted else None
+    groups = (await core.controller.configured_groups.remote()
+              if configs.GROUP in wanted else [])
+    brokers = sorted({core.leader.node_id, *(node.node_id for node in core.brokers.nodes())})
+    return configs.list_resources(
+        wanted, topics=sorted(index.by_name) if index is not None else [],
+        brokers=[str(b) for b in brokers], groups=groups)
 
 
 async def _alter_group(core: GatewayCore, name: str, ops: list[dict], validate_only: bool

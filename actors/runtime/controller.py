@@ -339,6 +339,10 @@ class Controller(SecurityStore, ChangeLock):
     def group_config(self, group_id: str) -> GroupConfig:
         return self._configs.get(group_id) or GroupConfig()
 
+    def configured_groups(self) -> list[str]:
+        """The groups with a dynamic config (ListConfigResources' GROUP resources)."""
+        return sorted(self._configs)
+
     # ------------------------------------------------------------------- internals
 
     def _known(self, name: str) -> TopicMetadata:
@@ -519,9 +523,9 @@ def _check_group_config(cfg: GroupConfig, broker: CoordinatorConfig) -> None:
     for value, key, low, high in checks:
         if value is None:
             continue
-        if type(value) is not int or not low <= value <= high:
+        if type(value) is not int or not low <= value <= high:  # Kafka's words
             raise CoordinatorError(
-                Errors.INVALID_CONFIG, f"{key} must be an int in [{low}, {high}], got {value!r}."
+                Errors.INVALID_CONFIG, f"{key} must be in the range {low} to {high} inclusive."
             )
     if cfg.effective_heartbeat_interval_ms(broker) >= cfg.effective_session_timeout_ms(broker):
         raise CoordinatorError(

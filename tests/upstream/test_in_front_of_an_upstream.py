@@ -32,9 +32,13 @@ def _produce(bootstrap: str, topic: str, n: int, partitions: int) -> list[tuple]
         return lambda err, msg: failed.append(err) if err else landed.__setitem__(
             i, msg.offset())
 
+    # Timestamps of now: Kafka rolls a segment whose first record is older than segment.ms
+    # (7 days) at once, and its retention check (30 s after start) deletes what is older than
+    # retention.ms: records stamped years ago vanish, and a reader resets past them.
+    now_ms = int(time.time() * 1000)
     for i in range(n):
         rec = (i % partitions, f"k{i}".encode(), f"value-{i}".encode(),
-               [("h", f"{i}".encode())], 1_700_000_000_000 + i)
+               [("h", f"{i}".encode())], now_ms + i)
         p.produce(topic, key=rec[1], value=rec[2], partition=rec[0], headers=rec[3],
                   timestamp=rec[4], on_delivery=report(i))
         sent.append(rec)
