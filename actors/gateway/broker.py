@@ -44,6 +44,7 @@ from actors.gateway.listener import (
 from actors.gateway.serving import Serving, WireRequest
 from actors.runtime.controller import NAMESPACE
 from actors.runtime.controller_security import SecurityImage
+from actors.runtime.offload import BIG, pure
 from actors.runtime.turns import PartitionTurns
 from actors.upstream.relay import ClientRelay
 from actors.upstream.view import UpstreamView
@@ -258,7 +259,7 @@ class Listener:
         """How ``req`` is answered: an allowed OffsetCommit (the hot request) goes straight
         into the partition's mailbox (``Pending``: its reply is encoded when written); anything
         else is a coroutine the connection runs as a task."""
-        if req.api.name == "OffsetCommit":
+        if req.api.name == "OffsetCommit" and not BIG.get():  # a big one's reply: off the loop
             pending = self._commit_now(req)
             if pending is not None:
                 return pending
@@ -296,7 +297,7 @@ class Listener:
         handler = LOCAL.get(req.api.name)
         if handler is not None and not (self.spec.upstream and _upstream_answers(req)):
             body = await handler(self.core, req)
-            return None if body is None else encode_response(req.header, body)
+            return None if body is None else await pure(encode_response, req.header, body)
         if self._forward_to is None:
             self._forward_to = ray.get_actor(self.spec.gateway, namespace=NAMESPACE)
         try:

@@ -66,6 +66,7 @@ from actors.gateway.admission import CURRENT_SLOT
 from actors.gateway.dispatch import HANDLERS
 from actors.gateway.password_checks import PASSWORD_CHECKS
 from actors.gateway.serving import WireRequest
+from actors.runtime.offload import BIG, BIG_REQUEST_BYTES, BIG_REQUEST_ENTRIES, off_loop, pure
 from actors.upstream.relay import ClientRelay, goes_upstream
 from protocol.api import BY_API_KEY
 from protocol.security.acls import ANONYMOUS
@@ -77,6 +78,7 @@ from protocol.wire.codec import (
     WireError,
     decode_body,
     encode_response,
+    holds_entries,
     read_header,
     read_request_head,
 )
@@ -206,10 +208,15 @@ class Connection:
         if head is None:
             return
         key = head.header.api_key
+        size = len(head.frame)
         try:
-            body = decode_body(head)
+            body = await off_loop(decode_body, head) if size > BIG_REQUEST_BYTES else \
+                decode_body(head)
         except WireError as e:
             raise _Close(f"{type(e).__name__}: {e}") from None
+        # Serving a big one (the tasks ``_submit`` starts now) runs its pure steps off the loop.
+        BIG.set(size > BIG_REQUEST_BYTES or (
+            size >= BIG_REQUEST_ENTRIES and holds_entries(body, BIG_REQUEST_ENTRIES)))
         if key in (SASL_HANDSHAKE, SASL_AUTHENTICATE):
             await self._written()
             await self._sasl(head, body)
@@ -422,7 +429,7 @@ class Connection:
 
     async def _gateway_respond(self, req: WireRequest) -> bytes | None:
         body = await HANDLERS[req.header.api_key](self.core, req)
-        return None if body is None else encode_response(req.header, body)
+        return None if body is None else await pure(encode_response, req.header, body)
 
     async def _sasl(self, head: RequestHead, body: dict) -> None:
         if self.sasl is None:  # no SASL on this listener: Kafka closes too

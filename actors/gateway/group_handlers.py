@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 
 from actors.gateway.core import GatewayCore, WireRequest
+from actors.runtime.offload import pure
 from protocol.api import error_response
 from protocol.errors import Errors
 from protocol.wire import classic, offsets
@@ -33,10 +34,10 @@ def _denied(request: object, group: str) -> object:
 async def _one_group(core: GatewayCore, req: WireRequest, operation: str) -> dict:
     """A request for one group: authorized by ``operation`` on it, answered by its partition."""
     api = req.api
-    request = api.decode(req.body)
+    request = await pure(api.decode, req.body)
     if not core.may(req, operation, GROUP, request.group_id):
-        return api.encode(_denied(request, request.group_id))
-    return api.encode(await core.router.call(request))
+        return await pure(api.encode, _denied(request, request.group_id))
+    return await pure(api.encode, await core.router.call(request))
 
 
 async def _per_group(core: GatewayCore, req: WireRequest, operation: str) -> dict:
@@ -47,7 +48,7 @@ async def _per_group(core: GatewayCore, req: WireRequest, operation: str) -> dic
     entry repeated (Kafka answers each name): one id named 50,000 times is one question, not
     50,000 describes in the partition's turn."""
     api = req.api
-    request = api.decode(req.body)
+    request = await pure(api.decode, req.body)
     field, entries_field = api.group_ids_field, api.per_group.list_field
     ids = list(getattr(request, field))
     distinct = list(dict.fromkeys(ids))
@@ -62,7 +63,7 @@ async def _per_group(core: GatewayCore, req: WireRequest, operation: str) -> dic
             entry = api.per_group.entry(error_code=Errors.GROUP_AUTHORIZATION_FAILED,
                                         error_message=DENIED_GROUP.format(group=g), group_id=g)
         entries.append(entry)
-    return api.encode(api.response(**{entries_field: entries}))
+    return await pure(api.encode, api.response(**{entries_field: entries}))
 
 
 def _entries_by_group(replies: dict[str, object], entries_field: str,
@@ -92,7 +93,8 @@ async def find_coordinator(core: GatewayCore, req: WireRequest) -> dict:
     if core.upstream is not None and req.body.get("key_type") == TRANSACTION_KEY:
         body = await core.upstream.call_at(FIND_COORDINATOR, req.version, req.body)
         return rewrite_body(FIND_COORDINATOR, req.version, body, core.listener_of)
-    return find_coordinator_response(
+    return await pure(
+        find_coordinator_response,
         req.body, req.version, lambda g: core.brokers.node_of(core.router.partition_of(g)),
         lambda g: core.may(req, "DESCRIBE", GROUP, g))
 
@@ -101,16 +103,16 @@ async def find_coordinator(core: GatewayCore, req: WireRequest) -> dict:
 
 
 async def join_group(core: GatewayCore, req: WireRequest) -> dict:
-    request = req.api.decode(req.body, req.client_id, req.client_host)
+    request = await pure(req.api.decode, req.body, req.client_id, req.client_host)
     if not core.may(req, "READ", GROUP, request.group_id):
-        return req.api.encode(_denied(request, request.group_id))
+        return await pure(req.api.encode, _denied(request, request.group_id))
     resp = await core.router.call(request)
     if (resp.error_code == Errors.MEMBER_ID_REQUIRED
             and not classic.needs_member_id_round_trip(req.version)):
         request.member_id = resp.member_id  # an old client: rejoin for it with its new id
         resp = await core.router.call(request)
     core.saw_epoch(request.group_id, resp.member_id, resp.generation_id)
-    return req.api.encode(resp)
+    return await pure(req.api.encode, resp)
 
 
 async def sync_group(core: GatewayCore, req: WireRequest) -> dict:
@@ -122,10 +124,10 @@ async def heartbeat(core: GatewayCore, req: WireRequest) -> dict:
 
 
 async def leave_group(core: GatewayCore, req: WireRequest) -> dict:
-    request = req.api.decode(req.body)
+    request = await pure(req.api.decode, req.body)
     if not core.may(req, "READ", GROUP, request.group_id):
-        return req.api.encode(_denied(request, request.group_id), req.version)
-    return req.api.encode(await core.router.call(request), req.version)
+        return await pure(req.api.encode, _denied(request, request.group_id), req.version)
+    return await pure(req.api.encode, await core.router.call(request), req.version)
 
 
 async def describe_groups(core: GatewayCore, req: WireRequest) -> dict:
@@ -140,16 +142,16 @@ async def consumer_group_heartbeat(core: GatewayCore, req: WireRequest) -> dict:
     owned = [tp["topic_id"] for tp in body.get("topic_partitions") or []]
     subscribed = body.get("subscribed_topic_names") or []
     index = await core.topics_knowing(uuids=owned)
-    request = req.api.decode(body, index, req.client_id, req.client_host)
+    request = await pure(req.api.decode, body, index, req.client_id, req.client_host)
     if not core.may(req, "READ", GROUP, request.group_id):
-        return req.api.encode(_denied(request, request.group_id))
+        return await pure(req.api.encode, _denied(request, request.group_id))
     hidden = [t for t in subscribed if not core.may(req, "DESCRIBE", TOPIC, t)]
     if hidden:
-        return req.api.encode(error_response(
+        return await pure(req.api.encode, error_response(
             request, Errors.TOPIC_AUTHORIZATION_FAILED, DENIED_TOPIC.format(topic=hidden[0])))
     resp = await core.router.call(request)
     core.saw_epoch(request.group_id, resp.member_id, resp.member_epoch)
-    return req.api.encode(resp)
+    return await pure(req.api.encode, resp)
 
 
 async def consumer_group_describe(core: GatewayCore, req: WireRequest) -> dict:
@@ -166,11 +168,15 @@ async def offset_commit(core: GatewayCore, req: WireRequest) -> dict:
         return offsets.commit_refused(body, Errors.GROUP_AUTHORIZATION_FAILED)
     denied = {t["name"] for t in body.get("topics", []) if not core.may(req, "READ", TOPIC,
                                                                         t["name"])}
+    api = req.api
     if not denied:  # the hot path: every topic allowed, the reply is the partition's
-        return req.api.encode(await core.router.call(req.api.decode(body)), body)
+        reply = await core.router.call(await pure(api.decode, body))
+        return await pure(api.encode, reply, body)
     allowed = {**body, "topics": [t for t in body.get("topics", []) if t["name"] not in denied]}
-    reply = req.api.encode(await core.router.call(req.api.decode(allowed)),
-                           allowed) if allowed["topics"] else {"topics": []}
+    reply = {"topics": []}
+    if allowed["topics"]:
+        reply = await pure(api.encode, await core.router.call(await pure(api.decode, allowed)),
+                           allowed)
     refused = offsets.commit_refused(
         {"topics": [t for t in body.get("topics", []) if t["name"] in denied]},
         Errors.TOPIC_AUTHORIZATION_FAILED)
@@ -180,26 +186,27 @@ async def offset_commit(core: GatewayCore, req: WireRequest) -> dict:
 
 async def offset_fetch(core: GatewayCore, req: WireRequest) -> dict:
     entries = []
-    for request in req.api.decode(req.body, req.version):
+    for request in await pure(req.api.decode, req.body, req.version):
         if not core.may(req, "DESCRIBE", GROUP, request.group_id):
             entries.append(offsets.fetch_refused(request, Errors.GROUP_AUTHORIZATION_FAILED))
             continue
         if request.topics is not None:
             request.topics = [t for t in request.topics
                               if core.may(req, "DESCRIBE", TOPIC, t.name)]
-        entries.append(offsets.fetch_group_entry(request, await core.router.call(request)))
-    return req.api.encode(entries, req.version)
+        entries.append(await pure(offsets.fetch_group_entry, request,
+                                  await core.router.call(request)))
+    return await pure(req.api.encode, entries, req.version)
 
 
 async def offset_delete(core: GatewayCore, req: WireRequest) -> dict:
-    request = req.api.decode(req.body)
+    request = await pure(req.api.decode, req.body)
     if not core.may(req, "DELETE", GROUP, request.group_id):
-        return req.api.encode(_denied(request, request.group_id))
+        return await pure(req.api.encode, _denied(request, request.group_id))
     for t in request.topics:
         if not core.may(req, "READ", TOPIC, t.name):
-            return req.api.encode(error_response(
+            return await pure(req.api.encode, error_response(
                 request, Errors.TOPIC_AUTHORIZATION_FAILED, DENIED_TOPIC.format(topic=t.name)))
-    return req.api.encode(await core.router.call(request))
+    return await pure(req.api.encode, await core.router.call(request))
 
 
 async def delete_groups(core: GatewayCore, req: WireRequest) -> dict:
@@ -207,7 +214,7 @@ async def delete_groups(core: GatewayCore, req: WireRequest) -> dict:
 
 
 async def list_groups(core: GatewayCore, req: WireRequest) -> dict:
-    request = req.api.decode(req.body)
+    request = await pure(req.api.decode, req.body)
     see_all = core.may(req, "DESCRIBE", CLUSTER, "kafka-cluster")
     groups, error = [], Errors.NONE
     for reply in await core.router.call_all(request):
@@ -216,5 +223,5 @@ async def list_groups(core: GatewayCore, req: WireRequest) -> dict:
             continue
         groups += [g for g in reply.groups
                    if see_all or core.may(req, "DESCRIBE", GROUP, g.group_id)]
-    return req.api.encode(req.api.response(error_code=error,
+    return await pure(req.api.encode, req.api.response(error_code=error,
                                            groups=sorted(groups, key=lambda g: g.group_id)))

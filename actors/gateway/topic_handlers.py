@@ -18,6 +18,7 @@ from ray.exceptions import RayTaskError
 
 from actors.gateway.core import GatewayCore, WireRequest
 from actors.runtime.controller import _check_group_config
+from actors.runtime.offload import pure
 from protocol.errors import CoordinatorError, Errors
 from protocol.wire import configs, stream, topics, upstream
 from protocol.wire.codec import EncodedBody
@@ -41,9 +42,8 @@ async def metadata(core: GatewayCore, req: WireRequest) -> dict:
     index = await core.topics_knowing(
         names=[t["name"] for t in named if t.get("name") is not None],
         uuids=[t["topic_id"] for t in named if t.get("name") is None and t.get("topic_id")])
-    return topics.metadata_response(req.body, req.version, index, core.leader,
-                                    lambda t: core.may(req, "DESCRIBE", TOPIC, t),
-                                    core.brokers.nodes())
+    return await pure(topics.metadata_response, req.body, req.version, index, core.leader,
+                      lambda t: core.may(req, "DESCRIBE", TOPIC, t), core.brokers.nodes())
 
 
 async def upstream_metadata(core: GatewayCore, req: WireRequest) -> dict:
