@@ -120,15 +120,25 @@ class LocalRoute:
 
 class _GatewaySessions:
     """The share sessions live at the gateway (the share-partition leader); a member that
-    leaves through its coordinator has its session dropped there too."""
+    leaves through its coordinator has its session dropped there too. The gateway is looked
+    up once, on a thread: ``ray.get_actor`` is a blocking call to Ray's GCS, and any client may
+    send leaves (the wire fuzzer's did, one lookup each on the partition's loop)."""
 
     def __init__(self, gateway: str) -> None:
         self._gateway = gateway
+        self._handle = None
 
     def drop(self, group_id: str, member_id: str) -> None:
+        if self._handle is not None:
+            self._handle.drop_share_session.remote(group_id, member_id)
+            return
+        asyncio.get_running_loop().run_in_executor(None, self._look_up_and_drop, group_id,
+                                                   member_id)
+
+    def _look_up_and_drop(self, group_id: str, member_id: str) -> None:
         try:
-            ray.get_actor(self._gateway, namespace=NAMESPACE).drop_share_session.remote(
-                group_id, member_id)
+            self._handle = ray.get_actor(self._gateway, namespace=NAMESPACE)
+            self._handle.drop_share_session.remote(group_id, member_id)
         except Exception as e:  # the gateway is restarting: its session expires on its own
             log.info("share session of %s/%s not dropped: %s", group_id, member_id, e)
 
