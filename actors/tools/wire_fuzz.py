@@ -6,9 +6,9 @@ written by hand for today's APIs would stop covering tomorrow's, so this one is 
 kio's request schema of that version (``kio.index.load_request_schema``). For each it builds a
 *valid* request, field by field from the schema's types (ints, strings named like groups and
 topics drawn from a vocabulary of real names, arrays, nested entities, tagged fields), written
-as a list of tokens that remember what they are (an int of some width, a string's length and
-bytes, an array's count and where each entry lies, an entity's tagged-field section). One
-structure-aware mutation is then applied to the tokens:
+as tokens that remember what they are (``wire_tokens``: an int of some width, a string's
+length and bytes, an array's count and where each entry lies, an entity's tagged-field
+section). One structure-aware mutation is then applied to the tokens:
 
 - ``length``: a string's or bytes' length prefix wrong (negative, past the end, huge, an
   over-long varint), its bytes kept;
@@ -32,20 +32,27 @@ was built from.
 
 from __future__ import annotations
 
-import dataclasses
 import random
 import string
 import struct
-import types
-import typing
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import cache
-from typing import Any, NamedTuple
+from typing import Any
 
-from kio.index import load_request_schema
-
+from actors.tools.wire_tokens import (
+    INT_FORMATS,
+    Shape,
+    Token,
+    bounds,
+    count_prefix,
+    framed,
+    length_prefix,
+    request_tokens,
+    schema,
+    shapes,
+    uvarint,
+)
 from protocol.api import BY_API_KEY
 
 MUTATIONS = ("valid", "length", "count", "string", "tags", "int", "truncate", "trailing",
@@ -59,9 +66,6 @@ MAX_DEPTH = 3
 _HUGE_STRING_BYTES = 40_000  # past Kafka's int16 string bound (32,767)
 _INVALID_UTF8 = (b"\xff\xfe", b"\xc3", b"\xed\xa0\x80", b"a\x80b", b"\xf4\x90\x80\x80")
 _OVERLONG_VARINT = b"\xff\xff\xff\xff\xff\xff\x01"
-_INT_FORMATS = {"int8": ">b", "int16": ">h", "int32": ">i", "int64": ">q", "uint16": ">H",
-                "uint32": ">I", "timedelta_i32": ">i", "timedelta_i64": ">q",
-                "datetime_i64": ">q", "error_code": ">h"}
 _ZERO_UUID = uuid.UUID(int=0)
 _WORDS = ("", "consumer", "range", "uniform", "PLAIN", "fuzz", "*", ".*", "__consumer_offsets")
 
@@ -88,50 +92,10 @@ class FuzzFrame:
     data: bytes
 
 
-class Token(NamedTuple):
-    """A piece of an encoded request and what it is: ``int`` (``info``: its struct format),
-    ``count`` (flexible, the entries' token ranges or None for a null array), ``string`` and
-    ``bytes`` (flexible, nullable, the value), ``tags`` (a tagged-field section), ``raw``."""
-
-    kind: str
-    data: bytes
-    info: tuple = ()
-
-
-class _Shape(NamedTuple):
-    name: str
-    kafka_type: str | None
-    entity: type | None
-    nullable: bool
-    array: bool
-    tag: int | None
-
-
 def served_versions() -> list[tuple[int, int]]:
     """Every (API key, version) the gateway serves, from the API table."""
     return [(key, v) for key, api in sorted(BY_API_KEY.items())
             for v in range(api.versions.min, api.versions.max + 1)]
-
-
-@cache
-def _schema(api_key: int, version: int) -> type:
-    return load_request_schema(api_key, version)
-
-
-@cache
-def _shapes(entity: type) -> tuple[_Shape, ...]:
-    out = []
-    for f in dataclasses.fields(entity):
-        hint, nullable = f.type, False
-        if typing.get_origin(hint) in (typing.Union, types.UnionType):
-            args = [a for a in typing.get_args(hint) if a is not type(None)]
-            hint, nullable = args[0], True
-        array = typing.get_origin(hint) is tuple
-        inner = typing.get_args(hint)[0] if array else hint
-        out.append(_Shape(f.name, f.metadata.get("kafka_type"),
-                          inner if dataclasses.is_dataclass(inner) else None,
-                          nullable, array, f.metadata.get("tag")))
-    return tuple(out)
 
 
 # ----------------------------------------------------------------------------- values
@@ -146,9 +110,9 @@ class _Values:
         self.fill = fill
 
     def entity(self, entity: type, depth: int = 0) -> dict[str, Any]:
-        return {s.name: self.field(s, depth) for s in _shapes(entity)}
+        return {s.name: self.field(s, depth) for s in shapes(entity)}
 
-    def field(self, shape: _Shape, depth: int) -> Any:
+    def field(self, shape: Shape, depth: int) -> Any:
         rng = self.rng
         if shape.tag is not None and (self.fill or rng.random() < 0.5):
             return None  # a tagged field left out
@@ -160,7 +124,7 @@ class _Values:
                     for _ in range(rng.randint(1 if self.fill else 0, most))]
         return self.item(shape, depth)
 
-    def item(self, shape: _Shape, depth: int) -> Any:
+    def item(self, shape: Shape, depth: int) -> Any:
         if shape.entity is not None:
             return self.entity(shape.entity, depth)
         value = self.scalar(shape.kafka_type, shape.name)
@@ -170,8 +134,8 @@ class _Values:
 
     def scalar(self, kafka_type: str | None, name: str) -> Any:
         rng = self.rng
-        if kafka_type in _INT_FORMATS:
-            lo, hi = _bounds(_INT_FORMATS[kafka_type])
+        if kafka_type in INT_FORMATS:
+            lo, hi = bounds(INT_FORMATS[kafka_type])
             roll = rng.random()
             if roll < 0.7:
                 return max(lo, min(hi, rng.choice((-1, 0, 0, 1, 2, 3, 100, 5000))))
@@ -201,129 +165,10 @@ class _Values:
                                    k=rng.randint(0, 12)))
 
 
-def _bounds(fmt: str) -> tuple[int, int]:
-    bits = struct.calcsize(fmt) * 8
-    if fmt[-1].isupper():
-        return 0, 2**bits - 1
-    return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
-
-
-# ----------------------------------------------------------------------------- tokens
-
-
-def uvarint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def _length_prefix(kind: str, flexible: bool, n: int | None) -> bytes:
-    """A string's or bytes' length (``None``: null) in the encoding of its field."""
-    if flexible:
-        return uvarint(0 if n is None else n + 1)
-    fmt = ">h" if kind == "string" else ">i"
-    return struct.pack(fmt, -1 if n is None else n)
-
-
-def _count_prefix(flexible: bool, n: int | None) -> bytes:
-    if flexible:
-        return uvarint(0 if n is None else n + 1)
-    return struct.pack(">i", -1 if n is None else n)
-
-
-def encode_entity(out: list[Token], entity: type, value: dict[str, Any]) -> None:
-    """Append ``value``'s tokens, encoded as ``entity`` (a kio schema) says, to ``out``."""
-    flexible = entity.__flexible__
-    tagged = []
-    for shape in _shapes(entity):
-        v = value[shape.name]
-        if shape.tag is not None:
-            if v is not None:
-                tagged.append((shape.tag, shape, v))
-            continue
-        _encode_field(out, shape, v, flexible)
-    if flexible:
-        section = [uvarint(len(tagged))]
-        for tag, shape, v in sorted(tagged, key=lambda t: t[0]):
-            inner: list[Token] = []
-            _encode_field(inner, shape._replace(nullable=False), v, flexible)
-            payload = b"".join(t.data for t in inner)
-            section += [uvarint(tag), uvarint(len(payload)), payload]
-        out.append(Token("tags", b"".join(section)))
-
-
-def _encode_field(out: list[Token], shape: _Shape, v: Any, flexible: bool) -> None:
-    if not shape.array:
-        _encode_item(out, shape, v, flexible, shape.nullable)
-        return
-    if v is None:
-        out.append(Token("count", _count_prefix(flexible, None), (flexible, None)))
-        return
-    at = len(out)
-    out.append(Token("raw", b""))  # the count, once the entries' places are known
-    items = []
-    for item in v:
-        start = len(out)
-        _encode_item(out, shape, item, flexible, False)
-        items.append((start, len(out)))
-    out[at] = Token("count", _count_prefix(flexible, len(v)), (flexible, tuple(items)))
-
-
-def _encode_item(out: list[Token], shape: _Shape, v: Any, flexible: bool,
-                 nullable: bool) -> None:
-    if shape.entity is not None:
-        if nullable:  # KIP-893's nullable struct: a marker byte first
-            out.append(Token("raw", b"\xff" if v is None else b"\x01"))
-        if v is not None:
-            encode_entity(out, shape.entity, v)
-        return
-    kind = shape.kafka_type
-    if kind in _INT_FORMATS:
-        fmt = _INT_FORMATS[kind]
-        out.append(Token("int", struct.pack(fmt, v), (fmt,)))
-    elif kind == "bool":
-        out.append(Token("int", b"\x01" if v else b"\x00", ("?",)))
-    elif kind in ("string", "bytes", "records"):
-        raw = v.encode() if isinstance(v, str) else v
-        token_kind = "string" if kind == "string" else "bytes"
-        prefix = _length_prefix(token_kind, flexible, None if raw is None else len(raw))
-        out.append(Token(token_kind, prefix + (raw or b""), (flexible, nullable, raw)))
-    elif kind == "uuid":
-        out.append(Token("raw", (v or uuid.UUID(int=0)).bytes))
-    elif kind == "float64":
-        out.append(Token("raw", struct.pack(">d", v)))
-    else:
-        raise ValueError(f"cannot encode kafka type {kind!r}")
-
-
-def request_tokens(api_key: int, version: int, body: dict[str, Any],
-                   correlation_id: int = 1, client_id: str | None = "fuzz") -> list[Token]:
-    """The tokens of a whole request (header and body), without the frame's size."""
-    schema = _schema(api_key, version)
-    head = struct.pack(">hhi", api_key, version, correlation_id)
-    raw = None if client_id is None else client_id.encode()
-    head += _length_prefix("string", False, None if raw is None else len(raw)) + (raw or b"")
-    tokens = [Token("raw", head)]
-    if schema.__header_schema__.__flexible__:
-        tokens.append(Token("tags", b"\x00"))
-    encode_entity(tokens, schema, body)
-    return tokens
-
-
 def valid_body(api_key: int, version: int, rng: random.Random,
                vocabulary: Vocabulary = Vocabulary(), fill: bool = False) -> dict[str, Any]:
     """A valid request body of that version, as plain values."""
-    return _Values(rng, vocabulary, fill).entity(_schema(api_key, version))
-
-
-def framed(payload: bytes) -> bytes:
-    return struct.pack(">i", len(payload)) + payload
+    return _Values(rng, vocabulary, fill).entity(schema(api_key, version))
 
 
 # -------------------------------------------------------------------------- mutations
@@ -346,7 +191,7 @@ def _wrong_length(rng: random.Random, t: Token) -> bytes:
                              uvarint(2**32 - 1), _OVERLONG_VARINT))
     else:
         fmt = ">h" if t.kind == "string" else ">i"
-        lo, hi = _bounds(fmt)
+        lo, hi = bounds(fmt)
         prefix = struct.pack(fmt, rng.choice((-2, lo, n + 1, n + 1000 if n + 1000 <= hi else hi,
                                               hi)))
     return prefix + raw
@@ -373,8 +218,8 @@ def _bad_string(rng: random.Random, t: Token) -> bytes:
     elif choice == 3:
         raw = b"\x00" * rng.randint(1, 8)
     else:  # null, whether or not the field may be
-        return _length_prefix("string", flexible, None)
-    return _length_prefix("string", flexible, len(raw)) + raw
+        return length_prefix("string", flexible, None)
+    return length_prefix("string", flexible, len(raw)) + raw
 
 
 def _bad_tags(rng: random.Random) -> bytes:
@@ -397,7 +242,7 @@ def _bound_int(rng: random.Random, t: Token) -> bytes:
     (fmt,) = t.info
     if fmt == "?":
         return bytes([rng.choice((2, 0x7F, 0xFF))])
-    lo, hi = _bounds(fmt)
+    lo, hi = bounds(fmt)
     return struct.pack(fmt, rng.choice(sorted({lo, hi, 0, max(lo, -1)})))
 
 
@@ -412,7 +257,7 @@ def _repeat(rng: random.Random, tokens: list[Token], max_frame_bytes: int) -> by
     base = sum(len(t.data) for t in tokens)
     times = min(rng.choice(REPEATS), max(2, (max_frame_bytes - base) // len(entry) + 1))
     # The other entries follow the first: everything after it is written as it was.
-    return (b"".join(t.data for t in tokens[:i]) + _count_prefix(flexible, len(items) + times - 1)
+    return (b"".join(t.data for t in tokens[:i]) + count_prefix(flexible, len(items) + times - 1)
             + entry * times + b"".join(t.data for t in tokens[end:]))
 
 

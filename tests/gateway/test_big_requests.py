@@ -21,7 +21,7 @@ from actors.runtime.controller import ControllerImage
 from actors.runtime.memory_storage import MemoryMedium, MemoryStorage
 from actors.runtime.turns import PartitionTurns
 from actors.tools.fuzz_run import read_frame
-from actors.tools.wire_fuzz import framed, request_tokens
+from actors.tools.wire_tokens import framed, request_tokens
 from protocol.config import CoordinatorConfig
 from protocol.metadata import MetadataImage, TopicMetadata
 from protocol.wire.codec import holds_entries

@@ -12,6 +12,7 @@ from collections import Counter
 import pytest
 
 from actors.tools import wire_fuzz as wf
+from actors.tools import wire_tokens as wt
 from protocol.api import BY_API_KEY
 from protocol.wire.codec import WireError, decode_request, decode_request_with_kio
 
@@ -19,7 +20,7 @@ VOCABULARY = wf.Vocabulary(topics=("orders",), groups=("billing",))
 
 
 def _payload(api_key: int, version: int, body: dict) -> bytes:
-    return b"".join(t.data for t in wf.request_tokens(api_key, version, body, 7))
+    return b"".join(t.data for t in wt.request_tokens(api_key, version, body, 7))
 
 
 @pytest.mark.parametrize("fill", [False, True])
@@ -81,7 +82,7 @@ def test_a_repeated_entry_fills_the_frame_up_to_its_bound_and_no_further():
 def test_mutations_act_on_the_part_they_name():
     rng = random.Random(2)
     body = wf.valid_body(9, 8, rng, VOCABULARY, fill=True)  # OffsetFetch v8: flexible
-    tokens = wf.request_tokens(9, 8, body)
+    tokens = wt.request_tokens(9, 8, body)
     valid = b"".join(t.data for t in tokens)
     for mutation in ("length", "count", "string", "tags", "int", "trailing", "truncate"):
         payload = wf.mutate(mutation, tokens, rng, 1 << 20)
