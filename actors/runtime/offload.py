@@ -51,6 +51,13 @@ async def off_loop(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         _executor, functools.partial(fn, *args, **kwargs))
 
 
+def serving_bytes(size: int) -> None:
+    """Mark the current task as serving a big request if ``size`` bytes make one (a Ray method
+    calls this, not ``BIG.set``: Ray pickles an actor's methods, and a context variable does
+    not pickle)."""
+    BIG.set(size > BIG_REQUEST_BYTES)
+
+
 async def pure(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """``fn(*args, **kwargs)``: off the loop while serving a big request (``BIG``), else
     right here."""

@@ -26,7 +26,7 @@ from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE, ControllerImag
 from actors.runtime.controller_security import SecurityImage
 from actors.runtime.fileops import FileOps
 from actors.runtime.metrics import PartitionMetrics
-from actors.runtime.offload import BIG, BIG_REQUEST_BYTES
+from actors.runtime.offload import serving_bytes
 from actors.runtime.packed import WakerTokens, pack, unpack
 from actors.runtime.storage_factory import open_storage
 from actors.runtime.turns import PartitionTurns
@@ -81,14 +81,14 @@ class OffsetsPartition:
         """``handle`` for Cohort's own callers (``Cluster.call``, the client actors): the
         request and its reply travel pickled (``packed.py``: Ray's serializer took ~35 µs a
         message each way)."""
-        BIG.set(len(packed) > BIG_REQUEST_BYTES)  # this call's task only
+        serving_bytes(len(packed))  # this call's task only
         return pack((await self._turns.handle_batch([unpack(packed)]))[0])
 
     async def handle_batch_packed(self, packed: bytes, waker: bytes | None = None) -> bytes:
         """``handle_batch`` with the requests and replies pickled; ``waker``: the client
         actor's ``packed.waker_token``, resolved once per client instead of on every call."""
         waker_handle = self._waker_tokens.resolve(waker)
-        BIG.set(len(packed) > BIG_REQUEST_BYTES)
+        serving_bytes(len(packed))
         return pack(await self._turns.handle_batch(unpack(packed), waker_handle))
 
     async def update_image(self, image: ControllerImage) -> None:
