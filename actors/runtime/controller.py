@@ -327,6 +327,10 @@ class Controller(SecurityStore, ChangeLock):
     def group_config(self, group_id: str) -> GroupConfig:
         return self._configs.get(group_id) or GroupConfig()
 
+    def group_configs_of(self, group_ids: list[str]) -> dict[str, GroupConfig]:
+        """``group_config`` of each, in one call (a DescribeConfigs naming many groups)."""
+        return {g: self.group_config(g) for g in group_ids}
+
     # ------------------------------------------------------------------- internals
 
     def _known(self, name: str) -> TopicMetadata:
