@@ -9,8 +9,9 @@ naming a group 100,000 times). So the pure steps of a big request (a frame above
 thread instead: decoding its body, translating it, the shard's part of its turn, translating
 and encoding its reply. The GIL still runs one thread at a time, but it hands the
 loop its turn every switch interval (5 ms), so the loop keeps answering everyone else while the
-big request is worked on. One thread per process: big requests queue behind each other, and at
-most one competes with the loop.
+big request is worked on. One thread per process, and one big request served at a time
+(``big_turn``): big requests queue behind each other, at most one competes with the loop, and
+at most one's decoded entries are in memory.
 
 Honest requests are far below the bounds (a heartbeat, a commit of a few partitions: a few
 hundred bytes), and pay nothing: a thread hand-off costs ~50 µs, which is why small requests stay
@@ -24,9 +25,12 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
+
+from protocol.wire.codec import holds_entries
 
 # A frame above this is a big request, decoded off the loop too (Kafka's clients send
 # heartbeats and commits of a few hundred bytes; 16 KiB is an OffsetCommit of some 1,000
@@ -39,7 +43,22 @@ BIG_REQUEST_ENTRIES = 512
 BIG: contextvars.ContextVar[bool] = contextvars.ContextVar("big_request", default=False)
 
 _executor: ThreadPoolExecutor | None = None
+# Big requests a process serves at once (the others wait, holding only their frames): their
+# decoded entries, not their bytes, are what takes memory (a 1 MiB frame decodes into ~40 MiB
+# of Python objects), so the process's peak stays near its idle size plus one of them.
+BIG_AT_ONCE = 1
+_turns: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 T = TypeVar("T")
+
+
+def big_turn() -> asyncio.Semaphore:
+    """The running loop's semaphore of ``BIG_AT_ONCE`` places: hold one while serving a big
+    request."""
+    loop = asyncio.get_running_loop()
+    gate = _turns.get(loop)
+    if gate is None:
+        gate = _turns[loop] = asyncio.Semaphore(BIG_AT_ONCE)
+    return gate
 
 
 async def off_loop(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -56,6 +75,12 @@ def serving_bytes(size: int) -> None:
     calls this, not ``BIG.set``: Ray pickles an actor's methods, and a context variable does
     not pickle)."""
     BIG.set(size > BIG_REQUEST_BYTES)
+
+
+def serving_body(body: dict) -> None:
+    """Mark the current task as serving a big request if ``body`` (decoded already, by a
+    partition's listener that forwarded it) holds ``BIG_REQUEST_ENTRIES`` array entries."""
+    BIG.set(holds_entries(body, BIG_REQUEST_ENTRIES))
 
 
 async def pure(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:

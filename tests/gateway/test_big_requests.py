@@ -14,6 +14,7 @@ import pytest
 from kio.index import load_response_schema
 from kio.serial import entity_reader
 
+from actors.gateway import broker as broker_module
 from actors.gateway.broker import PartitionBroker
 from actors.gateway.listener import ListenerSpec
 from actors.gateway.serving import GatewayOptions
@@ -87,14 +88,51 @@ def test_a_group_named_100000_times_is_described_without_stalling_the_loop():
     assert len(_read_reply(15, 5, reply).groups) == 100_000  # an entry per name, as Kafka
 
 
+def _commit(offset: int, times: int) -> bytes:
+    """OffsetCommit v8 of ``offset`` for partition 0, the partition named ``times`` times."""
+    partition = {"partition_index": 0, "committed_offset": offset,
+                 "committed_leader_epoch": -1, "committed_metadata": ""}
+    return _frame(8, 8, {"group_id": "billing", "generation_id_or_member_epoch": -1,
+                         "member_id": "", "group_instance_id": None, "topics": [
+                             {"name": "orders", "partitions": [partition] * times}]})
+
+
 def test_a_partition_committed_100000_times_is_applied_without_stalling_the_loop():
-    partition = {"partition_index": 0, "committed_offset": 7, "committed_leader_epoch": -1,
-                 "committed_metadata": ""}
-    frame = _frame(8, 8, {"group_id": "billing", "generation_id_or_member_epoch": -1,
-                          "member_id": "", "group_instance_id": None, "topics": [
-                              {"name": "orders", "partitions": [partition] * 100_000}]})
-    stall_s, _ = asyncio.run(_longest_stall_serving(frame))
+    stall_s, _ = asyncio.run(_longest_stall_serving(_commit(7, 100_000)))
     assert stall_s < STALL_BOUND_S
+
+
+def test_a_commit_read_after_a_big_one_on_its_connection_does_not_overtake_it():
+    """Commits are pipelined; a big one waits on the worker thread before its mailbox, so it
+    is served alone: the small commit behind it, sent in the same write, lands after it."""
+    big = _commit(5, 100_000)
+    small, fetch = _commit(9, 1), _frame(9, 8, {"groups": [{"group_id": "billing", "topics": [
+        {"name": "orders", "partition_indexes": [0]}]}], "require_stable": False})
+
+    async def scenario() -> int:
+        async def image() -> ControllerImage:
+            return IMAGE
+
+        turns = PartitionTurns("offsets-0", MemoryStorage(MemoryMedium()),
+                               CoordinatorConfig(), image, owns=lambda r: True)
+        loop_task = asyncio.get_running_loop().create_task(turns.run())
+        broker = PartitionBroker(0, 1, turns, "127.0.0.1")
+        host, port, _ = await broker.listen(ListenerSpec("gateway", "127.0.0.1",
+                                                         GatewayOptions()))
+        try:
+            reader, writer = await asyncio.open_connection(host, port)
+            writer.write(big + small)
+            for _ in range(2):
+                await asyncio.wait_for(read_frame(reader), WAIT_S)
+            writer.write(fetch)
+            reply = _read_reply(9, 8, await asyncio.wait_for(read_frame(reader), WAIT_S))
+            writer.close()
+            return reply.groups[0].topics[0].partitions[0].committed_offset
+        finally:
+            broker.close_all()
+            loop_task.cancel()
+
+    assert asyncio.run(scenario()) == 9
 
 
 def test_a_short_frame_asking_for_a_long_reply_is_answered_off_the_loop():
@@ -103,6 +141,55 @@ def test_a_short_frame_asking_for_a_long_reply_is_answered_off_the_loop():
     stall_s, reply = asyncio.run(_longest_stall_serving(frame))
     assert stall_s < STALL_BOUND_S
     assert len(_read_reply(10, 4, reply).coordinators) == 16_000
+
+
+def test_big_requests_of_many_clients_are_served_one_at_a_time(monkeypatch):
+    """Their decoded entries are what takes memory (a 1 MiB frame decodes into tens of MiB of
+    objects), so a process serves one big request at a time and the others wait with only
+    their frames: the peak stays near the idle size plus one."""
+    active, most = [0], [0]
+    describe = broker_module.LOCAL["DescribeGroups"]
+
+    async def counted(core, req):
+        active[0] += 1
+        most[0] = max(most[0], active[0])
+        try:
+            await asyncio.sleep(0.2)
+            return await describe(core, req)
+        finally:
+            active[0] -= 1
+
+    monkeypatch.setitem(broker_module.LOCAL, "DescribeGroups", counted)
+    frame = _frame(15, 5, {"groups": ["billing"] * 20_000,
+                           "include_authorized_operations": False})
+
+    async def three_at_once() -> list[bytes]:
+        async def image() -> ControllerImage:
+            return IMAGE
+
+        turns = PartitionTurns("offsets-0", MemoryStorage(MemoryMedium()),
+                               CoordinatorConfig(), image, owns=lambda r: True)
+        loop_task = asyncio.get_running_loop().create_task(turns.run())
+        broker = PartitionBroker(0, 1, turns, "127.0.0.1")
+        host, port, _ = await broker.listen(ListenerSpec("gateway", "127.0.0.1",
+                                                         GatewayOptions()))
+
+        async def one() -> bytes:
+            reader, writer = await asyncio.open_connection(host, port)
+            writer.write(frame)
+            reply = await asyncio.wait_for(read_frame(reader), WAIT_S)
+            writer.close()
+            return reply
+
+        try:
+            return await asyncio.gather(one(), one(), one())
+        finally:
+            broker.close_all()
+            loop_task.cancel()
+
+    replies = asyncio.run(three_at_once())
+    assert [len(_read_reply(15, 5, r).groups) for r in replies] == [20_000] * 3
+    assert most[0] == 1
 
 
 def test_only_frames_with_enough_entries_count_as_big():
