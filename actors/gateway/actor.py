@@ -31,6 +31,7 @@ from actors.gateway.serving import WireRequest
 from actors.runtime import gc_policy
 from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE, ControllerImage
 from actors.runtime.controller_security import GATEWAY_NAME, SecurityImage
+from actors.runtime.loop_watch import LoopWatch
 from actors.runtime.offload import pure, serving_body
 from actors.upstream.relay import ClientRelay
 from actors.upstream.view import UpstreamView
@@ -62,6 +63,7 @@ class Gateway:
         self._tls = None
         self._watch: asyncio.Task | None = None
         self.admission = Admission(options.max_connections)
+        self._loop_watch = LoopWatch()
         self._started = asyncio.get_running_loop().create_task(self._start())
 
     async def _start(self) -> None:
@@ -187,6 +189,10 @@ class Gateway:
                 "served": dict(self.core.served),
                 "coordinators": len(self.core.brokers.nodes()),
                 "served_by_coordinators": by_coordinators}
+
+    async def loop_stalls(self, reset: bool = True) -> dict[str, float]:
+        """The event loop's longest stalls since the last reading (``loop_watch``)."""
+        return self._loop_watch.read(reset)
 
     async def member_epoch(self, group_id: str, member_id: str) -> int:
         """The epoch (or generation) last sent to this member, by its coordinator's listener

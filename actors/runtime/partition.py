@@ -25,6 +25,7 @@ from actors.runtime import gc_policy
 from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE, ControllerImage
 from actors.runtime.controller_security import SecurityImage
 from actors.runtime.fileops import FileOps
+from actors.runtime.loop_watch import LoopWatch
 from actors.runtime.metrics import PartitionMetrics
 from actors.runtime.offload import serving_bytes
 from actors.runtime.packed import WakerTokens, pack, unpack
@@ -66,6 +67,7 @@ class OffsetsPartition:
         self._loop_task = asyncio.get_running_loop().create_task(self._turns.run())
         self._broker = PartitionBroker(partition, num_partitions, self._turns,
                                        ray.util.get_node_ip_address())
+        self._loop_watch = LoopWatch()
 
     # ------------------------------------------------------------------ requests
 
@@ -134,6 +136,10 @@ class OffsetsPartition:
         refusal = self._refusal()  # why the storage was refused
         return {"partition": self.partition, "pid": os.getpid(), **self._turns.info(),
                 **({"refusal": refusal} if refusal else {})}
+
+    async def loop_stalls(self, reset: bool = True) -> dict[str, float]:
+        """The event loop's longest stalls since the last reading (``loop_watch``)."""
+        return self._loop_watch.read(reset)
 
     async def group_ids(self) -> list[str]:
         return await self._turns.query(lambda shard: sorted(shard.groups))

@@ -5,8 +5,10 @@ A listener's loop is its process's only loop (a gateway's, or a partition actor'
 run there too), so a stall anywhere in it delays an ApiVersions round trip: the ``Probe`` times
 one to every listener every 10 ms, from a process of its own (the fuzzer's own loop, busy
 making frames, would otherwise count its stalls as the listeners'), and samples the actors'
-resident memory meanwhile. Restarts are Ray's count for each named actor (its GCS row), the
-same ``cohort status`` shows.
+resident memory meanwhile. A round trip also waits for the machine to schedule the actor, so
+each actor reports its loop's stalls itself too (``loop_stalls``: the CPU its loop's thread
+spent in one go, which a busy machine does not inflate). Restarts are Ray's count for each
+named actor (its GCS row), the same ``cohort status`` shows.
 """
 
 from __future__ import annotations
@@ -48,6 +50,14 @@ def actor_processes() -> dict[str, dict]:
     ids = {n: ray.get_actor(n, namespace=NAMESPACE)._actor_id.hex() for n in names}
     return {n: {"pid": row.get("Pid"), "restarts": row.get("NumRestarts") or 0}
             for n, row in gcs_rows(ids).items()}
+
+
+def loop_stalls(names: list[str], reset: bool = True) -> dict[str, dict[str, float]]:
+    """Each listening actor's (partitions', gateways') longest event-loop stalls since the last
+    reading (``actors.runtime.loop_watch``): ``late_ms`` and ``busy_ms``."""
+    handles = {n: ray.get_actor(n, namespace=NAMESPACE) for n in names}
+    refs = {n: h.loop_stalls.remote(reset) for n, h in handles.items()}
+    return {n: ray.get(ref, timeout=60) for n, ref in refs.items()}
 
 
 def rss_bytes(pids: dict[str, int]) -> dict[str, int]:
