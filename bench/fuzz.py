@@ -158,7 +158,7 @@ async def run(cluster: Cluster, args: argparse.Namespace) -> int:
         print(f"{t.name:<28} {'yes' if answering[t.name] else 'NO':>13} "
               f"{result.rounds.get(t.name, 0):>12,} {result.longest_ms.get(t.name, 0):>11.1f}")
     print(f"\n{'process':<20} {'pid':>8} {'idle MiB':>9} {'peak MiB':>9} {'peak/idle':>10} "
-          f"{'restarts':>9} {'loop busy ms':>13} {'loop late ms':>13}")
+          f"{'restarts':>9} {'loop busy ms':>13} {'loop late ms':>13} {'gc ms':>7}")
     ratios = {}
     for name in sorted(pids):
         idle_mib = idle_rss.get(name, 0) / MIB
@@ -168,7 +168,8 @@ async def run(cluster: Cluster, args: argparse.Namespace) -> int:
         loop = stalls.get(name, {})
         print(f"{name:<20} {pids[name]:>8} {idle_mib:>9.1f} {peak_mib:>9.1f} "
               f"{ratios[name]:>10.2f} {restarts:>9} {loop.get('busy_ms', float('nan')):>13.1f} "
-              f"{loop.get('late_ms', float('nan')):>13.1f}")
+              f"{loop.get('late_ms', float('nan')):>13.1f} "
+              f"{loop.get('gc_ms', float('nan')):>7.1f}")
     restarted = {n: after.get(n, {}).get("restarts", 0) - before[n]["restarts"] for n in pids}
     stall = max(s["busy_ms"] for s in stalls.values())
     felt = max(result.longest_ms.values(), default=float("nan"))

@@ -32,7 +32,7 @@ from actors.runtime import gc_policy
 from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE, ControllerImage
 from actors.runtime.controller_security import GATEWAY_NAME, SecurityImage
 from actors.runtime.loop_watch import LoopWatch
-from actors.runtime.offload import pure, serving_body
+from actors.runtime.offload import big_request, off_loop, serving_body
 from actors.upstream.relay import ClientRelay
 from actors.upstream.view import UpstreamView
 from protocol.api import BY_API_KEY
@@ -139,10 +139,13 @@ class Gateway:
         await self._started
         key = header.api_key
         self.core.count(key, header.api_version)
-        serving_body(body)  # a big one's pure steps run off the loop (``offload``)
         req = WireRequest(header, body, principal, client_host, BY_API_KEY[key])
-        reply = await HANDLERS[key](self.core, req)
-        return None if reply is None else await pure(encode_response, header, reply)
+        if not serving_body(body):  # a big one's pure steps run off the loop (``offload``)
+            reply = await HANDLERS[key](self.core, req)
+            return None if reply is None else encode_response(header, reply)
+        async with big_request():
+            reply = await HANDLERS[key](self.core, req)
+            return None if reply is None else await off_loop(encode_response, header, reply)
 
     async def address(self) -> str:
         """``host:port`` for ``bootstrap.servers``, once the server listens."""

@@ -76,7 +76,7 @@ from actors.runtime.offload import (
     BIG,
     BIG_REQUEST_BYTES,
     BIG_REQUEST_ENTRIES,
-    big_turn,
+    big_request,
     off_loop,
     pure,
 )
@@ -222,7 +222,7 @@ class Connection(ConnectionDeadlines):
             return
         size = len(head.frame)
         if size > BIG_REQUEST_BYTES:  # decoded off the loop too (``offload``)
-            async with big_turn():
+            async with big_request():
                 BIG.set(True)
                 await self._serve(head, await off_loop(self._decoded, head), alone=True)
             return
@@ -232,7 +232,7 @@ class Connection(ConnectionDeadlines):
         if not big:
             await self._serve(head, body)
             return
-        async with big_turn():
+        async with big_request():
             await self._serve(head, body, alone=True)
 
     def _decoded(self, head: RequestHead) -> dict:

@@ -2,16 +2,19 @@
 
 Invariant 6 says no request stalls a listener or a partition, and issue 30's goal bounds the
 stall at 100 ms; a stall is only seen from inside the loop. A ``LoopWatch`` asks the loop to
-wake it every ``INTERVAL_S`` and keeps two longest figures since it was last read: how late a
+wake it every ``INTERVAL_S`` and keeps the longest figures since it was last read: how late a
 wake-up came (``late_ms``: what a client waiting on this loop felt, a busy machine's
 scheduling included) and how much CPU the loop's own thread spent between two wake-ups
 (``busy_ms``: the loop's own work, which a busy machine does not inflate; one request's work
-done in one go shows here as one long interval). ``bench/fuzz.py`` reads both from every actor.
+done in one go shows here as one long interval), and the longest pass of the cyclic collector
+(``gc_ms``: it holds the GIL, so it stalls the loop whichever thread ran it). ``bench/fuzz.py``
+reads them from every actor.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 
 INTERVAL_S = 0.01
@@ -23,7 +26,18 @@ class LoopWatch:
     def __init__(self) -> None:
         self.late_ms = 0.0
         self.busy_ms = 0.0
+        self.gc_ms = 0.0
+        self._gc_started = 0.0
         self._task = asyncio.get_running_loop().create_task(self._watch())
+        gc.callbacks.append(self._collected)
+
+    def _collected(self, phase: str, info: dict) -> None:
+        """The cyclic collector's passes: it holds the GIL, so a long one stalls the loop
+        whichever thread ran it."""
+        if phase == "start":
+            self._gc_started = time.perf_counter()
+        else:
+            self.gc_ms = max(self.gc_ms, (time.perf_counter() - self._gc_started) * 1000)
 
     async def _watch(self) -> None:
         while True:
@@ -37,10 +51,12 @@ class LoopWatch:
     def read(self, reset: bool = True) -> dict[str, float]:
         """``{"late_ms", "busy_ms"}``, the longest since the last reading (then forgotten if
         ``reset``)."""
-        out = {"late_ms": round(self.late_ms, 1), "busy_ms": round(self.busy_ms, 1)}
+        out = {"late_ms": round(self.late_ms, 1), "busy_ms": round(self.busy_ms, 1),
+               "gc_ms": round(self.gc_ms, 1)}
         if reset:
-            self.late_ms = self.busy_ms = 0.0
+            self.late_ms = self.busy_ms = self.gc_ms = 0.0
         return out
 
     def stop(self) -> None:
         self._task.cancel()
+        gc.callbacks.remove(self._collected)

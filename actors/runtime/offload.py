@@ -23,10 +23,12 @@ Ray methods set it for a big pickled batch), so the steps need not be told.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
+import gc
 import weakref
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -52,13 +54,31 @@ T = TypeVar("T")
 
 
 def big_turn() -> asyncio.Semaphore:
-    """The running loop's semaphore of ``BIG_AT_ONCE`` places: hold one while serving a big
-    request."""
+    """The running loop's semaphore of ``BIG_AT_ONCE`` places."""
     loop = asyncio.get_running_loop()
     gate = _turns.get(loop)
     if gate is None:
         gate = _turns[loop] = asyncio.Semaphore(BIG_AT_ONCE)
     return gate
+
+
+@contextlib.asynccontextmanager
+async def big_request() -> AsyncIterator[None]:
+    """Serve a big request: in the process's turn for one (``big_turn``), with the cyclic
+    collector paused meanwhile. A big request allocates hundreds of thousands of objects that
+    live until it is answered; collections it set off would scan them all, promote them, and
+    hold the GIL (and so the loop) for up to a second (the fuzzer measured 1 s young passes
+    and 150 ms full ones); freed by reference counting once it is answered, they leave the
+    collector's counts where they were. Only one runs at a time, so the pause is one
+    request's, and cycles other requests make meanwhile wait for the next collection."""
+    async with big_turn():
+        paused = gc.isenabled()
+        gc.disable()
+        try:
+            yield
+        finally:
+            if paused:
+                gc.enable()
 
 
 async def off_loop(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -70,17 +90,21 @@ async def off_loop(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         _executor, functools.partial(fn, *args, **kwargs))
 
 
-def serving_bytes(size: int) -> None:
-    """Mark the current task as serving a big request if ``size`` bytes make one (a Ray method
-    calls this, not ``BIG.set``: Ray pickles an actor's methods, and a context variable does
-    not pickle)."""
-    BIG.set(size > BIG_REQUEST_BYTES)
+def serving_bytes(size: int) -> bool:
+    """Mark the current task as serving a big request if ``size`` bytes make one, and say
+    whether they do (a Ray method calls this, not ``BIG.set``: Ray pickles an actor's methods,
+    and a context variable does not pickle)."""
+    big = size > BIG_REQUEST_BYTES
+    BIG.set(big)
+    return big
 
 
-def serving_body(body: dict) -> None:
-    """Mark the current task as serving a big request if ``body`` (decoded already, by a
-    partition's listener that forwarded it) holds ``BIG_REQUEST_ENTRIES`` array entries."""
-    BIG.set(holds_entries(body, BIG_REQUEST_ENTRIES))
+def serving_body(body: dict) -> bool:
+    """``serving_bytes`` for a body decoded already (by a partition's listener that forwarded
+    it): big if it holds ``BIG_REQUEST_ENTRIES`` array entries."""
+    big = holds_entries(body, BIG_REQUEST_ENTRIES)
+    BIG.set(big)
+    return big
 
 
 async def pure(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:

@@ -8,6 +8,7 @@ own thread spends between two wake-ups of a 2 ms timer, which a busy machine doe
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 
 import pytest
@@ -190,6 +191,26 @@ def test_big_requests_of_many_clients_are_served_one_at_a_time(monkeypatch):
     replies = asyncio.run(three_at_once())
     assert [len(_read_reply(15, 5, r).groups) for r in replies] == [20_000] * 3
     assert most[0] == 1
+
+
+def test_a_big_request_is_served_with_the_cyclic_collector_paused(monkeypatch):
+    """The collector holds the GIL: a pass over a big request's hundreds of thousands of live
+    objects stalled the loop for up to a second. It is paused while one is served, and
+    running again after."""
+    seen = []
+    describe = broker_module.LOCAL["DescribeGroups"]
+
+    async def watched(core, req):
+        seen.append(gc.isenabled())
+        return await describe(core, req)
+
+    monkeypatch.setitem(broker_module.LOCAL, "DescribeGroups", watched)
+    big = _frame(15, 5, {"groups": ["billing"] * 20_000, "include_authorized_operations": False})
+    small = _frame(15, 5, {"groups": ["billing"], "include_authorized_operations": False})
+    assert gc.isenabled()
+    asyncio.run(_longest_stall_serving(big))
+    asyncio.run(_longest_stall_serving(small))
+    assert seen == [False, True] and gc.isenabled()
 
 
 def test_only_frames_with_enough_entries_count_as_big():
