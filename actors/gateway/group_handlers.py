@@ -12,9 +12,11 @@ partition, so it changes nothing.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 from actors.gateway.core import GatewayCore, WireRequest
 from actors.runtime.offload import pure
+from protocol import messages as m
 from protocol.api import error_response
 from protocol.errors import Errors
 from protocol.wire import classic, offsets
@@ -24,6 +26,8 @@ from protocol.wire.upstream import FIND_COORDINATOR, TRANSACTION_KEY, rewrite_bo
 GROUP, TOPIC, CLUSTER = "GROUP", "TOPIC", "CLUSTER"
 DENIED_GROUP = "Not authorized to access group {group}."
 DENIED_TOPIC = "Not authorized to access topic {topic}."
+UNDESCRIBABLE_TOPICS = ("The group has described topic(s) that the client is not authorized "
+                        "to describe.")
 
 
 def _denied(request: object, group: str) -> object:
@@ -40,13 +44,15 @@ async def _one_group(core: GatewayCore, req: WireRequest, operation: str) -> dic
     return await pure(api.encode, await core.router.call(request))
 
 
-async def _per_group(core: GatewayCore, req: WireRequest, operation: str) -> dict:
+async def _per_group(core: GatewayCore, req: WireRequest, operation: str,
+                     shown: Callable[[object], object] | None = None) -> dict:
     """A request naming many groups (DescribeGroups, ConsumerGroupDescribe, DeleteGroups,
     ShareGroupDescribe): each group authorized by ``operation``, the allowed ones asked of
     their partitions (one request per partition), the reply's entries in the order the client
     named the groups. A group named many times is authorized and asked about once and its
     entry repeated (Kafka answers each name): one id named 50,000 times is one question, not
-    50,000 describes in the partition's turn."""
+    50,000 describes in the partition's turn. ``shown``: what the principal may see of each
+    group's entry (``describable``)."""
     api = req.api
     request = await pure(api.decode, req.body)
     field, entries_field = api.group_ids_field, api.per_group.list_field
@@ -56,14 +62,48 @@ async def _per_group(core: GatewayCore, req: WireRequest, operation: str) -> dic
     replies = await core.router.call_by_partition(
         allowed, lambda gs: dataclasses.replace(request, **{field: gs}))
     entry_of = _entries_by_group(replies, entries_field, api.per_group.entry)
-    entries = []
-    for g in ids:
-        entry = entry_of.get(g)
-        if entry is None:
-            entry = api.per_group.entry(error_code=Errors.GROUP_AUTHORIZATION_FAILED,
-                                        error_message=DENIED_GROUP.format(group=g), group_id=g)
-        entries.append(entry)
-    return await pure(api.encode, api.response(**{entries_field: entries}))
+    if shown is not None:
+        entry_of = {g: shown(e) for g, e in entry_of.items()}
+    for g in distinct:
+        if g not in entry_of:
+            entry_of[g] = api.per_group.entry(error_code=Errors.GROUP_AUTHORIZATION_FAILED,
+                                              error_message=DENIED_GROUP.format(group=g),
+                                              group_id=g)
+    return await pure(_encoded_once_each, api, [entry_of[g] for g in ids])
+
+
+def _encoded_once_each(api, entries: list[object]) -> dict:
+    """The per-group reply, each distinct entry translated once and repeated for every name
+    that shares it: a group named 100,000 times is one translated entry, referenced 100,000
+    times (kio then writes it 100,000 times without building it again), not 100,000 entries
+    built, the memory and the seconds the wire fuzzer's repeated names cost."""
+    field = api.per_group.list_field
+    distinct = list({id(e): e for e in entries}.values())
+    body = api.encode(api.response(**{field: distinct}))
+    translated = dict(zip(map(id, distinct), body[field], strict=True))
+    body[field] = [translated[id(e)] for e in entries]
+    return body
+
+
+def describable(core: GatewayCore, req: WireRequest) -> Callable[[object], object]:
+    """A described group (ConsumerGroupDescribe, ShareGroupDescribe) as the principal may see
+    it: whole, or, if a member's assignment or target names a topic it may not DESCRIBE, only
+    TOPIC_AUTHORIZATION_FAILED and no members, as Kafka 4.0 answers (KAFKA-18813): "clients
+    are not allowed to see topics that are not authorized for Describe"."""
+
+    def shown(entry: object) -> object:
+        if entry.error_code != Errors.NONE:
+            return entry
+        for member in entry.members:
+            for assignment in (member.assignment, getattr(member, "target_assignment", None)):
+                for tp in assignment.topic_partitions if assignment is not None else ():
+                    if not core.may(req, "DESCRIBE", TOPIC, tp.topic_name):
+                        return type(entry)(error_code=Errors.TOPIC_AUTHORIZATION_FAILED,
+                                           error_message=UNDESCRIBABLE_TOPICS,
+                                           group_id=entry.group_id)
+        return entry
+
+    return shown
 
 
 def _entries_by_group(replies: dict[str, object], entries_field: str,
@@ -155,7 +195,7 @@ async def consumer_group_heartbeat(core: GatewayCore, req: WireRequest) -> dict:
 
 
 async def consumer_group_describe(core: GatewayCore, req: WireRequest) -> dict:
-    return await _per_group(core, req, "DESCRIBE")
+    return await _per_group(core, req, "DESCRIBE", describable(core, req))
 
 
 # ------------------------------------------------------------------------------ offsets
@@ -185,16 +225,27 @@ async def offset_commit(core: GatewayCore, req: WireRequest) -> dict:
 
 
 async def offset_fetch(core: GatewayCore, req: WireRequest) -> dict:
+    """Each group's committed offsets, as Kafka's ``KafkaApis`` answers: DESCRIBE on the
+    group; of every topic (no topics named), only those the principal may DESCRIBE, the others
+    left out; of named topics, those it may not answered TOPIC_AUTHORIZATION_FAILED."""
     entries = []
     for request in await pure(req.api.decode, req.body, req.version):
         if not core.may(req, "DESCRIBE", GROUP, request.group_id):
             entries.append(offsets.fetch_refused(request, Errors.GROUP_AUTHORIZATION_FAILED))
             continue
+        hidden = []
         if request.topics is not None:
-            request.topics = [t for t in request.topics
-                              if core.may(req, "DESCRIBE", TOPIC, t.name)]
-        entries.append(await pure(offsets.fetch_group_entry, request,
-                                  await core.router.call(request)))
+            hidden = [t for t in request.topics if not core.may(req, "DESCRIBE", TOPIC, t.name)]
+            request.topics = [t for t in request.topics if t not in hidden]
+        reply = await core.router.call(request)
+        if reply.error_code == Errors.NONE:
+            if request.topics is None:
+                reply.topics = [t for t in reply.topics
+                                if core.may(req, "DESCRIBE", TOPIC, t.name)]
+            reply.topics += [m.OffsetFetchResponseTopic(t.name, [
+                m.OffsetFetchResponsePartition(p, error_code=Errors.TOPIC_AUTHORIZATION_FAILED)
+                for p in t.partition_indexes]) for t in hidden]
+        entries.append(await pure(offsets.fetch_group_entry, request, reply))
     return await pure(req.api.encode, entries, req.version)
 
 

@@ -22,7 +22,7 @@ import dataclasses
 from kio.schema.errors import ErrorCode as E
 
 from actors.gateway.core import GatewayCore, WireRequest
-from actors.gateway.group_handlers import DENIED_GROUP, DENIED_TOPIC, GROUP, TOPIC
+from actors.gateway.group_handlers import DENIED_GROUP, DENIED_TOPIC, GROUP, TOPIC, describable
 from actors.gateway.group_handlers import _per_group as per_group
 from actors.runtime.offload import pure
 from protocol import messages as m
@@ -53,7 +53,7 @@ async def share_group_heartbeat(core: GatewayCore, req: WireRequest) -> dict:
 
 
 async def share_group_describe(core: GatewayCore, req: WireRequest) -> dict:
-    return await per_group(core, req, "DESCRIBE")
+    return await per_group(core, req, "DESCRIBE", describable(core, req))
 
 
 # ------------------------------------------------------------------- fetch / acknowledge
@@ -200,8 +200,10 @@ async def share_acknowledge(core: GatewayCore, req: WireRequest) -> dict:
 
 
 async def describe_share_group_offsets(core: GatewayCore, req: WireRequest) -> dict:
-    """Each group asked of its partition (DESCRIBE on the group, topics the principal may not
-    describe left out), with the stream's end now for the lag."""
+    """Each group asked of its partition, with the stream's end now for the lag, as Kafka's
+    ``KafkaApis`` answers: DESCRIBE on the group; of every topic (none named), only those the
+    principal may DESCRIBE, the others left out; of named topics, those it may not answered
+    TOPIC_AUTHORIZATION_FAILED."""
     replies = []
     for request in await pure(req.api.decode, req.body):
         if not core.may(req, "DESCRIBE", GROUP, request.group_id):
@@ -209,12 +211,23 @@ async def describe_share_group_offsets(core: GatewayCore, req: WireRequest) -> d
                 error_code=Errors.GROUP_AUTHORIZATION_FAILED, group_id=request.group_id,
                 error_message=DENIED_GROUP.format(group=request.group_id)))
             continue
+        hidden = []
         if request.topics is not None:
-            request.topics = [t for t in request.topics
-                              if core.may(req, "DESCRIBE", TOPIC, t.topic_name)]
+            hidden = [t for t in request.topics
+                      if not core.may(req, "DESCRIBE", TOPIC, t.topic_name)]
+            request.topics = [t for t in request.topics if t not in hidden]
         request.log_end_offset = core.stream.end_offset(core.now_ms())
         reply = await core.router.call(request)
         reply.group_id = request.group_id
+        if reply.error_code == Errors.NONE:
+            if request.topics is None:
+                reply.topics = [t for t in reply.topics
+                                if core.may(req, "DESCRIBE", TOPIC, t.topic_name)]
+            reply.topics += [m.DescribeShareGroupOffsetsTopic(t.topic_name, None, [
+                m.DescribeShareGroupOffsetsPartition(
+                    p, error_code=Errors.TOPIC_AUTHORIZATION_FAILED,
+                    error_message=DENIED_TOPIC.format(topic=t.topic_name))
+                for p in t.partitions]) for t in hidden]
         replies.append(reply)
     return await pure(req.api.encode, replies)
 
