@@ -189,6 +189,7 @@ async def consumer_group_heartbeat(core: GatewayCore, req: WireRequest) -> dict:
     if hidden:
         return await pure(req.api.encode, error_response(
             request, Errors.TOPIC_AUTHORIZATION_FAILED, DENIED_TOPIC.format(topic=hidden[0])))
+    request.topic_view = core.topic_view(req)  # a regex resolves to what it may describe
     resp = await core.router.call(request)
     core.saw_epoch(request.group_id, resp.member_id, resp.member_epoch)
     return await pure(req.api.encode, resp)

@@ -14,8 +14,10 @@ from protocol import messages as m
 from protocol.api import BY_API_KEY
 from protocol.errors import Errors
 from protocol.metadata import MetadataImage, TopicMetadata
+from protocol.security.acls import AclBinding, TopicView
 from protocol.shard import GroupCoordinatorShard
 from protocol.wire.codec import RequestHeader, encode_response
+from protocol.wire.ids import topic_uuid
 from protocol.wire.topics import TopicIndex
 
 SECRET = "secret"
@@ -66,6 +68,11 @@ class _Core:
 
     def now_ms(self) -> int:
         return 0
+
+    def topic_view(self, req) -> TopicView:
+        return TopicView.of([AclBinding(req.principal, "TOPIC", "*", "DESCRIBE"),
+                             AclBinding(req.principal, "TOPIC", SECRET, "DESCRIBE", "DENY")],
+                            req.principal, req.client_host)
 
     def may(self, req, operation: str, resource_type: str, name: str) -> bool:
         return name != SECRET
@@ -247,3 +254,15 @@ def test_consumer_group_describe_hides_a_group_assigned_a_topic_the_principal_ma
         "closed", TOPIC_AUTHORIZATION_FAILED, [])
     assert hidden["error_message"] == (
         "The group has described topic(s) that the client is not authorized to describe.")
+
+
+def test_a_regex_subscriber_is_assigned_only_the_topics_its_principal_may_describe():
+    core = _Core()
+    body = {"group_id": "g", "member_id": "m-1", "member_epoch": 0, "instance_id": None,
+            "rack_id": None, "rebalance_timeout": 5000, "subscribed_topic_names": None,
+            "subscribed_topic_regex": ".*", "server_assignor": None, "topic_partitions": []}
+    reply = _serve(core, 68, 1, body)
+    assert reply["error_code"] == Errors.NONE
+    assigned = {t["topic_id"] for t in reply["assignment"]["topic_partitions"]}
+    assert assigned == {topic_uuid("tid-o")}  # orders; never secret
+    assert core.router.sent[-1].topic_view.principal == "User:alice"
