@@ -7,8 +7,8 @@ wake-up came (``late_ms``: what a client waiting on this loop felt, a busy machi
 scheduling included) and how much CPU the loop's own thread spent between two wake-ups
 (``busy_ms``: the loop's own work, which a busy machine does not inflate; one request's work
 done in one go shows here as one long interval), and the longest pass of the cyclic collector
-(``gc_ms``: it holds the GIL, so it stalls the loop whichever thread ran it). ``bench/fuzz.py``
-reads them from every actor.
+(``gc_ms``, its CPU: it holds the GIL, so it stalls the loop whichever thread ran it).
+``bench/fuzz.py`` reads them from every actor.
 """
 
 from __future__ import annotations
@@ -32,12 +32,12 @@ class LoopWatch:
         gc.callbacks.append(self._collected)
 
     def _collected(self, phase: str, info: dict) -> None:
-        """The cyclic collector's passes: it holds the GIL, so a long one stalls the loop
-        whichever thread ran it."""
+        """The cyclic collector's passes, in CPU time of the thread that ran them (both phases
+        run there): it holds the GIL, so a long one stalls the loop whichever thread ran it."""
         if phase == "start":
-            self._gc_started = time.perf_counter()
+            self._gc_started = time.thread_time()
         else:
-            self.gc_ms = max(self.gc_ms, (time.perf_counter() - self._gc_started) * 1000)
+            self.gc_ms = max(self.gc_ms, (time.thread_time() - self._gc_started) * 1000)
 
     async def _watch(self) -> None:
         while True:
