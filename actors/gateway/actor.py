@@ -63,7 +63,7 @@ class Gateway:
         self._tls = None
         self._watch: asyncio.Task | None = None
         self.admission = Admission(options.max_connections)
-        self._loop_watch = LoopWatch()
+        self._loop_watch: LoopWatch | None = None  # started by the first loop_stalls()
         self._started = asyncio.get_running_loop().create_task(self._start())
 
     async def _start(self) -> None:
@@ -194,7 +194,10 @@ class Gateway:
                 "served_by_coordinators": by_coordinators}
 
     async def loop_stalls(self, reset: bool = True) -> dict[str, float]:
-        """The event loop's longest stalls since the last reading (``loop_watch``)."""
+        """The event loop's longest stalls since the last reading (``loop_watch``); the
+        first call starts watching (it costs a wake-up every 10 ms, so only when asked)."""
+        if self._loop_watch is None:
+            self._loop_watch = LoopWatch()
         return self._loop_watch.read(reset)
 
     async def member_epoch(self, group_id: str, member_id: str) -> int:

@@ -67,7 +67,7 @@ class OffsetsPartition:
         self._loop_task = asyncio.get_running_loop().create_task(self._turns.run())
         self._broker = PartitionBroker(partition, num_partitions, self._turns,
                                        ray.util.get_node_ip_address())
-        self._loop_watch = LoopWatch()
+        self._loop_watch: LoopWatch | None = None  # started by the first loop_stalls()
 
     # ------------------------------------------------------------------ requests
 
@@ -147,7 +147,10 @@ class OffsetsPartition:
                 **({"refusal": refusal} if refusal else {})}
 
     async def loop_stalls(self, reset: bool = True) -> dict[str, float]:
-        """The event loop's longest stalls since the last reading (``loop_watch``)."""
+        """The event loop's longest stalls since the last reading (``loop_watch``); the
+        first call starts watching (it costs a wake-up every 10 ms, so only when asked)."""
+        if self._loop_watch is None:
+            self._loop_watch = LoopWatch()
         return self._loop_watch.read(reset)
 
     async def group_ids(self) -> list[str]:
