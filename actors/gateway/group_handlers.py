@@ -185,7 +185,7 @@ async def consumer_group_heartbeat(core: GatewayCore, req: WireRequest) -> dict:
     request = await pure(req.api.decode, body, index, req.client_id, req.client_host)
     if not core.may(req, "READ", GROUP, request.group_id):
         return await pure(req.api.encode, _denied(request, request.group_id))
-    hidden = [t for t in subscribed if not core.may(req, "DESCRIBE", TOPIC, t)]
+    hidden = [t for t in dict.fromkeys(subscribed) if not core.may(req, "DESCRIBE", TOPIC, t)]
     if hidden:
         return await pure(req.api.encode, error_response(
             request, Errors.TOPIC_AUTHORIZATION_FAILED, DENIED_TOPIC.format(topic=hidden[0])))
@@ -207,8 +207,8 @@ async def offset_commit(core: GatewayCore, req: WireRequest) -> dict:
     group = body["group_id"]
     if not core.may(req, "READ", GROUP, group):
         return offsets.commit_refused(body, Errors.GROUP_AUTHORIZATION_FAILED)
-    denied = {t["name"] for t in body.get("topics", []) if not core.may(req, "READ", TOPIC,
-                                                                        t["name"])}
+    denied = {n for n in {t["name"] for t in body.get("topics", [])}  # each name once
+              if not core.may(req, "READ", TOPIC, n)}
     api = req.api
     if not denied:  # the hot path: every topic allowed, the reply is the partition's
         reply = await core.router.call(await pure(api.decode, body))
@@ -236,8 +236,10 @@ async def offset_fetch(core: GatewayCore, req: WireRequest) -> dict:
             continue
         hidden = []
         if request.topics is not None:
-            hidden = [t for t in request.topics if not core.may(req, "DESCRIBE", TOPIC, t.name)]
-            request.topics = [t for t in request.topics if t not in hidden]
+            denied = {n for n in {t.name for t in request.topics}  # each name once
+                      if not core.may(req, "DESCRIBE", TOPIC, n)}
+            hidden = [t for t in request.topics if t.name in denied]
+            request.topics = [t for t in request.topics if t.name not in denied]
         reply = await core.router.call(request)
         if reply.error_code == Errors.NONE:
             if request.topics is None:
@@ -254,10 +256,10 @@ async def offset_delete(core: GatewayCore, req: WireRequest) -> dict:
     request = await pure(req.api.decode, req.body)
     if not core.may(req, "DELETE", GROUP, request.group_id):
         return await pure(req.api.encode, _denied(request, request.group_id))
-    for t in request.topics:
-        if not core.may(req, "READ", TOPIC, t.name):
+    for name in dict.fromkeys(t.name for t in request.topics):  # each name once
+        if not core.may(req, "READ", TOPIC, name):
             return await pure(req.api.encode, error_response(
-                request, Errors.TOPIC_AUTHORIZATION_FAILED, DENIED_TOPIC.format(topic=t.name)))
+                request, Errors.TOPIC_AUTHORIZATION_FAILED, DENIED_TOPIC.format(topic=name)))
     return await pure(req.api.encode, await core.router.call(request))
 
 

@@ -40,7 +40,7 @@ async def share_group_heartbeat(core: GatewayCore, req: WireRequest) -> dict:
     if not core.may(req, "READ", GROUP, request.group_id):
         return await pure(req.api.encode, error_response(request, Errors.GROUP_AUTHORIZATION_FAILED,
                                              DENIED_GROUP.format(group=request.group_id)))
-    hidden = [t for t in request.subscribed_topic_names or []
+    hidden = [t for t in dict.fromkeys(request.subscribed_topic_names or [])
               if not core.may(req, "DESCRIBE", TOPIC, t)]
     if hidden:
         return await pure(req.api.encode, error_response(
@@ -213,9 +213,10 @@ async def describe_share_group_offsets(core: GatewayCore, req: WireRequest) -> d
             continue
         hidden = []
         if request.topics is not None:
-            hidden = [t for t in request.topics
-                      if not core.may(req, "DESCRIBE", TOPIC, t.topic_name)]
-            request.topics = [t for t in request.topics if t not in hidden]
+            denied = {n for n in {t.topic_name for t in request.topics}  # each name once
+                      if not core.may(req, "DESCRIBE", TOPIC, n)}
+            hidden = [t for t in request.topics if t.topic_name in denied]
+            request.topics = [t for t in request.topics if t.topic_name not in denied]
         request.log_end_offset = core.stream.end_offset(core.now_ms())
         reply = await core.router.call(request)
         reply.group_id = request.group_id
@@ -238,7 +239,7 @@ async def _share_offsets_change(core: GatewayCore, req: WireRequest, operation: 
     if not core.may(req, operation, GROUP, request.group_id):
         return await pure(req.api.encode, error_response(request, Errors.GROUP_AUTHORIZATION_FAILED,
                                              DENIED_GROUP.format(group=request.group_id)))
-    hidden = [t for t in topics if not core.may(req, "READ", TOPIC, t)]
+    hidden = [t for t in dict.fromkeys(topics) if not core.may(req, "READ", TOPIC, t)]
     if hidden:
         return await pure(req.api.encode, error_response(
             request, Errors.TOPIC_AUTHORIZATION_FAILED, DENIED_TOPIC.format(topic=hidden[0])))

@@ -145,20 +145,27 @@ async def describe_configs(core: GatewayCore, req: WireRequest) -> dict:
     each group once (a request naming a group 100,000 times was 100,000 calls on the loop)."""
     index = await core.topics(refresh=True)
     resources = req.body.get("resources", [])
-    allowed = []
-    for r in resources:
-        rtype, name = r["resource_type"], r["resource_name"]
-        kind, rname = {configs.GROUP: (GROUP, name), configs.TOPIC: (TOPIC, name)}.get(
-            rtype, (CLUSTER, CLUSTER_NAME))
-        allowed.append(None if core.may(req, "DESCRIBE_CONFIGS", kind, rname) else
-                       E.group_authorization_failed if kind == GROUP else
-                       E.topic_authorization_failed if kind == TOPIC else
-                       E.cluster_authorization_failed)
+    allowed = await pure(_refusals, resources,
+                         lambda kind, name: core.may(req, "DESCRIBE_CONFIGS", kind, name))
     groups = list(dict.fromkeys(
         r["resource_name"] for r, refusal in zip(resources, allowed, strict=True)
         if refusal is None and r["resource_type"] == configs.GROUP))
     current = await core.controller.group_configs_of.remote(groups) if groups else {}
     return await pure(_described, resources, allowed, current, index, core.config)
+
+
+def _refusals(resources: list[dict], may) -> list[E | None]:
+    """Each resource's refusal (None: allowed to describe its configs)."""
+    out = []
+    for r in resources:
+        rtype, name = r["resource_type"], r["resource_name"]
+        kind, rname = {configs.GROUP: (GROUP, name), configs.TOPIC: (TOPIC, name)}.get(
+            rtype, (CLUSTER, CLUSTER_NAME))
+        out.append(None if may(kind, rname) else
+                   E.group_authorization_failed if kind == GROUP else
+                   E.topic_authorization_failed if kind == TOPIC else
+                   E.cluster_authorization_failed)
+    return out
 
 
 def _described(resources: list[dict], refusals: list[E | None], current: dict,

@@ -266,3 +266,27 @@ def test_a_regex_subscriber_is_assigned_only_the_topics_its_principal_may_descri
     assigned = {t["topic_id"] for t in reply["assignment"]["topic_partitions"]}
     assert assigned == {topic_uuid("tid-o")}  # orders; never secret
     assert core.router.sent[-1].topic_view.principal == "User:alice"
+
+
+def test_a_topic_named_many_times_is_authorized_once_per_request():
+    """A commit or fetch naming one topic 50,000 times asks the authorizer about it once, not
+    once an entry, on the listener's loop."""
+    core = _Core()
+    asked: list[str] = []
+    may = core.may
+    core.may = lambda req, op, kind, name: asked.append(name) or may(req, op, kind, name)
+    times = 50_000
+    commit = _serve(core, 8, 8, {
+        "group_id": "g", "generation_id_or_member_epoch": -1, "member_id": "",
+        "group_instance_id": None, "topics": [
+            {"name": t, "partitions": [{"partition_index": 0, "committed_offset": 3,
+                                        "committed_leader_epoch": -1,
+                                        "committed_metadata": ""}]}
+            for t in ("orders", SECRET) * times]})
+    assert len(commit["topics"]) == 2 * times and sorted(set(asked)) == sorted(asked)
+    asked.clear()
+    fetched = _serve(core, 9, 8, {"groups": [{"group_id": "g", "topics": [
+        {"name": t, "partition_indexes": [0]} for t in ("orders", SECRET) * times]}],
+        "require_stable": False})
+    topics = fetched["groups"][0]["topics"]
+    assert len(topics) == 2 * times and sorted(set(asked)) == sorted(asked)
