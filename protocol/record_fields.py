@@ -103,15 +103,26 @@ def _compile_dataclass_decoder(cls: type) -> Callable[[Any, str], Any]:
     """Generate ``decode(wire, path)`` for one record dataclass (see the module docstring)."""
     assert "__slots__" not in cls.__dict__ and not hasattr(cls, "__post_init__"), cls
     hints = typing.get_type_hints(cls)
-    names = [f.name for f in dataclasses.fields(cls)]
+    fields = dataclasses.fields(cls)
+    names = [f.name for f in fields]
     count = len(names)
+    # Fields added to the class after records were written without them: a shorter record
+    # takes their defaults (``ADDED_FIELDS``: how many of the last fields are such).
+    added = getattr(cls, "ADDED_FIELDS", 0)
     env: dict[str, Any] = {"RecordDecodeError": RecordDecodeError, "cls": cls}
     env["new"] = object.__new__
+    env["LATER"] = [f.default for f in fields[count - added:]]
+    assert all(d is not dataclasses.MISSING for d in env["LATER"]), cls
+    counts = f"len(wire) != {count}" if not added else \
+        f"not {count - added} <= len(wire) <= {count}"
     body = [
         "def decode(wire, path):",
-        f"    if type(wire) is not list or len(wire) != {count}:",
+        f"    if type(wire) is not list or {counts}:",
         f"        raise RecordDecodeError(f'{{path}}: {cls.__name__} needs {count} fields')",
     ]
+    if added:
+        body += [f"    if len(wire) < {count}:",
+                 f"        wire = [*wire, *LATER[len(wire) - {count - added}:]]"]
     if count:
         body.append(f"    {''.join(f'v{i}, ' for i in range(count))}= wire")
     for i, name in enumerate(names):

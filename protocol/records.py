@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from protocol.security.acls import TopicView
+
 # Share groups' records live in their room (KIP-932) and are re-exported here with the rest.
 from protocol.share.records import (  # noqa: F401
     SHARE_GROUP_KEYS,
@@ -124,6 +126,12 @@ class ConsumerGroupMemberMetadataValue:
     client_assignors: tuple[ClientAssignorEntry, ...] = ()
     rebalance_timeout_ms: int = -1
     classic_member_metadata: ClassicMemberMetadata | None = None
+    # A regex subscriber's view of the topics (``protocol.security.acls.TopicView``): its
+    # regex resolves to those it may DESCRIBE. None: every topic (no authorizer where it
+    # heartbeats, a super user, a Ray client, or a subscription by names).
+    topic_view: TopicView | None = None
+
+    ADDED_FIELDS: ClassVar[int] = 1  # topic_view: records written before it lack it
 
 
 @dataclass(frozen=True)

@@ -184,13 +184,13 @@ def _check(value: object, hint: Any, path: str, budget: _Budget) -> None:
             raise _Fail(path, "unsupported union")  # schema bug, not user input
         _check(value, non_none[0], path, budget)
         return
-    if origin is list:
-        if type(value) is not list:
-            raise _Fail(path, f"expected a list, got {type(value).__name__}")
+    if origin in (list, tuple):  # list[X], or tuple[X, ...] (a hashable value's arrays)
+        if type(value) is not origin:
+            raise _Fail(path, f"expected a {origin.__name__}, got {type(value).__name__}")
         if len(value) > MAX_ARRAY_LEN:
             raise _Fail(path, f"more than {MAX_ARRAY_LEN} entries")
         budget.take(len(value), path)
-        (item,) = get_args(hint)
+        item = get_args(hint)[0]
         if _plain_ints_in_range(value, item):
             return  # partition lists: thousands of entries a heartbeat, checked in bulk
         for i, v in enumerate(value):

@@ -31,6 +31,8 @@ from actors.gateway.serving import WireRequest
 from actors.runtime import gc_policy
 from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE, ControllerImage
 from actors.runtime.controller_security import GATEWAY_NAME, SecurityImage
+from actors.runtime.loop_watch import LoopWatch
+from actors.runtime.offload import big_request, off_loop, serving_body
 from actors.upstream.relay import ClientRelay
 from actors.upstream.view import UpstreamView
 from protocol.api import BY_API_KEY
@@ -61,6 +63,7 @@ class Gateway:
         self._tls = None
         self._watch: asyncio.Task | None = None
         self.admission = Admission(options.max_connections)
+        self._loop_watch: LoopWatch | None = None  # started by the first loop_stalls()
         self._started = asyncio.get_running_loop().create_task(self._start())
 
     async def _start(self) -> None:
@@ -137,8 +140,12 @@ class Gateway:
         key = header.api_key
         self.core.count(key, header.api_version)
         req = WireRequest(header, body, principal, client_host, BY_API_KEY[key])
-        reply = await HANDLERS[key](self.core, req)
-        return None if reply is None else encode_response(header, reply)
+        if not serving_body(body):  # a big one's pure steps run off the loop (``offload``)
+            reply = await HANDLERS[key](self.core, req)
+            return None if reply is None else encode_response(header, reply)
+        async with big_request():
+            reply = await HANDLERS[key](self.core, req)
+            return None if reply is None else await off_loop(encode_response, header, reply)
 
     async def address(self) -> str:
         """``host:port`` for ``bootstrap.servers``, once the server listens."""
@@ -185,6 +192,13 @@ class Gateway:
                 "served": dict(self.core.served),
                 "coordinators": len(self.core.brokers.nodes()),
                 "served_by_coordinators": by_coordinators}
+
+    async def loop_stalls(self, reset: bool = True) -> dict[str, float]:
+        """The event loop's longest stalls since the last reading (``loop_watch``); the
+        first call starts watching (it costs a wake-up every 10 ms, so only when asked)."""
+        if self._loop_watch is None:
+            self._loop_watch = LoopWatch()
+        return self._loop_watch.read(reset)
 
     async def member_epoch(self, group_id: str, member_id: str) -> int:
         """The epoch (or generation) last sent to this member, by its coordinator's listener

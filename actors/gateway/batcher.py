@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 
+from actors.runtime.offload import BIG, off_loop
 from actors.runtime.packed import pack, unpack
 from protocol.classic.messages import HeartbeatRequest
 from protocol.consumer.messages import ConsumerGroupHeartbeatRequest
@@ -41,6 +42,10 @@ class Batcher:
     async def call(self, request: object) -> object:
         """The reply to ``request``: sent alone if it may long-poll (after the batch gathered
         so far, to keep the order), else in the batch this loop iteration gathers."""
+        if BIG.get():  # pickled off the loop, and sent alone (its connection waits for it)
+            self._flush()
+            packed = await off_loop(pack, request)
+            return await off_loop(unpack, await self._handle.handle_packed.remote(packed))
         if not isinstance(request, BATCHED):
             self._flush()
             return unpack(await self._handle.handle_packed.remote(pack(request)))

@@ -44,6 +44,7 @@ from actors.gateway.listener import (
 from actors.gateway.serving import Serving, WireRequest
 from actors.runtime.controller import NAMESPACE
 from actors.runtime.controller_security import SecurityImage
+from actors.runtime.offload import BIG, pure
 from actors.runtime.turns import PartitionTurns
 from actors.upstream.relay import ClientRelay
 from actors.upstream.view import UpstreamView
@@ -119,15 +120,25 @@ class LocalRoute:
 
 class _GatewaySessions:
     """The share sessions live at the gateway (the share-partition leader); a member that
-    leaves through its coordinator has its session dropped there too."""
+    leaves through its coordinator has its session dropped there too. The gateway is looked
+    up once, on a thread: ``ray.get_actor`` is a blocking call to Ray's GCS, and any client may
+    send leaves (the wire fuzzer's did, one lookup each on the partition's loop)."""
 
     def __init__(self, gateway: str) -> None:
         self._gateway = gateway
+        self._handle = None
 
     def drop(self, group_id: str, member_id: str) -> None:
+        if self._handle is not None:
+            self._handle.drop_share_session.remote(group_id, member_id)
+            return
+        asyncio.get_running_loop().run_in_executor(None, self._look_up_and_drop, group_id,
+                                                   member_id)
+
+    def _look_up_and_drop(self, group_id: str, member_id: str) -> None:
         try:
-            ray.get_actor(self._gateway, namespace=NAMESPACE).drop_share_session.remote(
-                group_id, member_id)
+            self._handle = ray.get_actor(self._gateway, namespace=NAMESPACE)
+            self._handle.drop_share_session.remote(group_id, member_id)
         except Exception as e:  # the gateway is restarting: its session expires on its own
             log.info("share session of %s/%s not dropped: %s", group_id, member_id, e)
 
@@ -258,7 +269,7 @@ class Listener:
         """How ``req`` is answered: an allowed OffsetCommit (the hot request) goes straight
         into the partition's mailbox (``Pending``: its reply is encoded when written); anything
         else is a coroutine the connection runs as a task."""
-        if req.api.name == "OffsetCommit":
+        if req.api.name == "OffsetCommit" and not BIG.get():  # a big one's reply: off the loop
             pending = self._commit_now(req)
             if pending is not None:
                 return pending
@@ -296,7 +307,7 @@ class Listener:
         handler = LOCAL.get(req.api.name)
         if handler is not None and not (self.spec.upstream and _upstream_answers(req)):
             body = await handler(self.core, req)
-            return None if body is None else encode_response(req.header, body)
+            return None if body is None else await pure(encode_response, req.header, body)
         if self._forward_to is None:
             self._forward_to = ray.get_actor(self.spec.gateway, namespace=NAMESPACE)
         try:

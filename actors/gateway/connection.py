@@ -40,6 +40,11 @@ Backpressure: replies go to the socket through the transport's buffer; above
 is read from the client until it has, so a client that pipelines requests and never reads its
 replies holds at most that buffer, ``MAX_IN_FLIGHT`` replies and one read's worth of requests.
 
+A big request (``actors.runtime.offload``: over 16 KiB, or holding 512 array entries) has its
+pure steps run off the event loop, one big request of the process at a time, and is served
+alone, never pipelined: it waits on a thread before it reaches its mailbox, and a request read
+after it must not overtake it.
+
 A connection owns the futures it made (the tasks running its requests, its own replies): when
 it fails, it cancels those and only stops waiting for the others (a ``Pending`` future may be
 shared by requests of several connections, as a partition's batched commits are).
@@ -66,9 +71,18 @@ from typing import NamedTuple
 from actors.gateway.admission import CURRENT_SLOT
 from actors.gateway.connection_relay import CloseConnection as _Close
 from actors.gateway.connection_relay import Relaying
+from actors.gateway.deadlines import ConnectionDeadlines
 from actors.gateway.dispatch import HANDLERS
 from actors.gateway.password_checks import PASSWORD_CHECKS
 from actors.gateway.serving import WireRequest
+from actors.runtime.offload import (
+    BIG,
+    BIG_REQUEST_BYTES,
+    BIG_REQUEST_ENTRIES,
+    big_request,
+    off_loop,
+    pure,
+)
 from actors.upstream.relay import ClientRelay
 from protocol.api import BY_API_KEY
 from protocol.security.acls import ANONYMOUS
@@ -80,6 +94,7 @@ from protocol.wire.codec import (
     WireError,
     decode_body,
     encode_response,
+    holds_entries,
     read_request_head,
 )
 from protocol.wire.framing import FrameError, FrameReader
@@ -119,7 +134,7 @@ class Pending(NamedTuple):
 Respond = Callable[[WireRequest], Awaitable[bytes | None] | Pending]
 
 
-class Connection(Relaying):
+class Connection(Relaying, ConnectionDeadlines):
     def __init__(self, core, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                  respond: Respond | None = None,
                  pipelined: frozenset[int] = frozenset(),
@@ -203,11 +218,29 @@ class Connection(Relaying):
         head = await self._read_head(frame)
         if head is None:
             return
-        key = head.header.api_key
+        size = len(head.frame)
+        if size > BIG_REQUEST_BYTES:  # decoded off the loop too (``offload``)
+            async with big_request():
+                BIG.set(True)
+                await self._serve(head, await off_loop(self._decoded, head), alone=True)
+            return
+        body = self._decoded(head)
+        big = size >= BIG_REQUEST_ENTRIES and holds_entries(body, BIG_REQUEST_ENTRIES)
+        BIG.set(big)
+        if not big:
+            await self._serve(head, body)
+            return
+        async with big_request():
+            await self._serve(head, body, alone=True)
+
+    def _decoded(self, head: RequestHead) -> dict:
         try:
-            body = decode_body(head)
+            return decode_body(head)
         except WireError as e:
             raise _Close(f"{type(e).__name__}: {e}") from None
+
+    async def _serve(self, head: RequestHead, body: dict, alone: bool = False) -> None:
+        key = head.header.api_key
         if key in (SASL_HANDSHAKE, SASL_AUTHENTICATE):
             await self._written()
             await self._sasl(head, body)
@@ -215,7 +248,7 @@ class Connection(Relaying):
         self.core.count(key, head.header.api_version)
         req = WireRequest(head.header, body, self.principal or ANONYMOUS, self.client_host,
                           BY_API_KEY[key])
-        if key in self.pipelined:
+        if key in self.pipelined and not alone:
             await self._room_for_one()
             self._submit(req)
             return
@@ -354,48 +387,11 @@ class Connection(Relaying):
         to read them (the transport's buffer is above ``WRITE_HIGH_WATER_BYTES``)."""
         return not self._flowing.is_set()
 
-    # ----------------------------------------------------------------- deadlines
-
-    def idle_since(self) -> float | None:
-        """The loop time since which nothing was read from this connection and nothing is
-        owed to it; None while a reply is owed (``admission.Reclaimable``)."""
-        return None if self._owed or self._failed is not None else self._last_active
-
-    def reclaim(self, why: str) -> None:
-        """Close now, unsent replies dropped (``admission.Reclaimable``)."""
-        log.info("closing %s: %s", self.client_host, why)
-        self._fail(why)
-        self.writer.transport.abort()
-
-    def _next_deadline(self) -> float:
-        due = self._last_active + self._idle_s
-        return min(due, self._authenticate_by) if self.principal is None else due
-
-    def _at_deadline(self) -> None:
-        """Close the connection if a deadline passed (idle for ``connections_max_idle_ms``,
-        or not authenticated in ``authentication_timeout_ms``), else look again later."""
-        now = self._loop.time()
-        if self._failed is not None:
-            return
-        if self.principal is None and now >= self._authenticate_by:
-            self.reclaim("SASL authentication not completed in "
-                         f"{self.core.options.authentication_timeout_ms} ms")
-            return
-        since = self.idle_since()
-        if since is not None and now - since >= self._idle_s:
-            self.reclaim(f"idle for {self.core.options.connections_max_idle_ms} ms "
-                         "(connections_max_idle_ms)")
-            return
-        due = self._next_deadline() if since is not None else now + self._idle_s
-        if self.principal is None:
-            due = min(due, self._authenticate_by)
-        self._deadline = self._loop.call_at(max(due, now + 0.001), self._at_deadline)
-
     # ---------------------------------------------------------------------- serving
 
     async def _gateway_respond(self, req: WireRequest) -> bytes | None:
         body = await HANDLERS[req.header.api_key](self.core, req)
-        return None if body is None else encode_response(req.header, body)
+        return None if body is None else await pure(encode_response, req.header, body)
 
     async def _sasl(self, head: RequestHead, body: dict) -> None:
         if self.sasl is None:  # no SASL on this listener: Kafka closes too

@@ -19,13 +19,15 @@ from dataclasses import dataclass, field
 from actors.gateway.admission import MAX_CONNECTIONS
 from actors.runtime.controller_security import SecurityImage
 from protocol.api import Api
-from protocol.security.acls import AclIndex, authorize
+from protocol.security.acls import AclIndex, TopicView, authorize
 from protocol.security.scram import ScramCredential
 from protocol.wire.codec import RequestHeader
 from protocol.wire.framing import MAX_REQUEST_BYTES, MAX_UNAUTHENTICATED_BYTES
 from protocol.wire.topics import Node
 
 MAX_TRACKED_MEMBERS = 100_000
+# Principals' views of the topics a listener keeps (``Serving.topic_view``).
+MAX_TOPIC_VIEWS = 10_000
 # Kafka's connections.max.idle.ms: a connection silent this long, owed nothing, is closed.
 CONNECTIONS_MAX_IDLE_MS = 600_000
 # A SASL connection must authenticate this soon after opening (Cohort's own: Kafka bounds it
@@ -127,6 +129,9 @@ class Serving:
         self.security = SecurityImage(-1)
         self._acl_index = AclIndex()
         self._acl_index_of: tuple = ()  # the bindings ``_acl_index`` was built from
+        # Each (principal, host)'s view of the topics, for the image's bindings ``_views_of``.
+        self._views: dict[tuple[str, str], TopicView] = {}
+        self._views_of: tuple = ()
         # Requests served, by (API key, version): what clients actually spoke (bounded by the
         # number of versions the API table serves).
         self.served: dict[tuple[int, int], int] = {}
@@ -155,6 +160,24 @@ class Serving:
                 self._acls(), req.principal, req.client_host, operation, resource_type, name,
                 self.options.super_users)
         return decided
+
+    def topic_view(self, req: WireRequest) -> TopicView | None:
+        """What ``req``'s principal, from its host, may DESCRIBE of the topics: what a regex it
+        subscribes to resolves within (``TopicView``). None: every topic (no authorizer, or a
+        super user). Made once per principal and host while the image's bindings stay (at
+        most ``MAX_TOPIC_VIEWS`` kept), so a heartbeat costs a dictionary lookup."""
+        if not self.options.authorizer or req.principal in self.options.super_users:
+            return None
+        acls = self.security.acls
+        if acls is not self._views_of:
+            self._views, self._views_of = {}, acls
+        key = (req.principal, req.client_host)
+        view = self._views.get(key)
+        if view is None:
+            if len(self._views) >= MAX_TOPIC_VIEWS:
+                self._views.clear()
+            view = self._views[key] = TopicView.of(acls, *key)
+        return view
 
     def _acls(self) -> AclIndex:
         """The image's bindings, indexed (again only when the image holds other bindings)."""

@@ -23,9 +23,10 @@ import dataclasses
 from kio.schema.errors import ErrorCode as E
 
 from actors.gateway.core import GatewayCore, WireRequest
-from actors.gateway.group_handlers import DENIED_GROUP, DENIED_TOPIC, GROUP, TOPIC
+from actors.gateway.group_handlers import DENIED_GROUP, DENIED_TOPIC, GROUP, TOPIC, describable
 from actors.gateway.group_handlers import _per_group as per_group
 from actors.gateway.share_records import SHARD_ASK_MS, records_of
+from actors.runtime.offload import pure
 from protocol import messages as m
 from protocol.api import error_response
 from protocol.errors import Errors
@@ -38,24 +39,24 @@ LEAVE_EPOCH = -1
 
 
 async def share_group_heartbeat(core: GatewayCore, req: WireRequest) -> dict:
-    request = req.api.decode(req.body, req.client_id, req.client_host)
+    request = await pure(req.api.decode, req.body, req.client_id, req.client_host)
     if not core.may(req, "READ", GROUP, request.group_id):
-        return req.api.encode(error_response(request, Errors.GROUP_AUTHORIZATION_FAILED,
+        return await pure(req.api.encode, error_response(request, Errors.GROUP_AUTHORIZATION_FAILED,
                                              DENIED_GROUP.format(group=request.group_id)))
-    hidden = [t for t in request.subscribed_topic_names or []
+    hidden = [t for t in dict.fromkeys(request.subscribed_topic_names or [])
               if not core.may(req, "DESCRIBE", TOPIC, t)]
     if hidden:
-        return req.api.encode(error_response(
+        return await pure(req.api.encode, error_response(
             request, Errors.TOPIC_AUTHORIZATION_FAILED, DENIED_TOPIC.format(topic=hidden[0])))
     resp = await core.router.call(request)
     if request.member_epoch == LEAVE_EPOCH:
         core.share_sessions.drop(request.group_id, request.member_id)
     core.saw_epoch(request.group_id, resp.member_id, resp.member_epoch)
-    return req.api.encode(resp)
+    return await pure(req.api.encode, resp)
 
 
 async def share_group_describe(core: GatewayCore, req: WireRequest) -> dict:
-    return await per_group(core, req, "DESCRIBE")
+    return await per_group(core, req, "DESCRIBE", describable(core, req))
 
 
 # ------------------------------------------------------------------- fetch / acknowledge
@@ -255,36 +256,50 @@ async def share_acknowledge(core: GatewayCore, req: WireRequest) -> dict:
 
 
 async def describe_share_group_offsets(core: GatewayCore, req: WireRequest) -> dict:
-    """Each group asked of its partition (DESCRIBE on the group, topics the principal may not
-    describe left out), with the stream's end now for the lag."""
+    """Each group asked of its partition, with the stream's end now for the lag, as Kafka's
+    ``KafkaApis`` answers: DESCRIBE on the group; of every topic (none named), only those the
+    principal may DESCRIBE, the others left out; of named topics, those it may not answered
+    TOPIC_AUTHORIZATION_FAILED."""
     replies = []
-    for request in req.api.decode(req.body):
+    for request in await pure(req.api.decode, req.body):
         if not core.may(req, "DESCRIBE", GROUP, request.group_id):
             replies.append(m.DescribeShareGroupOffsetsResponse(
                 error_code=Errors.GROUP_AUTHORIZATION_FAILED, group_id=request.group_id,
                 error_message=DENIED_GROUP.format(group=request.group_id)))
             continue
+        hidden = []
         if request.topics is not None:
-            request.topics = [t for t in request.topics
-                              if core.may(req, "DESCRIBE", TOPIC, t.topic_name)]
+            denied = {n for n in {t.topic_name for t in request.topics}  # each name once
+                      if not core.may(req, "DESCRIBE", TOPIC, n)}
+            hidden = [t for t in request.topics if t.topic_name in denied]
+            request.topics = [t for t in request.topics if t.topic_name not in denied]
         request.log_end_offset = core.stream.end_offset(core.now_ms())
         reply = await core.router.call(request)
         reply.group_id = request.group_id
+        if reply.error_code == Errors.NONE:
+            if request.topics is None:
+                reply.topics = [t for t in reply.topics
+                                if core.may(req, "DESCRIBE", TOPIC, t.topic_name)]
+            reply.topics += [m.DescribeShareGroupOffsetsTopic(t.topic_name, None, [
+                m.DescribeShareGroupOffsetsPartition(
+                    p, error_code=Errors.TOPIC_AUTHORIZATION_FAILED,
+                    error_message=DENIED_TOPIC.format(topic=t.topic_name))
+                for p in t.partitions]) for t in hidden]
         replies.append(reply)
-    return req.api.encode(replies)
+    return await pure(req.api.encode, replies)
 
 
 async def _share_offsets_change(core: GatewayCore, req: WireRequest, operation: str,
                                 topics: list[str]) -> dict:
-    request = req.api.decode(req.body)
+    request = await pure(req.api.decode, req.body)
     if not core.may(req, operation, GROUP, request.group_id):
-        return req.api.encode(error_response(request, Errors.GROUP_AUTHORIZATION_FAILED,
+        return await pure(req.api.encode, error_response(request, Errors.GROUP_AUTHORIZATION_FAILED,
                                              DENIED_GROUP.format(group=request.group_id)))
-    hidden = [t for t in topics if not core.may(req, "READ", TOPIC, t)]
+    hidden = [t for t in dict.fromkeys(topics) if not core.may(req, "READ", TOPIC, t)]
     if hidden:
-        return req.api.encode(error_response(
+        return await pure(req.api.encode, error_response(
             request, Errors.TOPIC_AUTHORIZATION_FAILED, DENIED_TOPIC.format(topic=hidden[0])))
-    return req.api.encode(await core.router.call(request))
+    return await pure(req.api.encode, await core.router.call(request))
 
 
 async def alter_share_group_offsets(core: GatewayCore, req: WireRequest) -> dict:

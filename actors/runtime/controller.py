@@ -343,6 +343,10 @@ class Controller(SecurityStore, ChangeLock):
         """The groups with a dynamic config (ListConfigResources' GROUP resources)."""
         return sorted(self._configs)
 
+    def group_configs_of(self, group_ids: list[str]) -> dict[str, GroupConfig]:
+        """``group_config`` of each, in one call (a DescribeConfigs naming many groups)."""
+        return {g: self.group_config(g) for g in group_ids}
+
     # ------------------------------------------------------------------- internals
 
     def _known(self, name: str) -> TopicMetadata:

@@ -62,6 +62,9 @@ class Event:
     # The requests were built by the Kafka wire codec in this process: well typed, so the
     # shard does not check them again (``GroupCoordinatorShard.handle_batch``'s ``checked``).
     typed: bool = False
+    # Submitted while serving a big request (``offload.BIG``): the turn that takes it runs
+    # the shard off the event loop.
+    big: bool = False
     # Requests' replies as they come: a delayed one (JoinGroup, SyncGroup) turns later.
     replies: list[object] = field(default_factory=list)
     remaining: int = 0

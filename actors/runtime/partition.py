@@ -25,7 +25,9 @@ from actors.runtime import gc_policy
 from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE, ControllerImage
 from actors.runtime.controller_security import SecurityImage
 from actors.runtime.fileops import FileOps
+from actors.runtime.loop_watch import LoopWatch
 from actors.runtime.metrics import PartitionMetrics
+from actors.runtime.offload import big_request, off_loop, serving_bytes
 from actors.runtime.packed import WakerTokens, pack, unpack
 from actors.runtime.storage_factory import open_storage
 from actors.runtime.turns import PartitionTurns
@@ -65,6 +67,7 @@ class OffsetsPartition:
         self._loop_task = asyncio.get_running_loop().create_task(self._turns.run())
         self._broker = PartitionBroker(partition, num_partitions, self._turns,
                                        ray.util.get_node_ip_address())
+        self._loop_watch: LoopWatch | None = None  # started by the first loop_stalls()
 
     # ------------------------------------------------------------------ requests
 
@@ -80,13 +83,24 @@ class OffsetsPartition:
         """``handle`` for Cohort's own callers (``Cluster.call``, the client actors): the
         request and its reply travel pickled (``packed.py``: Ray's serializer took ~35 µs a
         message each way)."""
-        return pack((await self._turns.handle_batch([unpack(packed)]))[0])
+        return (await self._answer_packed(packed, one=True))
 
     async def handle_batch_packed(self, packed: bytes, waker: bytes | None = None) -> bytes:
         """``handle_batch`` with the requests and replies pickled; ``waker``: the client
         actor's ``packed.waker_token``, resolved once per client instead of on every call."""
-        waker_handle = self._waker_tokens.resolve(waker)
-        return pack(await self._turns.handle_batch(unpack(packed), waker_handle))
+        return await self._answer_packed(packed, self._waker_tokens.resolve(waker))
+
+    async def _answer_packed(self, packed: bytes, waker=None, one: bool = False) -> bytes:
+        """The replies to pickled requests, pickled; a big batch (``offload``) in the
+        process's turn for one, unpickled and pickled off the loop."""
+        if not serving_bytes(len(packed)):  # marks this call's task only
+            requests = unpack(packed)
+            replies = await self._turns.handle_batch([requests] if one else requests, waker)
+            return pack(replies[0] if one else replies)
+        async with big_request():
+            requests = await off_loop(unpack, packed)
+            replies = await self._turns.handle_batch([requests] if one else requests, waker)
+            return await off_loop(pack, replies[0] if one else replies)
 
     async def update_image(self, image: ControllerImage) -> None:
         """The controller's push; older images than the one applied are ignored."""
@@ -131,6 +145,13 @@ class OffsetsPartition:
         refusal = self._refusal()  # why the storage was refused
         return {"partition": self.partition, "pid": os.getpid(), **self._turns.info(),
                 **({"refusal": refusal} if refusal else {})}
+
+    async def loop_stalls(self, reset: bool = True) -> dict[str, float]:
+        """The event loop's longest stalls since the last reading (``loop_watch``); the
+        first call starts watching (it costs a wake-up every 10 ms, so only when asked)."""
+        if self._loop_watch is None:
+            self._loop_watch = LoopWatch()
+        return self._loop_watch.read(reset)
 
     async def group_ids(self) -> list[str]:
         return await self._turns.query(lambda shard: sorted(shard.groups))

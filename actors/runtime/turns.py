@@ -53,6 +53,7 @@ from actors.runtime.mailbox import (
     refusal,
 )
 from actors.runtime.metrics import NoMetrics, PartitionMetrics, ThrottledMetrics
+from actors.runtime.offload import BIG, off_loop
 from actors.runtime.storage import PartitionStorage
 from actors.runtime.turn_log import TurnLog
 from actors.runtime.wakers import Wakers
@@ -180,7 +181,8 @@ class PartitionTurns:
         if len(mine) < len(requests):  # the others are answered already: merged when done
             answered, done = done, asyncio.get_running_loop().create_future()
             done.add_done_callback(functools.partial(merge_replies, replies, mine, answered))
-        self._enqueue(Event(distinct([requests[i] for i in mine]), done=done, typed=typed))
+        self._enqueue(Event(distinct([requests[i] for i in mine]), done=done, typed=typed,
+                            big=BIG.get()))
 
     def update_image(self, image: ControllerImage) -> None:
         """The controller's push: kept until the next turn, where it replaces the metadata if
@@ -299,7 +301,10 @@ class PartitionTurns:
         assert len(self._owed) + self.queued <= MAX_WAITING_REPLIES, "owed replies bounded"
         if requests:
             checked = {id(req) for ev in events if ev.typed for req in ev.requests}
-            result = shard.handle_batch(requests, checked=checked)
+            if any(ev.big for ev in events):  # seconds of work: the loop serves meanwhile
+                result = await off_loop(shard.handle_batch, requests, checked=checked)
+            else:
+                result = shard.handle_batch(requests, checked=checked)
             records += result.records
             completed += result.replies
         answers = [_ask(ev.query, shard) if ev.query else None for ev in events]

@@ -60,7 +60,7 @@ _MEMBER_OF = itemgetter(1, 2)  # (group id, member id) of a member's key identit
 _GROUP_OF_ITEM = lambda item: item[0][0]  # noqa: E731 ((group id, member id), value) -> group id
 _VALUE_OF_ITEM = itemgetter(1)
 _MEMBER_RECORDS = frozenset({_MEMBER, _CURRENT})  # the records that create a member
-_SUBSCRIPTION = attrgetter("subscribed_topic_names", "subscribed_topic_regex")
+_SUBSCRIPTION = attrgetter("subscribed_topic_names", "subscribed_topic_regex", "topic_view")
 
 
 def eligible_groups(keys: list[tuple], blobs: list[bytes | None], taken: Iterable[str]) -> set[str]:

@@ -29,6 +29,7 @@ from protocol.records import (
     Record,
     TopicMetadataEntry,
 )
+from protocol.security.acls import TopicView
 
 STATES = (*MODERN_STATES, "dead")
 
@@ -74,7 +75,8 @@ class ConsumerGroup(ModernGroup):
             if self._subscriptions[key] <= 0:
                 del self._subscriptions[key]
         if value is not None:
-            self._subscriptions[(value.subscribed_topic_names, value.subscribed_topic_regex)] += 1
+            self._subscriptions[(value.subscribed_topic_names, value.subscribed_topic_regex,
+                                 value.topic_view)] += 1
 
     # --- derived views --------------------------------------------------------------------
 
@@ -99,8 +101,8 @@ class ConsumerGroup(ModernGroup):
 
     def subscribed_topic_names(self, image: MetadataImage) -> set[str]:
         names: set[str] = set()
-        for topics, regex in self._subscriptions:
-            names.update(subscription_topic_names(topics, regex, image))
+        for key in self._subscriptions:
+            names.update(subscription_topic_names(*key, image))
         return names
 
     def subscription_entries(self, image: MetadataImage) -> dict[str, TopicMetadataEntry]:
@@ -123,21 +125,27 @@ class ConsumerGroup(ModernGroup):
 
 
 def subscription_key(member: ConsumerGroupMember) -> tuple:
-    """What a member subscribes to, as one hashable value: (topic names, regex)."""
-    return (member.subscribed_topic_names, member.subscribed_topic_regex)
+    """What a member subscribes to, as one hashable value: (topic names, regex, the view of
+    the topics a regex resolves within)."""
+    return (member.subscribed_topic_names, member.subscribed_topic_regex, member.topic_view)
 
 
 def member_topic_names(member: ConsumerGroupMember, image: MetadataImage) -> set[str]:
     return subscription_topic_names(*subscription_key(member), image)
 
 
-def subscription_topic_names(topics, regex: str | None, image: MetadataImage) -> set[str]:
-    """The topic names a subscription (a list of names, or a regex) covers in ``image``."""
+def subscription_topic_names(topics, regex: str | None, view: TopicView | None,
+                             image: MetadataImage) -> set[str]:
+    """The topic names a subscription (a list of names, or a regex) covers in ``image``: a
+    regex's matches that ``view`` may DESCRIBE (all with no view), as Kafka 4.0 resolves a
+    regex for the principal that subscribed (KAFKA-18813), so no topic it may not see is ever
+    assigned to it, one created later included."""
     if regex is not None:
         try:
-            return set(matching_topics(regex, image.topic_names()))
+            matched = matching_topics(regex, image.topic_names())
         except InvalidRegex:  # validated on the way in; a log from elsewhere may still hold one
             return set()
+        return set(matched if view is None else filter(view.may_describe, matched))
     return set(topics)
 
 

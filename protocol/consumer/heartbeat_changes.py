@@ -1,8 +1,9 @@
 """What a heartbeat changes about its member, and which changes matter.
 
 A heartbeat's null fields mean "unchanged"; the rest are applied to the member. Some changes
-trigger a rebalance (seed 000: subscription, regex, rack, assignors); some replies must carry
-the assignment (a full heartbeat, or one whose member's assignment moved).
+trigger a rebalance (seed 000: subscription, regex, rack, assignors; and a regex subscriber's
+view of the topics, which every heartbeat states); some replies must carry the assignment (a
+full heartbeat, or one whose member's assignment moved).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ def assignment_changed(before: ConsumerGroupMember | None, after: ConsumerGroupM
 _TRIGGERS: tuple[Callable[[ConsumerGroupMember], object], ...] = (
     lambda x: x.subscribed_topic_names,
     lambda x: x.subscribed_topic_regex,
+    lambda x: x.topic_view,
     lambda x: x.rack_id,
     lambda x: x.server_assignor,
     lambda x: x.client_assignors,
@@ -59,4 +61,8 @@ def apply_request(
     if req.subscribed_topic_regex is not None:
         changes["subscribed_topic_regex"] = req.subscribed_topic_regex
         changes["subscribed_topic_names"] = ()
+    # What a regex resolves to depends on what its member may DESCRIBE (KAFKA-18813); names
+    # are checked where the heartbeat arrives, so only a regex subscriber keeps its view.
+    regex = changes.get("subscribed_topic_regex", member.subscribed_topic_regex)
+    changes["topic_view"] = req.topic_view if regex else None
     return member.updated(**changes)

@@ -66,6 +66,7 @@ class ConsumerGroupMember(ModernMember):
     rack_id = read_through("metadata", "rack_id")
     subscribed_topic_names = read_through("metadata", "subscribed_topic_names")
     subscribed_topic_regex = read_through("metadata", "subscribed_topic_regex")
+    topic_view = read_through("metadata", "topic_view")
     assigned_partitions = read_through("current", "assigned_partitions")
     partitions_pending_revocation = read_through("current", "partitions_pending_revocation")
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from protocol.errors import Errors
+from protocol.security.acls import TopicView
 from protocol.types import Int8, Int16, Int32
 
 # ---------------------------------------------------------------------------- common structs
@@ -51,6 +52,10 @@ class ConsumerGroupHeartbeatRequest:
     # Not in the seed's schema but in every Kafka request header: who sent it.
     client_id: str = ""
     client_host: str = ""
+    # Not on the wire: what the sender may DESCRIBE, from its listener's authorizer (a regex
+    # resolves to those topics only); None: every topic (no authorizer, a super user, a Ray
+    # client). Stated on every heartbeat, not "unchanged" when None.
+    topic_view: TopicView | None = None
 
 
 @dataclass

@@ -12,6 +12,7 @@ everything is allowed, as on a Kafka broker without ``authorizer.class.name``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, fields
 
@@ -31,6 +32,8 @@ _IMPLIES = {
     "ALTER_CONFIGS": {"DESCRIBE_CONFIGS"},
 }
 MAX_NAME_CHARS = 1000
+# Distinct topic views whose bindings are kept indexed (``TopicView.may_describe``).
+VIEWS_INDEXED = 256
 
 
 @dataclass(frozen=True, order=True)
@@ -155,3 +158,33 @@ def authorize(acls: AclIndex | Iterable[AclBinding], principal: str, host: str,
     index = acls if isinstance(acls, AclIndex) else AclIndex(acls)
     return index.authorize(principal, host, operation, resource_type, resource_name,
                            super_users)
+
+
+@dataclass(frozen=True)
+class TopicView:
+    """What one principal, connected from one host, may DESCRIBE of the topics, as data: the
+    topic bindings that can apply to it (its own or every user's, from its host or any), enough
+    to decide for any topic, one created later too, with Kafka's rule. A member that subscribes
+    by regex keeps its view (in its metadata record), so the topics its regex resolves to are
+    those it may DESCRIBE, as Kafka 4.0's coordinator filters a regex's matches by the
+    principal of the member that resolves it (KAFKA-18813). Pure and small: what the
+    listener's authorizer knew of this principal when it last heard from the member."""
+
+    principal: str
+    host: str
+    bindings: tuple[AclBinding, ...] = ()
+
+    @classmethod
+    def of(cls, acls: Iterable[AclBinding], principal: str, host: str) -> TopicView:
+        return cls(principal, host, tuple(sorted(
+            b for b in acls if b.resource_type == "TOPIC"
+            and b.principal in (principal, "User:*") and b.host in (WILDCARD, host))))
+
+    def may_describe(self, topic: str) -> bool:
+        return _index_of(self.bindings).authorize(self.principal, self.host, "DESCRIBE",
+                                                  "TOPIC", topic)
+
+
+@functools.lru_cache(maxsize=VIEWS_INDEXED)
+def _index_of(bindings: tuple[AclBinding, ...]) -> AclIndex:
+    return AclIndex(bindings)

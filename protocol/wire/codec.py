@@ -299,6 +299,23 @@ def _bounds_error(body: dict[str, Any]) -> str | None:
     return None
 
 
+def holds_entries(body: dict[str, Any], n: int) -> bool:
+    """Whether ``body``'s arrays hold at least ``n`` entries in all (counting stops there):
+    what makes a short frame costly to serve, its reply holding an entry per entry."""
+    entries, stack = 0, [body]
+    while stack:
+        value = stack.pop()
+        t = type(value)
+        if t is dict:
+            stack.extend(value.values())
+        elif t is list:
+            entries += len(value)
+            if entries >= n:
+                return True
+            stack.extend(value)
+    return False
+
+
 def response_fields(api_key: int, version: int) -> frozenset[str]:
     """The top-level field names of a response version (what a translation may set)."""
     return frozenset(f.name for f in dataclasses.fields(_response_schema(api_key, version)))

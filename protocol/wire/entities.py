@@ -93,11 +93,24 @@ def _coerce(f: dataclasses.Field, value: Any) -> Any:
     if is_array:
         items = value or []
         if nested is not None:
-            return tuple(build(nested, item) for item in items)
+            return _built_each(nested, items)
         return tuple(_scalar(kafka_type, item, False) for item in items)
     if nested is not None:
         return build(nested, value or {})
     return _scalar(kafka_type, value, nullable)
+
+
+def _built_each(nested: type, items: list) -> tuple:
+    """Each item built, an item repeated (the same object again: a reply naming one group for
+    each of 100,000 repeated names) built once and repeated."""
+    built: dict[int, Any] = {}
+    out = []
+    for item in items:
+        entity = built.get(id(item))
+        if entity is None:
+            entity = built[id(item)] = build(nested, item)
+        out.append(entity)
+    return tuple(out)
 
 
 def _scalar(kafka_type: str | None, value: Any, nullable: bool) -> Any:

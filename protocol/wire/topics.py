@@ -213,22 +213,43 @@ def create_topics_response(plans: list[TopicChange], validate_only: bool) -> dic
     ]}
 
 
+DUPLICATE_TOPIC_ID = "Duplicate topic id."
+
+
 def plan_delete_topics(body: dict, version: int, index: TopicIndex) -> list[TopicChange]:
-    """DeleteTopics' entries (v6 names topics by name or id; older versions by name)."""
+    """DeleteTopics' entries (v6 names topics by name or id; older versions by name). A name
+    or an id given twice is refused once, INVALID_REQUEST, and not deleted, as Kafka's
+    ``ControllerApis.deleteTopics`` answers it: one topic named 100,000 times is one entry of
+    the reply and no deletion, not 100,000 deletions asked of the controller."""
     if version < 6:
-        return [TopicChange(n) for n in body.get("topic_names", [])]
-    plans = []
-    for t in body.get("topics", []):
-        name, tid = t.get("name"), t.get("topic_id")
-        if name is None and tid is not None and tid.int != 0:
-            topic = index.by_uuid.get(tid)
-            plan = TopicChange(topic.name if topic else None, topic_id=tid)
-            if topic is None:
-                plan.error, plan.message = E.unknown_topic_id.value, "Topic id is unknown."
-            plans.append(plan)
-        else:
-            plans.append(TopicChange(name))
-    return plans
+        entries = [(n, None) for n in body.get("topic_names", [])]
+    else:
+        entries = [(t.get("name"), t.get("topic_id")) for t in body.get("topics", [])]
+    twice = _named_twice(n for n, tid in entries if not _by_id(n, tid))
+    twice_ids = _named_twice(tid for n, tid in entries if _by_id(n, tid))
+    plans: dict[object, TopicChange] = {}
+    for name, tid in entries:
+        if _by_id(name, tid):
+            if tid not in plans:
+                plans[tid] = _deletion_by_id(tid, index, tid in twice_ids)
+        elif name not in plans:
+            plans[name] = _duplicate(name) if name in twice else TopicChange(name)
+    return list(plans.values())
+
+
+def _by_id(name: str | None, tid: uuid.UUID | None) -> bool:
+    return name is None and tid is not None and tid.int != 0
+
+
+def _deletion_by_id(tid: uuid.UUID, index: TopicIndex, twice: bool) -> TopicChange:
+    if twice:
+        return TopicChange(None, topic_id=tid, error=E.invalid_request.value,
+                           message=DUPLICATE_TOPIC_ID)
+    topic = index.by_uuid.get(tid)
+    plan = TopicChange(topic.name if topic else None, topic_id=tid)
+    if topic is None:
+        plan.error, plan.message = E.unknown_topic_id.value, "Topic id is unknown."
+    return plan
 
 
 def delete_topics_response(plans: list[TopicChange]) -> dict:

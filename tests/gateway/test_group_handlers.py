@@ -1,22 +1,28 @@
 """The gateway's group coroutines, from a Kafka request body to a Kafka response body, against
 a real pure shard standing in for the partitions (no Ray, no sockets): each translates through
-its row of the API table, refuses what the principal may not do, and keeps the client's order
-of groups."""
+its row of the API table, refuses what the principal may not do, keeps the client's order of
+groups, and shows no topic the principal may not DESCRIBE (issue 30's M6, as Kafka 4.0)."""
 
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 
 from actors.gateway import dispatch
 from actors.gateway.core import WireRequest
 from protocol import messages as m
 from protocol.api import BY_API_KEY
 from protocol.errors import Errors
+from protocol.metadata import MetadataImage, TopicMetadata
+from protocol.security.acls import AclBinding, TopicView
 from protocol.shard import GroupCoordinatorShard
 from protocol.wire.codec import RequestHeader, encode_response
+from protocol.wire.ids import topic_uuid
 from protocol.wire.topics import TopicIndex
 
 SECRET = "secret"
+IMAGE = MetadataImage([TopicMetadata("tid-o", "orders", 2), TopicMetadata("tid-s", SECRET, 2)])
+TOPIC_AUTHORIZATION_FAILED = 29
 TICK_MS, MAX_TICKS = 1_000, 100
 
 
@@ -53,11 +59,20 @@ class _Router:
 
 class _Core:
     """What the group coroutines read of ``GatewayCore``: the principal may do anything to
-    any group but ``secret``."""
+    any group or topic but ``secret``; the topics are ``orders`` and ``secret``."""
 
     def __init__(self) -> None:
-        self.router = _Router(GroupCoordinatorShard())
+        self.router = _Router(GroupCoordinatorShard(metadata=IMAGE))
         self.epochs: dict[tuple[str, str], int] = {}
+        self.stream = SimpleNamespace(end_offset=lambda now_ms: 100)
+
+    def now_ms(self) -> int:
+        return 0
+
+    def topic_view(self, req) -> TopicView:
+        return TopicView.of([AclBinding(req.principal, "TOPIC", "*", "DESCRIBE"),
+                             AclBinding(req.principal, "TOPIC", SECRET, "DESCRIBE", "DENY")],
+                            req.principal, req.client_host)
 
     def may(self, req, operation: str, resource_type: str, name: str) -> bool:
         return name != SECRET
@@ -162,3 +177,116 @@ def test_list_groups_hides_the_groups_the_principal_may_not_describe():
     listed = _serve(core, 16, 4, {"states_filter": []})
     assert listed["error_code"] == Errors.NONE
     assert [g["group_id"] for g in listed["groups"]] == ["a", "b"]
+
+
+def test_a_group_named_many_times_is_translated_once_and_written_for_each_name():
+    core = _Core()
+    _join(core, "b", version=3)
+    described = _serve(core, 15, 5, {"groups": ["b", SECRET] * 50_000})
+    groups = described["groups"]
+    assert groups[0] is groups[2] and groups[1] is groups[3]  # one translation each
+
+
+# ------------------------------------------------------------- topics hidden (M6, KAFKA-18813)
+
+
+def _commit_both(core: _Core, group: str) -> None:
+    """Offsets of both topics, committed by a principal allowed to (straight to the shard)."""
+    core.router.shard.handle(m.OffsetCommitRequest(group_id=group, topics=[
+        m.OffsetCommitRequestTopic(t, [m.OffsetCommitRequestPartition(0, 7)])
+        for t in ("orders", SECRET)]))
+
+
+def test_offset_fetch_of_every_topic_shows_only_the_topics_the_principal_may_describe():
+    core = _Core()
+    _commit_both(core, "g")
+    for version, body in ((7, {"group_id": "g", "topics": None, "require_stable": False}),
+                          (8, {"groups": [{"group_id": "g", "topics": None}],
+                               "require_stable": False})):
+        reply = _serve(core, 9, version, body)
+        topics = reply["topics"] if version < 8 else reply["groups"][0]["topics"]
+        assert [t["name"] for t in topics] == ["orders"], version
+
+
+def test_offset_fetch_of_named_topics_refuses_those_the_principal_may_not_describe():
+    core = _Core()
+    _commit_both(core, "g")
+    reply = _serve(core, 9, 8, {"groups": [{"group_id": "g", "topics": [
+        {"name": "orders", "partition_indexes": [0]},
+        {"name": SECRET, "partition_indexes": [0, 1]}]}], "require_stable": False})
+    topics = {t["name"]: t["partitions"] for t in reply["groups"][0]["topics"]}
+    assert [(p["committed_offset"], p["error_code"]) for p in topics["orders"]] == [(7, 0)]
+    assert [(p["partition_index"], p["committed_offset"], p["error_code"])
+            for p in topics[SECRET]] == [(0, -1, TOPIC_AUTHORIZATION_FAILED),
+                                         (1, -1, TOPIC_AUTHORIZATION_FAILED)]
+
+
+def test_describe_share_group_offsets_shows_only_the_topics_the_principal_may_describe():
+    core = _Core()
+    shard = core.router.shard
+    shard.handle(m.ShareGroupHeartbeatRequest(group_id="sg", member_id="m1",
+                                              subscribed_topic_names=["orders", SECRET]))
+    shard.handle(m.ShareGroupHeartbeatRequest(group_id="sg", member_id="m1", member_epoch=-1))
+    shard.handle(m.AlterShareGroupOffsetsRequest(group_id="sg", topics=[
+        m.AlterShareGroupOffsetsTopic(t, [m.AlterShareGroupOffsetsPartition(0, 5)])
+        for t in ("orders", SECRET)]))
+    every = _serve(core, 90, 0, {"groups": [{"group_id": "sg", "topics": None}]})
+    assert [t["topic_name"] for t in every["groups"][0]["topics"]] == ["orders"]
+    named = _serve(core, 90, 0, {"groups": [{"group_id": "sg", "topics": [
+        {"topic_name": "orders", "partitions": [0]}, {"topic_name": SECRET, "partitions": [0]}]}]})
+    topics = {t["topic_name"]: t["partitions"] for t in named["groups"][0]["topics"]}
+    assert [(p["start_offset"], p["error_code"]) for p in topics["orders"]] == [(5, 0)]
+    assert [(p["start_offset"], p["error_code"]) for p in topics[SECRET]] == [
+        (-1, TOPIC_AUTHORIZATION_FAILED)]
+
+
+def test_consumer_group_describe_hides_a_group_assigned_a_topic_the_principal_may_not_describe():
+    core = _Core()
+    for group, topic in (("open", "orders"), ("closed", SECRET)):
+        core.router.shard.handle(m.ConsumerGroupHeartbeatRequest(
+            group_id=group, member_id=f"{group}-m", rebalance_timeout_ms=5000,
+            subscribed_topic_names=[topic], topic_partitions=[]))
+    reply = _serve(core, 69, 1, {"group_ids": ["open", "closed"],
+                                 "include_authorized_operations": False})
+    shown, hidden = reply["groups"]
+    assert shown["error_code"] == 0 and shown["members"][0]["assignment"]["topic_partitions"]
+    assert (hidden["group_id"], hidden["error_code"], hidden["members"]) == (
+        "closed", TOPIC_AUTHORIZATION_FAILED, [])
+    assert hidden["error_message"] == (
+        "The group has described topic(s) that the client is not authorized to describe.")
+
+
+def test_a_regex_subscriber_is_assigned_only_the_topics_its_principal_may_describe():
+    core = _Core()
+    body = {"group_id": "g", "member_id": "m-1", "member_epoch": 0, "instance_id": None,
+            "rack_id": None, "rebalance_timeout": 5000, "subscribed_topic_names": None,
+            "subscribed_topic_regex": ".*", "server_assignor": None, "topic_partitions": []}
+    reply = _serve(core, 68, 1, body)
+    assert reply["error_code"] == Errors.NONE
+    assigned = {t["topic_id"] for t in reply["assignment"]["topic_partitions"]}
+    assert assigned == {topic_uuid("tid-o")}  # orders; never secret
+    assert core.router.sent[-1].topic_view.principal == "User:alice"
+
+
+def test_a_topic_named_many_times_is_authorized_once_per_request():
+    """A commit or fetch naming one topic 50,000 times asks the authorizer about it once, not
+    once an entry, on the listener's loop."""
+    core = _Core()
+    asked: list[str] = []
+    may = core.may
+    core.may = lambda req, op, kind, name: asked.append(name) or may(req, op, kind, name)
+    times = 50_000
+    commit = _serve(core, 8, 8, {
+        "group_id": "g", "generation_id_or_member_epoch": -1, "member_id": "",
+        "group_instance_id": None, "topics": [
+            {"name": t, "partitions": [{"partition_index": 0, "committed_offset": 3,
+                                        "committed_leader_epoch": -1,
+                                        "committed_metadata": ""}]}
+            for t in ("orders", SECRET) * times]})
+    assert len(commit["topics"]) == 2 * times and sorted(set(asked)) == sorted(asked)
+    asked.clear()
+    fetched = _serve(core, 9, 8, {"groups": [{"group_id": "g", "topics": [
+        {"name": t, "partition_indexes": [0]} for t in ("orders", SECRET) * times]}],
+        "require_stable": False})
+    topics = fetched["groups"][0]["topics"]
+    assert len(topics) == 2 * times and sorted(set(asked)) == sorted(asked)

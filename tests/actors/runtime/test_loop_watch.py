@@ -1,0 +1,42 @@
+"""A process's event loop reports its longest stalls: how late its timers woke (what a client
+felt, a busy machine included) and how much CPU its own thread spent in one go (its own work
+only), each forgotten once read."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from actors.runtime.loop_watch import LoopWatch
+
+
+def _stalled(work) -> tuple[dict, dict]:
+    async def scenario() -> tuple[dict, dict]:
+        watch = LoopWatch()
+        await asyncio.sleep(0.05)
+        watch.read()
+        await asyncio.sleep(0.02)
+        work()
+        await asyncio.sleep(0.05)
+        first, second = watch.read(), watch.read()
+        watch.stop()
+        return first, second
+
+    return asyncio.run(scenario())
+
+
+def _spin(seconds: float) -> None:
+    cpu = time.thread_time()
+    while time.thread_time() - cpu < seconds:
+        pass
+
+
+def test_work_on_the_loop_shows_as_busy_and_late():
+    first, second = _stalled(lambda: _spin(0.15))
+    assert first["busy_ms"] >= 140 and first["late_ms"] >= 140
+    assert second["busy_ms"] < first["busy_ms"]
+
+
+def test_waiting_that_costs_no_cpu_shows_as_late_only():
+    first, _ = _stalled(lambda: time.sleep(0.15))
+    assert first["late_ms"] >= 140 and first["busy_ms"] < 50
