@@ -324,6 +324,9 @@ class ShardCluster:
     def topics(self):
         return self.shard.image.topics()
 
+    def upstream_end_offsets(self, partitions):
+        return {}  # no upstream: Cohort's stream has no end (LOG-END-OFFSET and LAG stay "-")
+
 
 def _classic_shard():
     from protocol.classic.consumer_protocol import (
