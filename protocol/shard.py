@@ -21,30 +21,18 @@ from typing import Any
 from protocol import messages as m
 from protocol.api import api_of, error_response
 from protocol.classic.group import ClassicGroup
-from protocol.classic.rules import ClassicGroupRules
 from protocol.config import CoordinatorConfig, GroupConfig
 from protocol.connect.group import ConnectGroup
-from protocol.connect.rules import ConnectGroupRules
 from protocol.consumer.group import ConsumerGroup
-from protocol.consumer.rules import Admitted, ConsumerGroupRules
+from protocol.consumer.records import ConsumerGroupMetadataKey
+from protocol.consumer.rules import Admitted
 from protocol.errors import CoordinatorError, Errors
 from protocol.group_types import GROUP_TYPES, type_of
 from protocol.history import RebalanceHistory
 from protocol.metadata import MetadataImage
-from protocol.migration.classic_members import ClassicMembersOfConsumerGroup
-from protocol.migration.connect_classic_members import ClassicWorkersOfConnectGroup
-from protocol.migration.connect_conversion import ConnectMigration
-from protocol.migration.conversion import Migration
 from protocol.offsets.rules import OffsetRules
 from protocol.offsets.timers import OffsetsTimer
-from protocol.records import (
-    ConsumerGroupMetadataKey,
-    GroupRebalanceHistoryKey,
-    OffsetCommitKey,
-    OffsetCommitValue,
-    Record,
-)
-from protocol.share.rules import ShareGroupRules
+from protocol.records import GroupRebalanceHistoryKey, OffsetCommitKey, OffsetCommitValue, Record
 from protocol.timers import Timers
 from protocol.validation import end_vouch, vouch
 
@@ -100,20 +88,18 @@ class GroupCoordinatorShard:
         # ids of the requests of the running batch its caller vouched for (``handle_batch``).
         self._checked: Collection[int] = ()
         self.history = RebalanceHistory(self.emit, lambda: self.config.group_rebalance_history_max)
-        self.consumer = ConsumerGroupRules(self)
-        self.classic = ClassicGroupRules(self)
-        self.classic_members = ClassicMembersOfConsumerGroup(self)
-        self.migration = Migration(self)
         self.offsets = OffsetRules(self)
-        self.connect = ConnectGroupRules(self)
-        self.connect_classic_members = ClassicWorkersOfConnectGroup(self)
-        self.connect_migration = ConnectMigration(self)
-        self.share = ShareGroupRules(self)
+        # Each row's rules, hosted as ``self.<row name>`` (``self.consumer``, ``self.classic``,
+        # ...), and what else the row hosts for the other rules to reach (its migrations).
+        for row in GROUP_TYPES:
+            setattr(self, row.name, row.rules(self))
+            for name, make in row.helpers:
+                setattr(self, name, make(self))
         # Replay, timers, metadata and the end of a turn iterate the group-type table
         # (protocol/group_types.py): timer key type -> the rules that own it; record key
         # type -> how to apply it; the rules that end each turn.
         self._timer_owners = (
-            *((row.timer_key, row.rules(self)) for row in GROUP_TYPES),
+            *((row.timer_key, getattr(self, row.name)) for row in GROUP_TYPES),
             (OffsetsTimer, self.offsets),
         )
         self._replayers = {
@@ -125,7 +111,7 @@ class GroupCoordinatorShard:
         # (classic groups have none: their leader computes the assignment).
         self._epoch_turns = tuple(
             turn for row in GROUP_TYPES
-            if (turn := getattr(row.rules(self), "epoch_turn", None)) is not None
+            if (turn := getattr(getattr(self, row.name), "epoch_turn", None)) is not None
         )
 
     # ------------------------------------------------------------------ public API
@@ -198,7 +184,7 @@ class GroupCoordinatorShard:
         self.image = image
         for row in GROUP_TYPES:
             of_type = [g for g in self.groups.values() if g.group_type == row.name]
-            row.rules(self).on_metadata(of_type)
+            getattr(self, row.name).on_metadata(of_type)
         self._finish_turn()
         return self._result([])
 
@@ -368,7 +354,7 @@ class GroupCoordinatorShard:
     @staticmethod
     def departed_members(records: list[Record]) -> list[tuple[str, str]]:
         """The (group, member) pairs whose membership ``records`` deleted: never woken again."""
-        from protocol.records import ConsumerGroupMemberMetadataKey
+        from protocol.consumer.records import ConsumerGroupMemberMetadataKey
 
         return [
             (r.key.group_id, r.key.member_id)
@@ -383,8 +369,7 @@ class GroupCoordinatorShard:
         a loader that builds the groups it can in bulk (``add(key, blob)``, ``add_all(keys,
         blobs)``, ``finish()``), and for each record whether that loader takes it; the rest
         go through ``replay`` one by one. The result equals replaying them all in order."""
-        from protocol.consumer.bulk_load import BulkGroups, eligible_groups
-        from protocol.records import CONSUMER_GROUP_TYPES
+        from protocol.consumer.bulk_load import CONSUMER_GROUP_TYPES, BulkGroups, eligible_groups
 
         bulk = BulkGroups(
             self.groups, self.timers, self.consumer.sessions.session_timeout_ms, self.now_ms

@@ -8,9 +8,9 @@ differs is noticed (``ConnectGroupRules.on_metadata``).
 from __future__ import annotations
 
 from protocol.connect.group import ConnectGroup
+from protocol.connect.records import ConnectGroupMetadataValue, ConnectorEntry
 from protocol.connect.target import Targets, compute_server_targets
 from protocol.modern.epochs import EpochTurn
-from protocol.records import ConnectGroupMetadataValue, ConnectorEntry
 
 
 class ConnectEpochs(EpochTurn):

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from protocol import messages as m
+from protocol.classic.records import GroupMetadataKey
 from protocol.connect import units as u
 from protocol.connect.changes import apply_request, assignment_changed, bump_reason, only_asks
 from protocol.connect.client_assignment import ConnectClientAssignment
@@ -27,6 +28,7 @@ from protocol.connect.member import (
     ConnectWorkerMember,
 )
 from protocol.connect.reconciler import reconcile
+from protocol.connect.records import ConnectGroupMetadataKey
 from protocol.connect.sessions import WorkerTimers
 from protocol.connect.timers import (
     AssignmentDeadline,
@@ -37,11 +39,7 @@ from protocol.connect.validation import validate_heartbeat
 from protocol.context import ShardContext
 from protocol.errors import CoordinatorError, Errors
 from protocol.modern.rules import ModernRules
-from protocol.records import (
-    ConnectGroupMetadataKey,
-    GroupMetadataKey,
-    Record,
-)
+from protocol.records import Record
 
 
 class ConnectGroupRules(ModernRules):

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from protocol.connect.group import ConnectGroup
 from protocol.connect.member import ConnectWorkerMember
+from protocol.connect.records import ConnectGroupTargetAssignmentMetadataKey
 from protocol.connect.target import next_scheduled_rebalance_ms
 from protocol.connect.timers import ScheduledRebalance, WorkerRevocationDeadline, WorkerSession
 from protocol.modern.sessions import Fence, MemberDeadlines
-from protocol.records import ConnectGroupTargetAssignmentMetadataKey, Record
+from protocol.records import Record
 
 __all__ = ["Fence", "WorkerTimers"]
 

@@ -17,11 +17,9 @@ from assignors.client.interfaces import ConnectGroupMember as AssignorMember
 from assignors.connect import MAX_VERSION, IncrementalCooperativeAssignor, remaining_delay_ms
 from protocol.connect import units as u
 from protocol.connect.group import NO_TARGET, ConnectGroup
+from protocol.connect.records import ConnectGroupTargetAssignmentMemberValue
 from protocol.modern.target import target_records as modern_target_records
-from protocol.records import (
-    ConnectGroupTargetAssignmentMemberValue,
-    Record,
-)
+from protocol.records import Record
 
 Targets = dict[str, ConnectGroupTargetAssignmentMemberValue]
 

@@ -28,18 +28,17 @@ from operator import attrgetter, itemgetter
 from protocol.codec import decode_key, decode_values
 from protocol.consumer.group import ConsumerGroup
 from protocol.consumer.member import ConsumerGroupMember, MemberState
-from protocol.consumer.timers import MemberSession, RevocationDeadline
-from protocol.records import (
-    CONNECT_GROUP_TYPES,
-    CONSUMER_GROUP_TYPES,
+from protocol.consumer.records import (
+    SCHEMAS,
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupMemberMetadataKey,
     ConsumerGroupMetadataKey,
     ConsumerGroupPartitionMetadataKey,
     ConsumerGroupTargetAssignmentMemberKey,
     ConsumerGroupTargetAssignmentMetadataKey,
-    GroupMetadataKey,
 )
+from protocol.consumer.timers import MemberSession, RevocationDeadline
+from protocol.records import GroupRebalanceHistoryKey
 from protocol.timers import Timers
 
 _META = ConsumerGroupMetadataKey.TYPE
@@ -49,8 +48,11 @@ _TARGET_META = ConsumerGroupTargetAssignmentMetadataKey.TYPE
 _TARGET = ConsumerGroupTargetAssignmentMemberKey.TYPE
 _CURRENT = ConsumerGroupCurrentMemberAssignmentKey.TYPE
 _UNREVOKED = int(MemberState.UNREVOKED_PARTITIONS)
-# Record types of the other group kinds: a group id they use is not a plain consumer group.
-_OTHER_GROUP_TYPES = frozenset({GroupMetadataKey.TYPE, *CONNECT_GROUP_TYPES})
+# The record types of a consumer group, and the one record type besides them that may name a
+# plain consumer group (its rebalance history); any other type naming a group id means that id
+# is not a plain consumer group's (another type's records, or a protocol conversion's).
+CONSUMER_GROUP_TYPES = frozenset(k.TYPE for k in SCHEMAS)
+_HISTORY = GroupRebalanceHistoryKey.TYPE
 # (record type, key identity length) of well-formed consumer-group keys
 _KEY_SHAPES = frozenset(
     {(_META, 2), (_PARTITION_META, 2), (_TARGET_META, 2), (_MEMBER, 3), (_TARGET, 3), (_CURRENT, 3)}
@@ -89,8 +91,9 @@ def eligible_groups(keys: list[tuple], blobs: list[bytes | None], taken: Iterabl
             for key, blob in zip(keys, blobs, strict=True)
             if blob is None and key[0] in CONSUMER_GROUP_TYPES
         )
-    if not _OTHER_GROUP_TYPES.isdisjoint(map(_TYPE_OF, keys)):
-        ids.difference_update(key[1] for key in keys if key[0] in _OTHER_GROUP_TYPES)
+    others = set(map(_TYPE_OF, keys)) - CONSUMER_GROUP_TYPES - {_HISTORY}
+    if others:
+        ids.difference_update(key[1] for key in keys if key[0] in others)
     if len(set(mine)) != len(mine):  # a key twice: not compacted, replay those groups in order
         seen: set[tuple] = set()
         ids.difference_update(key[1] for key in mine if key in seen or seen.add(key))

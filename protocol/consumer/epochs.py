@@ -4,14 +4,14 @@ subscribed topics' metadata when it changed, and the target is the server assign
 from __future__ import annotations
 
 from protocol.consumer.group import ConsumerGroup
-from protocol.consumer.target_assignment import Targets, compute_target
-from protocol.modern.epochs import EpochTurn as ModernEpochTurn
-from protocol.records import (
+from protocol.consumer.records import (
     ConsumerGroupMetadataValue,
     ConsumerGroupPartitionMetadataKey,
     ConsumerGroupPartitionMetadataValue,
-    Record,
 )
+from protocol.consumer.target_assignment import Targets, compute_target
+from protocol.modern.epochs import EpochTurn as ModernEpochTurn
+from protocol.records import Record
 
 
 class EpochTurn(ModernEpochTurn):

@@ -46,9 +46,7 @@ from protocol.consumer.wake_ups import WakeUps
 from protocol.context import ShardContext
 from protocol.errors import CoordinatorError, Errors
 from protocol.modern.rules import ModernRules
-from protocol.records import (
-    Record,
-)
+from protocol.records import Record
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from protocol.metadata import MetadataImage
 from protocol.modern.target import target_records
 
 __all__ = ["Targets", "assignment_spec", "compute_target", "target_records"]
-from protocol.records import (
+from protocol.consumer.records import (
     ConsumerGroupMemberMetadataValue,
     ConsumerGroupTargetAssignmentMemberValue,
 )

@@ -27,13 +27,13 @@ from protocol.classic.consumer_protocol import (
 from protocol.consumer.group import ConsumerGroup
 from protocol.consumer.member import STATIC_LEAVE_EPOCH, ConsumerGroupMember
 from protocol.consumer.reconciler import reconcile
-from protocol.errors import CoordinatorError, Errors
-from protocol.migration import classic_in_modern as cim
-from protocol.records import (
+from protocol.consumer.records import (
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupMemberMetadataKey,
-    PartitionMap,
 )
+from protocol.errors import CoordinatorError, Errors
+from protocol.migration import classic_in_modern as cim
+from protocol.records import PartitionMap
 
 # Per-member phase of a classic member, as seed 002 names it ("C (CompletingRebalance)").
 PREPARING_REBALANCE = "preparing_rebalance"

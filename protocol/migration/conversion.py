@@ -27,15 +27,10 @@ from protocol.classic.consumer_protocol import (
     encode_assignment,
 )
 from protocol.classic.group import ClassicGroup, ClassicMember
+from protocol.classic.records import GroupMetadataKey
 from protocol.consumer.group import ConsumerGroup, group_tombstones
 from protocol.consumer.member import ConsumerGroupMember, MemberState
-from protocol.migration.conversion_driver import (
-    POLICIES,
-    ConversionDriver,
-    ConvertedMember,
-    classic_member_metadata,
-)
-from protocol.records import (
+from protocol.consumer.records import (
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataKey,
@@ -48,10 +43,14 @@ from protocol.records import (
     ConsumerGroupTargetAssignmentMemberValue,
     ConsumerGroupTargetAssignmentMetadataKey,
     ConsumerGroupTargetAssignmentMetadataValue,
-    GroupMetadataKey,
-    PartitionMap,
-    Record,
 )
+from protocol.migration.conversion_driver import (
+    POLICIES,
+    ConversionDriver,
+    ConvertedMember,
+    classic_member_metadata,
+)
+from protocol.records import PartitionMap, Record
 
 
 class Migration(ConversionDriver[ConsumerGroup]):

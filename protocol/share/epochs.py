@@ -11,8 +11,8 @@ from __future__ import annotations
 from assignors.share import assign_simple
 from protocol.modern.epochs import EpochTurn
 from protocol.modern.target import Targets
-from protocol.records import ShareGroupMetadataValue, ShareGroupTargetAssignmentMemberValue
 from protocol.share.group import GROUP_TYPE, ShareGroup
+from protocol.share.records import ShareGroupMetadataValue, ShareGroupTargetAssignmentMemberValue
 
 
 class ShareEpochs(EpochTurn):

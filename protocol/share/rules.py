@@ -16,12 +16,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from protocol import messages as m
+from protocol.classic.records import GroupMetadataKey
 from protocol.context import ShardContext
 from protocol.errors import CoordinatorError, Errors, invalid_request
 from protocol.modern.member import STABLE
 from protocol.modern.rules import ModernRules
 from protocol.partitions import to_wire
-from protocol.records import GroupMetadataKey, Record
+from protocol.records import Record
 from protocol.share.describe import describe_groups
 from protocol.share.epochs import ShareEpochs
 from protocol.share.fetch import SharePartitions

@@ -335,8 +335,9 @@ def _classic_shard():
         encode_assignment,
         encode_subscription,
     )
+    from protocol.classic.records import GroupMemberMetadata, GroupMetadataKey, GroupMetadataValue
     from protocol.metadata import MetadataImage, TopicMetadata
-    from protocol.records import GroupMemberMetadata, GroupMetadataKey, GroupMetadataValue, Record
+    from protocol.records import Record
     from protocol.shard import GroupCoordinatorShard
 
     shard = GroupCoordinatorShard(metadata=MetadataImage([TopicMetadata("foo-id", "foo", 3)]))

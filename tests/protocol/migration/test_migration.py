@@ -18,16 +18,10 @@ from protocol.classic.consumer_protocol import (
     encode_subscription,
 )
 from protocol.classic.group import ClassicGroup
+from protocol.classic.records import GroupMemberMetadata, GroupMetadataKey, GroupMetadataValue
 from protocol.consumer.group import ConsumerGroup
 from protocol.errors import Errors
-from protocol.records import (
-    GroupMemberMetadata,
-    GroupMetadataKey,
-    GroupMetadataValue,
-    OffsetCommitKey,
-    OffsetCommitValue,
-    Record,
-)
+from protocol.records import OffsetCommitKey, OffsetCommitValue, Record
 from protocol.shard import GroupCoordinatorShard
 from tests.protocol.driver import Member, image, snapshot
 

@@ -1,4 +1,5 @@
-"""What a share group answers to the requests of other group types, as Kafka 4.2 does.
+"""The share group type (KIP-932) as one row of the group-type table, and what a share group
+answers to the requests of other group types, as Kafka 4.2 does.
 
 A group id belongs to the type of its first member. To a share group: OffsetCommit,
 OffsetFetch and OffsetDelete are GROUP_ID_NOT_FOUND (``ShareGroup.validateOffset*``: "not a
@@ -13,6 +14,13 @@ from __future__ import annotations
 from typing import Any, NoReturn
 
 from protocol.errors import CoordinatorError, Errors
+from protocol.group_row import GroupType
+from protocol.share import group as share_group
+from protocol.share import records
+from protocol.share.describe import describe_as_classic
+from protocol.share.group import ShareGroup
+from protocol.share.rules import ShareGroupRules
+from protocol.share.timers import ShareTimer
 
 
 def refuse_offsets(group: Any, _req: Any = None) -> NoReturn:
@@ -38,3 +46,32 @@ class ClassicRequestsRefused:
         )
 
     sync = heartbeat = leave = _unknown
+
+
+_CLASSIC_HOST = ClassicRequestsRefused()
+
+
+def _never(_group: Any) -> bool:
+    return False
+
+
+ROW = GroupType(
+    name="share",
+    metrics_label="share",
+    group_class=ShareGroup,
+    states=share_group.STATES,
+    record_schemas=records.SCHEMAS,
+    timer_key=ShareTimer,
+    rules=ShareGroupRules,
+    replayer=lambda shard: shard.share.replay,
+    validate_offset_commit=refuse_offsets,
+    check_offset_fetch=refuse_offsets,
+    offsets_deletable=refuse_offsets,  # OffsetDelete: GROUP_ID_NOT_FOUND, as Kafka
+    may_expire_offsets=_never,  # share groups have no offset expiry
+    is_empty=lambda g: not g.members,
+    tombstones=share_group.group_tombstones,
+    subscribed_topics=lambda g, image, strict: g.subscribed_topic_names(),
+    describe_classic=lambda shard, g, history: describe_as_classic(g, history),
+    list_protocol_type=lambda g: "share",
+    classic_host=lambda shard: _CLASSIC_HOST,
+)

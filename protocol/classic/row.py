@@ -1,9 +1,9 @@
-"""A classic group's answers to the lifecycle questions every group type answers.
+"""The classic group type (JoinGroup/SyncGroup, seed 003) as one row of the group-type table,
+and a classic group's answers to the lifecycle questions every group type answers.
 
 May an offset commit land, is the group empty, which records delete it, which topics its
-offsets may not expire for: the classic row of the group-type table
-(``protocol/group_types.py``) points here, so the offsets rules and DeleteGroups ask the row
-instead of asking "is this group classic?".
+offsets may not expire for, how DescribeGroups shows it: the offsets rules, DeleteGroups and
+DescribeGroups ask the row instead of asking "is this group classic?".
 
 A classic group's subscriptions live in its members' protocol bytes, readable only for the
 "consumer" embedded protocol (``consumer_protocol``); the rules below say what happens when
@@ -14,11 +14,17 @@ from __future__ import annotations
 
 from protocol import messages as m
 from protocol.classic import group as cg
+from protocol.classic import records
 from protocol.classic.consumer_protocol import PROTOCOL_TYPE
 from protocol.classic.group import ClassicGroup
+from protocol.classic.records import GroupMetadataKey
+from protocol.classic.rules import ClassicGroupRules
+from protocol.classic.states import ClassicGroupState
 from protocol.classic.subscriptions import subscribed_topic_names
+from protocol.classic.timers import ClassicTimer
+from protocol.group_row import GroupType
 from protocol.offsets.commit_checks import validate_classic_commit
-from protocol.records import GroupMetadataKey, Record
+from protocol.records import Record
 
 
 def validate_offset_commit(group: ClassicGroup, req: m.OffsetCommitRequest) -> None:
@@ -66,3 +72,52 @@ def may_expire_offsets(group: ClassicGroup) -> bool:
 def offsets_empty_since_ms(group: ClassicGroup) -> int | None:
     """An EMPTY group's offsets age from when it became empty (if later than the commit)."""
     return group.state_timestamp_ms if group.state == cg.EMPTY else None
+
+
+def describe_classic_group(
+    group: ClassicGroup, history: list[m.RebalanceCause]
+) -> m.DescribeGroupsResponseGroup:
+    """The DescribeGroups entry of ``group``, with why it rebalanced (``history``)."""
+    return m.DescribeGroupsResponseGroup(
+        group_id=group.group_id,
+        group_state=group.state,
+        protocol_type=group.protocol_type or "",
+        protocol_data=group.protocol_name or "",
+        members=[
+            m.DescribedGroupMember(
+                member_id=mem.member_id,
+                group_instance_id=mem.group_instance_id,
+                client_id=mem.client_id,
+                client_host=mem.client_host,
+                member_metadata=mem.metadata_for(group.protocol_name),
+                member_assignment=mem.assignment,
+            )
+            for mem in group.members.values()
+        ],
+        generation_id=group.generation_id,
+        leader=group.leader_id or "",
+        rebalance_history=history,
+    )
+
+
+ROW = GroupType(
+    name="classic",
+    metrics_label="generic",  # seed 000's tag (Kafka 4 renamed it classic)
+    group_class=ClassicGroup,
+    states=tuple(s.value for s in ClassicGroupState),
+    record_schemas=records.SCHEMAS,
+    timer_key=ClassicTimer,
+    rules=ClassicGroupRules,
+    replayer=lambda shard: shard.classic.replay,
+    validate_offset_commit=validate_offset_commit,
+    is_empty=is_empty,
+    is_dead=is_dead,
+    tombstones=tombstones,
+    offsets_deletable=offsets_deletable,
+    subscribed_topics=lambda g, image, strict: subscribed_topics(g, strict),
+    may_expire_offsets=may_expire_offsets,
+    offsets_empty_since_ms=offsets_empty_since_ms,
+    describe_classic=lambda shard, g, history: describe_classic_group(g, history),
+    list_protocol_type=lambda g: g.protocol_type or "",
+    classic_host=lambda shard: None,
+)
