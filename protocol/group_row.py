@@ -41,6 +41,34 @@ def _not_since(_group: Group) -> int | None:
     return None
 
 
+def summarize_modern(group: Group) -> dict:
+    """A KIP-848-style group's summary: state, epochs and member counts, cheap enough to poll
+    for a group of 10,000 members (``GroupType.summarize``)."""
+    at_epoch = sum(1 for mm in group.members.values() if mm.member_epoch == group.group_epoch)
+    return {
+        "state": group.state,
+        "group_epoch": group.group_epoch,
+        "assignment_epoch": group.assignment_epoch,
+        "members": len(group.members),
+        "members_at_group_epoch": at_epoch,
+    }
+
+
+@dataclass(frozen=True)
+class WakeUps:
+    """A type whose members' clients the runtime may wake (``actors/runtime/wakers.py``): its
+    rules keep ``wake_ups`` (``take(groups)``: whom the events since the last call gave a
+    reason to heartbeat now, issue 11)."""
+
+    request: type  # the heartbeat whose sender may be woken
+    member_key: type  # the record whose tombstone ends a membership: never woken again
+
+
+# (shard, compacted keys, their encoded values) -> a bulk loader (``add(key, blob)``,
+# ``add_all(keys, blobs)``, ``finish()``) and, per record, whether it takes it.
+BulkLoad = Callable[[Any, list[tuple], list[bytes | None]], tuple[Any, list[bool]]]
+
+
 @dataclass(frozen=True)
 class GroupType:
     """One group type: what the shard, the offsets rules and the tools ask of its groups.
@@ -83,6 +111,17 @@ class GroupType:
     # names, for the other rules to reach (the online migrations of a type and its classic
     # members).
     helpers: tuple[tuple[str, Callable[[Shard], Any]], ...] = ()
+    # The heartbeat a turn takes in two steps, ``rules.admit(req)`` (a reply, or the admitted
+    # heartbeat: ``request``, ``group_id``, ``member_id``) and, once every admitted
+    # heartbeat's epoch bump and target are settled, ``rules.complete(admitted)``: a turn's
+    # heartbeats share one epoch bump and one target computation per group. None: its
+    # requests are dispatched one by one through the API table.
+    heartbeat: type | None = None
+    wake_ups: WakeUps | None = None
+    # Loading its groups from compacted records at once instead of one replay per record.
+    bulk_load: BulkLoad | None = None
+    # State, epochs and member counts of one group (``OffsetsPartition.summarize``).
+    summarize: Callable[[Group], dict] = summarize_modern
     check_offset_fetch: Callable[[Group, m.OffsetFetchRequest], None] = _no_fetch_check
     is_dead: Callable[[Group], bool] = _never
     offsets_deletable: Callable[[Group], bool] = _always

@@ -19,13 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from protocol import messages as m
-from protocol.api import api_of, error_response
-from protocol.classic.group import ClassicGroup
+from protocol.api import APIS, api_of, error_response
 from protocol.config import CoordinatorConfig, GroupConfig
-from protocol.connect.group import ConnectGroup
-from protocol.consumer.group import ConsumerGroup
 from protocol.consumer.records import ConsumerGroupMetadataKey
-from protocol.consumer.rules import Admitted
 from protocol.errors import CoordinatorError, Errors
 from protocol.group_types import GROUP_TYPES, type_of
 from protocol.history import RebalanceHistory
@@ -79,7 +75,7 @@ class GroupCoordinatorShard:
         self.image = metadata or MetadataImage()
         self.now_ms = now_ms
         self.timers = Timers()
-        self.groups: dict[str, ConsumerGroup | ClassicGroup | ConnectGroup] = {}
+        self.groups: dict[str, Any] = {}  # group id -> its group, of any row's class
         self._group_configs: dict[str, GroupConfig] = {}
         self._rng = random.Random(seed)
         self._records: list[Record] = []
@@ -113,6 +109,14 @@ class GroupCoordinatorShard:
             turn for row in GROUP_TYPES
             if (turn := getattr(getattr(self, row.name), "epoch_turn", None)) is not None
         )
+        # heartbeat type -> (its rules, its reply type): the heartbeats a turn admits first and
+        # completes once the turn's epoch bumps are settled (``_handle_batch``).
+        self._batched = {
+            row.heartbeat: (getattr(self, row.name), APIS[row.heartbeat].response)
+            for row in GROUP_TYPES
+            if row.heartbeat is not None
+        }
+        self._waking = tuple(getattr(self, row.name) for row in GROUP_TYPES if row.wake_ups)
 
     # ------------------------------------------------------------------ public API
 
@@ -140,21 +144,27 @@ class GroupCoordinatorShard:
             self._checked = ()
 
     def _handle_batch(self, requests: list[object]) -> CoordinatorResult:
+        """A row's heartbeats are admitted as they come and completed together, once the epoch
+        bumps they caused are settled; any other request is dispatched alone, after the
+        heartbeats before it are completed. A member heard twice in a turn has its first
+        heartbeat completed before its second is admitted."""
         replies: list[object | None] = [None] * len(requests)
-        admitted: list[tuple[int, Admitted]] = []
+        admitted: list[tuple[int, Any, Any]] = []  # (index, admitted heartbeat, its rules)
         in_turn: set[tuple[str, str]] = set()
         for i, req in enumerate(requests):
-            if isinstance(req, m.ConsumerGroupHeartbeatRequest):
+            batched = self._batched.get(type(req))
+            if batched is not None:
+                rules, reply_type = batched
                 member_key = _member_key(req)
                 if member_key is not None and member_key in in_turn:
                     self._complete(admitted, replies)  # same member twice: finish the first
                     in_turn.clear()
-                outcome = self._guard(req, self.consumer.admit, req)
-                if isinstance(outcome, Admitted):
-                    admitted.append((i, outcome))
-                    in_turn.add((outcome.group_id, outcome.member_id))
-                else:
+                outcome = self._guard(req, rules.admit, req)
+                if isinstance(outcome, reply_type):
                     replies[i] = outcome
+                else:
+                    admitted.append((i, outcome, rules))
+                    in_turn.add((outcome.group_id, outcome.member_id))
             else:
                 self._complete(admitted, replies)
                 in_turn.clear()
@@ -197,10 +207,11 @@ class GroupCoordinatorShard:
 
     def take_wake_ups(self, decide: bool = True) -> list[tuple[str, str]]:
         """The (group, member) pairs the events since the last call gave a reason to heartbeat
-        now (``protocol/consumer/wake_ups.py``); a runtime that can reach clients wakes them
+        now (a row's ``wake_ups``); a runtime that can reach clients wakes them
         once the events' records are durable. ``decide=False`` only forgets the changes (no
         client could be woken): nothing is computed."""
-        taken = self.consumer.wake_ups.take(self.groups if decide else {})
+        groups = self.groups if decide else {}
+        taken = [pair for rules in self._waking for pair in rules.wake_ups.take(groups)]
         return taken if decide else []
 
     def replay_offsets(
@@ -239,13 +250,6 @@ class GroupCoordinatorShard:
         group = self.groups.get(group_id)
         return group if group is not None and group.group_type == group_type else None
 
-    def consumer_group(self, group_id: str) -> ConsumerGroup | None:
-        group = self.groups.get(group_id)  # group_of, inlined: every heartbeat asks
-        return group if group is not None and group.group_type == "consumer" else None
-
-    def classic_group(self, group_id: str) -> ClassicGroup | None:
-        return self.group_of(group_id, "classic")
-
     def classic_host(self, group):
         """Who answers a classic request to ``group`` (its row's ``classic_host``): None for
         a classic group; GROUP_ID_NOT_FOUND for a type that takes no classic requests."""
@@ -276,10 +280,10 @@ class GroupCoordinatorShard:
         completed, self._completed = self._completed, []
         return CoordinatorResult(None, answered + completed, records)
 
-    def _complete(self, admitted: list[tuple[int, Admitted]], replies: list[object | None]) -> None:
+    def _complete(self, admitted: list[tuple[int, Any, Any]], replies: list[object | None]) -> None:
         self._finish_turn()
-        for i, a in admitted:
-            replies[i] = self._guard(a.request, self.consumer.complete, a)
+        for i, a, rules in admitted:
+            replies[i] = self._guard(a.request, rules.complete, a)
         admitted.clear()
         self._finish_turn()
 
@@ -332,9 +336,8 @@ class GroupCoordinatorShard:
 
     def summarize(self, group_id: str) -> dict | None:
         """State, epochs and member counts of one group (None: no such group)."""
-        from protocol.consumer.describe import summarize_group
-
-        return summarize_group(self.groups.get(group_id))
+        group = self.groups.get(group_id)
+        return None if group is None else type_of(group).summarize(group)
 
     @staticmethod
     def epoch_bumps(records: list[Record]) -> int:
@@ -348,18 +351,16 @@ class GroupCoordinatorShard:
         return [
             (req.group_id, req.member_id)
             for req in requests
-            if type(req) is m.ConsumerGroupHeartbeatRequest and req.member_id
+            if type(req) in _WAKEABLE and req.member_id
         ]
 
     @staticmethod
     def departed_members(records: list[Record]) -> list[tuple[str, str]]:
         """The (group, member) pairs whose membership ``records`` deleted: never woken again."""
-        from protocol.consumer.records import ConsumerGroupMemberMetadataKey
-
         return [
-            (r.key.group_id, r.key.member_id)
+            (r.key.group_id, r.key.member_id)  # type: ignore[attr-defined]
             for r in records
-            if type(r.key) is ConsumerGroupMemberMetadataKey and r.value is None
+            if type(r.key) in _DEPARTED and r.value is None
         ]
 
     def bulk_loader(
@@ -367,18 +368,67 @@ class GroupCoordinatorShard:
     ) -> tuple[object, list[bool]]:
         """For a load of compacted records (``keys``, encoded ``blobs``; at most one per key):
         a loader that builds the groups it can in bulk (``add(key, blob)``, ``add_all(keys,
-        blobs)``, ``finish()``), and for each record whether that loader takes it; the rest
-        go through ``replay`` one by one. The result equals replaying them all in order."""
-        from protocol.consumer.bulk_load import CONSUMER_GROUP_TYPES, BulkGroups, eligible_groups
-
-        bulk = BulkGroups(
-            self.groups, self.timers, self.consumer.sessions.session_timeout_ms, self.now_ms
+        blobs)``, ``finish()``: each row's ``bulk_load``), and for each record whether that
+        loader takes it; the rest go through ``replay`` one by one. The result equals replaying
+        them all in order."""
+        return bulk_loaders(
+            [row.bulk_load(self, keys, blobs) for row in GROUP_TYPES if row.bulk_load], keys
         )
-        ids = eligible_groups(keys, blobs, self.groups)
-        return bulk, [key[0] in CONSUMER_GROUP_TYPES and key[1] in ids for key in keys]
+
+# The heartbeats whose senders may be woken, and the records that end a membership.
+_WAKEABLE = frozenset(row.wake_ups.request for row in GROUP_TYPES if row.wake_ups)
+_DEPARTED = frozenset(row.wake_ups.member_key for row in GROUP_TYPES if row.wake_ups)
 
 
-def _member_key(req: m.ConsumerGroupHeartbeatRequest) -> tuple[str, str] | None:
+def _member_key(req: Any) -> tuple[str, str] | None:
     """The (group, member) a heartbeat speaks for, when it names one (ids may be garbage)."""
     gid, mid = req.group_id, req.member_id
     return (gid, mid) if type(gid) is str and type(mid) is str and mid else None
+
+
+class _NoBulk:
+    """No row loads in bulk: every record is replayed one by one."""
+
+    def add(self, key: tuple, blob: bytes) -> None:
+        raise AssertionError("no row took this record")
+
+    def add_all(self, keys: list[tuple], blobs: list[bytes]) -> None:
+        assert not keys, "no row took these records"
+
+    def finish(self) -> None:
+        pass
+
+
+class _BulkLoaders:
+    """Several rows' bulk loaders as one: each record goes to the loader that took it."""
+
+    def __init__(self, loaders: list[Any], taker: dict[tuple, Any]) -> None:
+        self._loaders, self._taker = loaders, taker
+
+    def add(self, key: tuple, blob: bytes) -> None:
+        self._taker[key].add(key, blob)
+
+    def add_all(self, keys: list[tuple], blobs: list[bytes]) -> None:
+        for key, blob in zip(keys, blobs, strict=True):
+            self.add(key, blob)
+
+    def finish(self) -> None:
+        for loader in self._loaders:
+            loader.finish()
+
+
+def bulk_loaders(taken: list[tuple[Any, list[bool]]], keys: list[tuple]) -> tuple[Any, list[bool]]:
+    """The rows' (loader, which of ``keys`` it takes) as one; a single loader as it is (the
+    usual case: nothing to route), none as a loader that takes nothing."""
+    if not taken:
+        return _NoBulk(), [False] * len(keys)
+    if len(taken) == 1:
+        return taken[0]
+    flags = [False] * len(keys)
+    taker: dict[tuple, Any] = {}
+    for loader, takes in taken:
+        for i, key in enumerate(keys):
+            if takes[i]:
+                assert not flags[i], f"two rows load {key} in bulk"
+                flags[i], taker[key] = True, loader
+    return _BulkLoaders([loader for loader, _ in taken], taker), flags

@@ -28,7 +28,7 @@ class LoadRules:
     def replay(self, record: Record) -> None:
         key, value = record.key, record.value
         assert isinstance(key, GroupMetadataKey), key
-        group = self.ctx.classic_group(key.group_id)
+        group = self.ctx.group_of(key.group_id, "classic")
         if value is None:
             if group is not None:
                 del self.ctx.groups[key.group_id]

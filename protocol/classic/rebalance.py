@@ -187,7 +187,7 @@ class Rebalances:
     # ------------------------------------------------------------------ timers
 
     def on_timer(self, key: ClassicTimer) -> None:
-        group = self.ctx.classic_group(key.group_id)
+        group = self.ctx.group_of(key.group_id, "classic")
         if group is None:
             return
         if isinstance(key, JoinDeadline):

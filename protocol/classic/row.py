@@ -100,6 +100,16 @@ def describe_classic_group(
     )
 
 
+def summarize(group: ClassicGroup) -> dict:
+    """State, generation and member count (``GroupType.summarize``)."""
+    return {
+        "state": group.state,
+        "group_type": "classic",
+        "generation": group.generation_id,
+        "members": len(group.members),
+    }
+
+
 ROW = GroupType(
     name="classic",
     metrics_label="generic",  # seed 000's tag (Kafka 4 renamed it classic)
@@ -120,4 +130,5 @@ ROW = GroupType(
     describe_classic=lambda shard, g, history: describe_classic_group(g, history),
     list_protocol_type=lambda g: g.protocol_type or "",
     classic_host=lambda shard: None,
+    summarize=summarize,
 )

@@ -108,7 +108,7 @@ class ConnectGroupRules(ModernRules):
         group = self.ctx.groups.get(group_id)
         if group is None or group.group_type == GROUP_TYPE:
             return group
-        classic = self.ctx.classic_group(group_id)
+        classic = self.ctx.group_of(group_id, "classic")
         if join and classic is not None and not classic.members:
             return None
         if join and classic is not None:
@@ -144,7 +144,7 @@ class ConnectGroupRules(ModernRules):
         self.check_size(group)
         member = apply_request(ConnectWorkerMember(mid), req)
         self.check_client_assignors(group, member)
-        if self.ctx.classic_group(gid) is not None:  # an empty classic group: retire it
+        if self.ctx.group_of(gid, "classic") is not None:  # an empty classic group: retire it
             self.ctx.emit(Record(GroupMetadataKey(gid), None))
         self.emit_new_member(gid, member)
         self.epochs.mark(gid, "new worker joined", member)

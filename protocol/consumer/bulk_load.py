@@ -25,7 +25,6 @@ from collections.abc import Callable, Iterable
 from itertools import compress, groupby
 from operator import attrgetter, itemgetter
 
-from protocol.codec import decode_key, decode_values
 from protocol.consumer.group import ConsumerGroup
 from protocol.consumer.member import ConsumerGroupMember, MemberState
 from protocol.consumer.records import (
@@ -65,6 +64,26 @@ _MEMBER_RECORDS = frozenset({_MEMBER, _CURRENT})  # the records that create a me
 _SUBSCRIPTION = attrgetter("subscribed_topic_names", "subscribed_topic_regex")
 
 
+def bulk_loader(
+    shard, keys: list[tuple], blobs: list[bytes | None]
+) -> tuple[BulkGroups, list[bool]]:
+    """The consumer row's ``bulk_load``: a loader for the eligible groups among ``keys``, and
+    for each record whether it takes it (the rest are replayed one by one)."""
+    bulk = BulkGroups(
+        shard.groups, shard.timers, shard.consumer.sessions.session_timeout_ms, shard.now_ms
+    )
+    ids = eligible_groups(keys, blobs, shard.groups)
+    return bulk, [key[0] in CONSUMER_GROUP_TYPES and key[1] in ids for key in keys]
+
+
+def _codec():
+    """The codec, imported when a load runs: it reads the group-type table, whose consumer row
+    names this module, so importing it with this module would go round in a circle."""
+    from protocol import codec
+
+    return codec
+
+
 def eligible_groups(keys: list[tuple], blobs: list[bytes | None], taken: Iterable[str]) -> set[str]:
     """The group ids among ``keys`` (key identities, as ``split_records`` gives them) whose
     records can be loaded in bulk: consumer-group records only, no tombstone, no key twice,
@@ -82,7 +101,7 @@ def eligible_groups(keys: list[tuple], blobs: list[bytes | None], taken: Iterabl
         and set(map(type, map(_LAST, mine))) == {str}
     ):
         for key in mine:
-            decode_key(key)  # raises RecordDecodeError for the first bad one, naming the field
+            _codec().decode_key(key)  # RecordDecodeError for the first bad one, naming the field
     ids = set(map(_GROUP_ID, mine))
     ids.difference_update(taken)
     if None in blobs:
@@ -220,7 +239,7 @@ def _by_type(keys: list[tuple], blobs: list[bytes]) -> dict[int, tuple[list, lis
             at = where[kind] = []
         at.append(i)
     return {
-        kind: (_take(keys, at), decode_values(kind, _take(blobs, at)))
+        kind: (_take(keys, at), _codec().decode_values(kind, _take(blobs, at)))
         for kind, at in where.items()
     }
 

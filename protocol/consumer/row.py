@@ -8,11 +8,12 @@ from functools import partial
 from protocol import messages as m
 from protocol.consumer import group as consumer_group
 from protocol.consumer import records
+from protocol.consumer.bulk_load import bulk_loader
 from protocol.consumer.group import ConsumerGroup
-from protocol.consumer.records import ConsumerGroupMetadataKey
+from protocol.consumer.records import ConsumerGroupMemberMetadataKey, ConsumerGroupMetadataKey
 from protocol.consumer.rules import ConsumerGroupRules
 from protocol.consumer.timers import ConsumerTimer
-from protocol.group_row import GroupType, Shard
+from protocol.group_row import GroupType, Shard, WakeUps
 from protocol.migration.classic_members import ClassicMembersOfConsumerGroup
 from protocol.migration.conversion import Migration
 from protocol.offsets.commit_checks import check_member_epoch, validate_consumer_commit
@@ -60,4 +61,7 @@ ROW = GroupType(
     describe_classic=lambda shard, g, history: shard.classic_members.describe(g, history),
     list_protocol_type=lambda g: "consumer",
     classic_host=lambda shard: shard.classic_members,
+    heartbeat=m.ConsumerGroupHeartbeatRequest,
+    wake_ups=WakeUps(m.ConsumerGroupHeartbeatRequest, ConsumerGroupMemberMetadataKey),
+    bulk_load=bulk_loader,
 )

@@ -88,7 +88,7 @@ class ConsumerGroupRules(ModernRules):
         validate_heartbeat(req, self.ctx.config)
         if req.member_epoch == JOIN_EPOCH:
             self.ctx.migration.before_consumer_heartbeat(req)  # a classic group converts first
-        group = self.ctx.consumer_group(req.group_id)
+        group = self.group_of(req.group_id)
         if group is None and req.group_id in self.ctx.groups:
             other = self.ctx.groups[req.group_id].group_type
             raise CoordinatorError(
@@ -245,7 +245,7 @@ class ConsumerGroupRules(ModernRules):
     # ---------------------------------------------------------------- step 3: complete
 
     def complete(self, a: Admitted) -> m.ConsumerGroupHeartbeatResponse:
-        group = self.ctx.consumer_group(a.group_id)
+        group = self.group_of(a.group_id)
         assert group is not None
         member = group.members[a.member_id]
         self.wake_ups.answered(a.group_id, a.member_id)

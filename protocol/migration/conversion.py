@@ -73,7 +73,7 @@ class Migration(ConversionDriver[ConsumerGroup]):
         consumer rules (GROUP_ID_NOT_FOUND) and changes nothing."""
         if type(req.group_id) is not str:
             return
-        group = self.ctx.classic_group(req.group_id)
+        group = self.ctx.group_of(req.group_id, "classic")
         if group is None:
             return
         if not group.members:
@@ -104,7 +104,7 @@ class Migration(ConversionDriver[ConsumerGroup]):
             ConsumerGroupTargetAssignmentMetadataKey(group_id),
             ConsumerGroupTargetAssignmentMetadataValue(epoch),
         )
-        consumer = self.ctx.consumer_group(group_id)
+        consumer = self.ctx.group_of(group_id, "consumer")
         assert consumer is not None
         entries = consumer.subscription_entries(self.ctx.image)
         yield Record(

@@ -69,7 +69,7 @@ class ShareGroupRules(ModernRules):
                 )
         elif member is None:
             self.check_size(group)
-            if self.ctx.classic_group(req.group_id) is not None:  # offsets only: retire it
+            if self.ctx.group_of(req.group_id, "classic") is not None:  # offsets only: retire
                 self.ctx.emit(Record(GroupMetadataKey(req.group_id), None))
             member = ShareGroupMember(req.member_id)
             self.emit_new_member(req.group_id, member)
@@ -90,7 +90,7 @@ class ShareGroupRules(ModernRules):
         group = self.ctx.groups.get(group_id)
         if group is None or group.group_type == GROUP_TYPE:
             return group
-        classic = self.ctx.classic_group(group_id)
+        classic = self.ctx.group_of(group_id, "classic")
         if create and classic is not None and not classic.members:
             return None
         raise CoordinatorError(
