@@ -122,6 +122,12 @@ class GroupType:
     bulk_load: BulkLoad | None = None
     # State, epochs and member counts of one group (``OffsetsPartition.summarize``).
     summarize: Callable[[Group], dict] = summarize_modern
+    # Its own metrics beside ``group_count`` (Kafka's per-type ``<type>-group-count`` by state
+    # and ``<type>-group-rebalance-rate/count``): the gauge counting its groups by state, and
+    # the name of the counter (``_count``) and rate (``_rate``) of its epoch bumps (its own
+    # record written with a value). None: none published.
+    state_gauge: str | None = None
+    rebalance_metric: str | None = None
     check_offset_fetch: Callable[[Group, m.OffsetFetchRequest], None] = _no_fetch_check
     is_dead: Callable[[Group], bool] = _never
     offsets_deletable: Callable[[Group], bool] = _always

@@ -21,9 +21,8 @@ from typing import Any
 from protocol import messages as m
 from protocol.api import APIS, api_of, error_response
 from protocol.config import CoordinatorConfig, GroupConfig
-from protocol.consumer.records import ConsumerGroupMetadataKey
 from protocol.errors import CoordinatorError, Errors
-from protocol.group_types import GROUP_TYPES, type_of
+from protocol.group_types import GROUP_TYPES, group_counts, type_of
 from protocol.history import RebalanceHistory
 from protocol.metadata import MetadataImage
 from protocol.offsets.rules import OffsetRules
@@ -324,15 +323,15 @@ class GroupCoordinatorShard:
     # ---- runtime hooks: what the runtime (actors/runtime) asks the shard instead of knowing
     # group types, their records or their requests itself.
 
-    def census(self) -> tuple[dict[str, int], dict[str, int]]:
-        """(groups per group type, consumer groups per state): the metrics' gauges."""
-        by_type: dict[str, int] = {}
-        consumer_by_state: dict[str, int] = {}
+    def census(self) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
+        """The metrics' gauges: groups per row's metrics label (every label, zeros too), and
+        for each row with a state gauge, its groups per state (every state of the row)."""
+        by_state = {row.state_gauge: dict.fromkeys(row.states, 0) for row in _STATE_GAUGED}
         for group in self.groups.values():
-            by_type[group.group_type] = by_type.get(group.group_type, 0) + 1
-            if group.group_type == "consumer":
-                consumer_by_state[group.state] = consumer_by_state.get(group.state, 0) + 1
-        return by_type, consumer_by_state
+            gauge = _STATE_GAUGE_OF.get(group.group_type)
+            if gauge is not None:
+                by_state[gauge][group.state] = by_state[gauge].get(group.state, 0) + 1
+        return group_counts(self.groups.values()), by_state
 
     def summarize(self, group_id: str) -> dict | None:
         """State, epochs and member counts of one group (None: no such group)."""
@@ -340,9 +339,14 @@ class GroupCoordinatorShard:
         return None if group is None else type_of(group).summarize(group)
 
     @staticmethod
-    def epoch_bumps(records: list[Record]) -> int:
-        """How many consumer group epoch bumps (rebalances, for the metrics) ``records`` hold."""
-        return sum(1 for r in records if type(r.key) is ConsumerGroupMetadataKey and r.value)
+    def epoch_bumps(records: list[Record]) -> dict[str, int]:
+        """How many epoch bumps (rebalances) ``records`` hold, per row's rebalance metric."""
+        bumps: dict[str, int] = {}
+        for r in records:
+            name = _REBALANCE_METRIC_OF.get(type(r.key))
+            if name is not None and r.value is not None:
+                bumps[name] = bumps.get(name, 0) + 1
+        return bumps
 
     @staticmethod
     def wakeable_members(requests: list[object]) -> list[tuple[str, str]]:
@@ -375,6 +379,13 @@ class GroupCoordinatorShard:
             [row.bulk_load(self, keys, blobs) for row in GROUP_TYPES if row.bulk_load], keys
         )
 
+# The rows with a state gauge (group type -> its name), and each row's own record whose value
+# is an epoch bump -> the name of its rebalance metric.
+_STATE_GAUGED = tuple(row for row in GROUP_TYPES if row.state_gauge is not None)
+_STATE_GAUGE_OF = {row.name: row.state_gauge for row in _STATE_GAUGED}
+_REBALANCE_METRIC_OF = {
+    row.group_key: row.rebalance_metric for row in GROUP_TYPES if row.rebalance_metric
+}
 # The heartbeats whose senders may be woken, and the records that end a membership.
 _WAKEABLE = frozenset(row.wake_ups.request for row in GROUP_TYPES if row.wake_ups)
 _DEPARTED = frozenset(row.wake_ups.member_key for row in GROUP_TYPES if row.wake_ups)

@@ -64,4 +64,6 @@ ROW = GroupType(
     heartbeat=m.ConsumerGroupHeartbeatRequest,
     wake_ups=WakeUps(m.ConsumerGroupHeartbeatRequest, ConsumerGroupMemberMetadataKey),
     bulk_load=bulk_loader,
+    state_gauge="consumer_group_count",  # seed 000's names
+    rebalance_metric="consumer_group_rebalance",
 )
