@@ -14,7 +14,7 @@ which imports every package).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from protocol import messages as m
@@ -128,6 +128,15 @@ class GroupType:
     # record written with a value). None: none published.
     state_gauge: str | None = None
     rebalance_metric: str | None = None
+    # Its groups as rows of the export tables (``actors/tools/state_tables.py``, whose table
+    # name -> column builder it fills: ``add(**row)``, ``extend(**columns)``,
+    # ``extend_partitions(partitions, **fixed)``), given its groups in id order and the shard.
+    # None: each group's ``groups`` row alone, from what every group answers.
+    export: Callable[[list[Group], Shard, Mapping[str, Any]], None] | None = None
+    # Its own export tables beside the shared ones: name -> columns (name, type, nullable), the
+    # types being "string", "int32", "int64", "bool" (Arrow's, without the state tables'
+    # floor importing Arrow here).
+    export_tables: Mapping[str, tuple[tuple[str, str, bool], ...]] = field(default_factory=dict)
     check_offset_fetch: Callable[[Group, m.OffsetFetchRequest], None] = _no_fetch_check
     is_dead: Callable[[Group], bool] = _never
     offsets_deletable: Callable[[Group], bool] = _always

@@ -12,17 +12,26 @@ they cannot be read.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from protocol import messages as m
 from protocol.classic import group as cg
 from protocol.classic import records
-from protocol.classic.consumer_protocol import PROTOCOL_TYPE
-from protocol.classic.group import ClassicGroup
+from protocol.classic.consumer_protocol import (
+    PROTOCOL_TYPE,
+    ConsumerProtocolError,
+    decode_assignment,
+    decode_subscription,
+)
+from protocol.classic.group import ClassicGroup, ClassicMember
 from protocol.classic.records import GroupMetadataKey
 from protocol.classic.rules import ClassicGroupRules
 from protocol.classic.states import ClassicGroupState
 from protocol.classic.subscriptions import subscribed_topic_names
 from protocol.classic.timers import ClassicTimer
 from protocol.group_row import GroupType
+from protocol.metadata import MetadataImage
 from protocol.offsets.commit_checks import validate_classic_commit
 from protocol.records import Record
 
@@ -110,6 +119,64 @@ def summarize(group: ClassicGroup) -> dict:
     }
 
 
+def export(groups: list[ClassicGroup], shard: Any, tables: Mapping[str, Any]) -> None:
+    """Each group's export rows (``GroupType.export``). Its members' subscriptions and
+    assignments are opaque bytes, read only when the group speaks the consumer protocol; bytes
+    that do not decode give no subscribed topics and no assignment rows, never an error. The
+    leader's assignment is both the member's target and (as far as the coordinator knows)
+    what it owns."""
+    for group in groups:
+        _export_group(group, shard.image, tables)
+
+
+def _export_group(group: ClassicGroup, image: MetadataImage, tables: Mapping[str, Any]) -> None:
+    gid = group.group_id
+    tables["groups"].add(
+        group_id=gid, group_type="classic", protocol_type=group.protocol_type or "",
+        state=group.state, group_epoch=group.generation_id, assignment_epoch=-1,
+        assignor=group.protocol_name or "", member_count=len(group.members),
+    )
+    consumer = group.protocol_type == PROTOCOL_TYPE
+    for mid in sorted(group.members):
+        mem = group.members[mid]
+        topics, rack = _subscription(mem, group.protocol_name) if consumer else ([], None)
+        tables["members"].add(
+            group_id=gid, member_id=mid, instance_id=mem.group_instance_id, rack_id=rack,
+            client_id=mem.client_id or "", client_host=mem.client_host or "",
+            member_epoch=group.generation_id, state=_member_state(mem),
+            subscribed_topics=topics, subscribed_topic_regex=None, protocol="classic",
+        )
+        for topic, ps in _assignment(mem) if consumer else ():
+            t = image.topic_by_name(topic)
+            row = {"group_id": gid, "member_id": mid, "topic_id": t.topic_id if t else "",
+                   "topic_name": topic}
+            tables["target_assignment"].extend_partitions(ps, **row)
+            tables["current_assignment"].extend_partitions(ps, **row, pending_revocation=False)
+
+
+def _member_state(mem: ClassicMember) -> str:
+    if mem.awaiting_join is not None:
+        return "awaiting_join"
+    if mem.awaiting_sync is not None:
+        return "awaiting_sync"
+    return "stable"
+
+
+def _subscription(mem: ClassicMember, protocol: str | None) -> tuple[list[str], str | None]:
+    try:
+        s = decode_subscription(mem.metadata_for(protocol))
+    except ConsumerProtocolError:
+        return [], None
+    return sorted(s.topics), s.rack_id
+
+
+def _assignment(mem: ClassicMember) -> list[tuple[str, list[int]]]:
+    try:
+        return sorted(decode_assignment(mem.assignment).assigned_partitions)
+    except ConsumerProtocolError:
+        return []
+
+
 ROW = GroupType(
     name="classic",
     metrics_label="generic",  # seed 000's tag (Kafka 4 renamed it classic)
@@ -131,4 +198,5 @@ ROW = GroupType(
     list_protocol_type=lambda g: g.protocol_type or "",
     classic_host=lambda shard: None,
     summarize=summarize,
+    export=export,
 )

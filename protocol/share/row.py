@@ -11,6 +11,7 @@ is GROUP_ID_NOT_FOUND (their rules refuse any other type's id).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, NoReturn
 
 from protocol.errors import CoordinatorError, Errors
@@ -19,6 +20,7 @@ from protocol.share import group as share_group
 from protocol.share import records
 from protocol.share.describe import describe_as_classic
 from protocol.share.group import ShareGroup
+from protocol.share.member import ShareMemberState
 from protocol.share.rules import ShareGroupRules
 from protocol.share.timers import ShareTimer
 
@@ -55,6 +57,44 @@ def _never(_group: Any) -> bool:
     return False
 
 
+_STATES = {int(s): s.label for s in ShareMemberState}
+
+
+def _export(groups: list[ShareGroup], shard: Any, tables: Mapping[str, Any]) -> None:
+    """The groups', members', target and current assignment rows in the shared tables (a share
+    member's current assignment is its target at its epoch; members may share a partition, so
+    two members may show the same partition)."""
+    def name_of(topic_id: str) -> str:
+        topic = shard.image.topic(topic_id)
+        return topic.name if topic is not None else ""
+
+    for group in groups:
+        gid = group.group_id
+        tables["groups"].add(
+            group_id=gid, group_type=group.group_type, protocol_type=group.protocol_type,
+            state=group.state, group_epoch=group.group_epoch,
+            assignment_epoch=group.assignment_epoch,
+            assignor=shard.config.default_share_assignor, member_count=len(group.members),
+        )
+        for mid, mem in sorted(group.members.items()):
+            tables["members"].add(
+                group_id=gid, member_id=mid, instance_id=None, rack_id=mem.rack_id,
+                client_id=mem.client_id or "", client_host=mem.client_host or "",
+                member_epoch=mem.member_epoch,
+                state=_STATES.get(mem.current.state, ShareMemberState.UNKNOWN.label),
+                subscribed_topics=list(mem.subscribed_topic_names),
+                subscribed_topic_regex=None, protocol="share",
+            )
+            for tid, ps in sorted(mem.current.assigned_partitions.items()):
+                tables["current_assignment"].extend_partitions(
+                    ps, group_id=gid, member_id=mid, topic_id=tid, topic_name=name_of(tid),
+                    pending_revocation=False)
+        for mid, target in sorted(group.target.items()):
+            for tid, ps in sorted(target.partitions.items()):
+                tables["target_assignment"].extend_partitions(
+                    ps, group_id=gid, member_id=mid, topic_id=tid, topic_name=name_of(tid))
+
+
 ROW = GroupType(
     name="share",
     metrics_label="share",
@@ -74,4 +114,5 @@ ROW = GroupType(
     describe_classic=lambda shard, g, history: describe_as_classic(g, history),
     list_protocol_type=lambda g: "share",
     classic_host=lambda shard: _CLASSIC_HOST,
+    export=_export,
 )
