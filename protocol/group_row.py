@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from protocol import messages as m
+from protocol.admin_view import AdminDescribe
 from protocol.metadata import MetadataImage
 from protocol.records import Record
 
@@ -95,8 +96,11 @@ class GroupType:
     rules: Callable[[Shard], Any]
     # shard -> the function that applies one of its records to that shard (bound once)
     replayer: Callable[[Shard], Callable[[Record], None]]
-    # Refuse the commit (CoordinatorError), or return the member bounding its partitions.
-    validate_offset_commit: Callable[[Group, m.OffsetCommitRequest], Any]
+    # Refuse the commit (CoordinatorError), or say which of its partitions may land: (topic id,
+    # partition) -> bool, the others refused with STALE_MEMBER_EPOCH; None: every one.
+    validate_offset_commit: Callable[
+        [Group, m.OffsetCommitRequest], Callable[[str, int], bool] | None
+    ]
     is_empty: Callable[[Group], bool]  # DeleteGroups deletes only an empty group
     tombstones: Callable[[Group], list[Record]]  # the records that delete it
     # Topics subscribed by its members; ``strict``: None unless every subscription is known.
@@ -107,6 +111,7 @@ class GroupType:
     # members mid-migration); returns None for the classic rules themselves. A row without
     # one: classic requests get GROUP_ID_NOT_FOUND ("not a classic group"), as in Kafka 4.
     classic_host: Callable[[Shard], Any] | None
+    admin: AdminDescribe  # how ``cohort groups --describe`` shows its groups
     # (attribute, shard -> object): what else the shard hosts for this type, under those
     # names, for the other rules to reach (the online migrations of a type and its classic
     # members).
@@ -142,6 +147,8 @@ class GroupType:
     offsets_deletable: Callable[[Group], bool] = _always
     may_expire_offsets: Callable[[Group], bool] = _always
     offsets_empty_since_ms: Callable[[Group], int | None] = _not_since
+    # Whether its groups commit offsets at all (an admin reset reads every group that does).
+    keeps_offsets: bool = True
 
     @property
     def record_keys(self) -> tuple[type, ...]:

@@ -33,6 +33,7 @@ __all__ = [
     "GROUP_TOMBSTONE_SCOPE",
     "GROUP_TYPES",
     "RECORD_SCHEMAS",
+    "SIMPLE_GROUPS",
     "GroupType",
     "group_counts",
     "type_of",
@@ -54,6 +55,12 @@ GROUP_TOMBSTONE_SCOPE: dict[int, frozenset[int]] = {
     for row in GROUP_TYPES
     if len(row.record_keys) > 1
 }
+
+
+# A group known only by its committed offsets (Kafka's "simple" group: a consumer committing
+# without group management) has no group object; the tools show it as Kafka does, an empty
+# group of this row.
+SIMPLE_GROUPS: GroupType = CLASSIC
 
 
 def type_of(group: Group) -> GroupType:

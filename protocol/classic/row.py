@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from protocol import messages as m
+from protocol.admin_view import AdminDescribe, GroupView, MemberView
 from protocol.classic import group as cg
 from protocol.classic import records
 from protocol.classic.consumer_protocol import (
@@ -30,15 +31,66 @@ from protocol.classic.rules import ClassicGroupRules
 from protocol.classic.states import ClassicGroupState
 from protocol.classic.subscriptions import subscribed_topic_names
 from protocol.classic.timers import ClassicTimer
+from protocol.connect.workers_view import workers_detail
+from protocol.errors import CoordinatorError, Errors
 from protocol.group_row import GroupType
 from protocol.metadata import MetadataImage
-from protocol.offsets.commit_checks import validate_classic_commit
 from protocol.records import Record
 
 
-def validate_offset_commit(group: ClassicGroup, req: m.OffsetCommitRequest) -> None:
-    """Kafka's ``ClassicGroup.validateOffsetCommit``: refuse, or let every partition land."""
-    validate_classic_commit(group.state, group, req)
+def validate_offset_commit(group: ClassicGroup | None, req: m.OffsetCommitRequest) -> None:
+    """Kafka's ``ClassicGroup.validateOffsetCommit``: refuse, or let every partition land.
+    ``group`` None: the simple group (offsets, no group object), an EMPTY group with no
+    members. DEAD: COORDINATOR_NOT_AVAILABLE; generation < 0 and EMPTY: simple commit; a member
+    id, instance id or generation >= 0: the member must exist (UNKNOWN_MEMBER_ID,
+    FENCED_INSTANCE_ID) at the group's generation (ILLEGAL_GENERATION); anonymous to a
+    non-empty group: UNKNOWN_MEMBER_ID; COMPLETING_REBALANCE: REBALANCE_IN_PROGRESS."""
+    validate_classic_commit(cg.EMPTY if group is None else group.state, group, req)
+
+
+def validate_classic_commit(
+    state: str, group: ClassicGroup | None, req: m.OffsetCommitRequest
+) -> None:
+    """Kafka's ``ClassicGroup.validateOffsetCommit``; ``group`` None is the simple group."""
+    generation = req.generation_id_or_member_epoch
+    if state == cg.DEAD:
+        raise CoordinatorError(Errors.COORDINATOR_NOT_AVAILABLE, f"Group {req.group_id} is dead.")
+    if generation < 0 and state == cg.EMPTY:
+        return
+    members = group.members if group is not None else {}
+    if generation >= 0 or req.member_id or req.group_instance_id is not None:
+        if req.group_instance_id is not None:
+            holder = group.static_members.get(req.group_instance_id) if group else None
+            if holder is None:
+                raise CoordinatorError(
+                    Errors.UNKNOWN_MEMBER_ID, f"Instance id {req.group_instance_id} is unknown."
+                )
+            if holder != req.member_id:
+                raise CoordinatorError(
+                    Errors.FENCED_INSTANCE_ID,
+                    f"Instance id {req.group_instance_id} belongs to member {holder}, "
+                    f"not {req.member_id}.",
+                )
+        elif req.member_id not in members:
+            raise CoordinatorError(
+                Errors.UNKNOWN_MEMBER_ID,
+                f"Member {req.member_id} is not a member of group {req.group_id}.",
+            )
+        current = group.generation_id if group is not None else 0
+        if generation != current:
+            raise CoordinatorError(
+                Errors.ILLEGAL_GENERATION,
+                f"Generation {generation} is not the group's generation {current}.",
+            )
+    else:
+        raise CoordinatorError(
+            Errors.UNKNOWN_MEMBER_ID,
+            f"Group {req.group_id} is not empty: a commit must name a member and generation.",
+        )
+    if state == cg.COMPLETING_REBALANCE:
+        raise CoordinatorError(
+            Errors.REBALANCE_IN_PROGRESS, f"Group {req.group_id} is completing a rebalance."
+        )
 
 
 def is_empty(group: ClassicGroup) -> bool:
@@ -177,6 +229,31 @@ def _assignment(mem: ClassicMember) -> list[tuple[str, list[int]]]:
         return []
 
 
+def _admin_view(d: m.DescribeGroupsResponseGroup) -> GroupView | None:
+    """A DescribeGroups entry as ``cohort groups --describe`` shows it (None: a dead group is
+    gone); a member's partitions are decoded when its group speaks the consumer protocol (a
+    classic group of Connect workers shows its workers instead: ``workers_view``)."""
+    if d.group_state == cg.DEAD:
+        return None
+    return GroupView(
+        d.group_state, d.protocol_data, d.generation_id, None,
+        [MemberView(mem.member_id, mem.group_instance_id, mem.client_host, mem.client_id,
+                    d.generation_id, _assigned(d.protocol_type, mem.member_assignment), None)
+         for mem in d.members],
+    )
+
+
+def _assigned(protocol_type: str, data: bytes) -> list[tuple[str, int]]:
+    """A classic member's partitions, when its group speaks the consumer protocol."""
+    if protocol_type != PROTOCOL_TYPE or not data:
+        return []
+    try:
+        assignment = decode_assignment(data)
+    except ConsumerProtocolError:
+        return []
+    return sorted((t, p) for t, ps in assignment.assigned_partitions for p in ps)
+
+
 ROW = GroupType(
     name="classic",
     metrics_label="generic",  # seed 000's tag (Kafka 4 renamed it classic)
@@ -197,6 +274,8 @@ ROW = GroupType(
     describe_classic=lambda shard, g, history: describe_classic_group(g, history),
     list_protocol_type=lambda g: g.protocol_type or "",
     classic_host=lambda shard: None,
+    admin=AdminDescribe(lambda gid: m.DescribeGroupsRequest(groups=[gid]), _admin_view,
+                        {"offsets": workers_detail, "members": workers_detail}),
     summarize=summarize,
     export=export,
 )

@@ -17,12 +17,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from protocol import messages as m
+from protocol.admin_view import AdminDescribe, GroupView, MemberView
 from protocol.connect import group as connect_group
 from protocol.connect import records
 from protocol.connect.group import ConnectGroup
 from protocol.connect.member import WorkerState
 from protocol.connect.rules import ConnectGroupRules
 from protocol.connect.timers import ConnectTimer
+from protocol.connect.workers_view import workers_detail
 from protocol.errors import CoordinatorError, Errors
 from protocol.group_row import GroupType
 from protocol.migration.connect_classic_members import ClassicWorkersOfConnectGroup
@@ -87,6 +89,21 @@ def _export_assignment(group: ConnectGroup, table: Any) -> None:
                       targeted=unit in targeted)
 
 
+def _units(work: m.ConnectorsAndTasks) -> list[tuple[str, int]]:
+    """A worker's connectors (task -1, Connect's sentinel for the connector itself) and tasks."""
+    return sorted([(c, -1) for c in work.connectors] + [(t.connector, t.task) for t in work.tasks])
+
+
+def _admin_view(d: m.ConnectDescribedGroup) -> GroupView:
+    """A ConnectGroupDescribe entry as ``cohort groups --describe --state`` shows it (the
+    offsets and members views show its workers: ``workers_view``)."""
+    return GroupView(
+        d.group_state, d.assignor_name, d.group_epoch, d.assignment_epoch,
+        [MemberView(w.member_id, w.instance_id, w.client_host, w.client_id, w.member_epoch,
+                    _units(w.assignment), _units(w.target_assignment)) for w in d.members],
+    )
+
+
 ROW = GroupType(
     name="connect",
     metrics_label="connect",
@@ -107,6 +124,9 @@ ROW = GroupType(
     describe_classic=lambda shard, g, history: shard.connect.describe_classic(g, history),
     list_protocol_type=lambda g: g.protocol_type or "",
     classic_host=lambda shard: shard.connect_classic_members,
+    admin=AdminDescribe(lambda gid: m.ConnectGroupDescribeRequest(group_ids=[gid]), _admin_view,
+                        {"offsets": workers_detail, "members": workers_detail}),
+    keeps_offsets=False,  # source offsets live in Connect's own topic
     export=_export,
     export_tables={ASSIGNMENT_TABLE: ASSIGNMENT_COLUMNS},
 )

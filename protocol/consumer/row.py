@@ -5,11 +5,12 @@ tables of ``actors/tools/state_tables.py``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
 from protocol import messages as m
+from protocol.admin_view import AdminDescribe, GroupView, MemberView, topic_partitions
 from protocol.classic.consumer_protocol import PROTOCOL_TYPE
 from protocol.config import CoordinatorConfig
 from protocol.consumer import group as consumer_group
@@ -17,15 +18,15 @@ from protocol.consumer import records
 from protocol.consumer.bulk_load import bulk_loader
 from protocol.consumer.describe import topic_name
 from protocol.consumer.group import ConsumerGroup
-from protocol.consumer.member import MemberState
+from protocol.consumer.member import ConsumerGroupMember, MemberState
 from protocol.consumer.records import ConsumerGroupMemberMetadataKey, ConsumerGroupMetadataKey
 from protocol.consumer.rules import ConsumerGroupRules
 from protocol.consumer.timers import ConsumerTimer
+from protocol.errors import CoordinatorError, Errors
 from protocol.group_row import GroupType, Shard, WakeUps
 from protocol.metadata import MetadataImage
 from protocol.migration.classic_members import ClassicMembersOfConsumerGroup
 from protocol.migration.conversion import Migration
-from protocol.offsets.commit_checks import check_member_epoch, validate_consumer_commit
 from protocol.records import Record
 
 
@@ -44,6 +45,57 @@ def _replay(shard: Shard, record: Record) -> None:
     before = group.members.get(getattr(key, "member_id", None) or "")
     group.replay(record)
     shard.consumer.after_replay(group, record, before)
+
+
+# ---------------------------------------------------------------- who may commit, fetch
+
+
+def validate_commit(
+    group: ConsumerGroup, req: m.OffsetCommitRequest
+) -> Callable[[str, int], bool] | None:
+    """Kafka's ``ConsumerGroup.validateOffsetCommit``: epoch < 0 and no members, a simple
+    commit (every partition may land); else the member must exist (UNKNOWN_MEMBER_ID) at its
+    epoch (STALE_MEMBER_EPOCH; ILLEGAL_GENERATION for a classic member inside the group), and
+    only the partitions it holds may land (the others: STALE_MEMBER_EPOCH, one by one)."""
+    member = validate_consumer_commit(group, req)
+    return None if member is None else partial(owns, member)
+
+
+def validate_consumer_commit(
+    group: ConsumerGroup, req: m.OffsetCommitRequest
+) -> ConsumerGroupMember | None:
+    if req.generation_id_or_member_epoch < 0 and not group.members:
+        return None  # a simple (admin) commit to an empty group
+    return check_member_epoch(group, req.member_id, req.generation_id_or_member_epoch)
+
+
+def check_member_epoch(group: ConsumerGroup, member_id: str, epoch: int) -> ConsumerGroupMember:
+    member = group.members.get(member_id)
+    if member is None:
+        raise CoordinatorError(
+            Errors.UNKNOWN_MEMBER_ID,
+            f"Member {member_id} is not a member of group {group.group_id}.",
+        )
+    if epoch != member.member_epoch:
+        if member.metadata.classic_member_metadata is not None:
+            raise CoordinatorError(
+                Errors.ILLEGAL_GENERATION,
+                f"The received generation id {epoch} does not match the expected member epoch "
+                f"{member.member_epoch}.",
+            )
+        raise CoordinatorError(
+            Errors.STALE_MEMBER_EPOCH,
+            f"The received member epoch {epoch} does not match the expected member epoch "
+            f"{member.member_epoch}.",
+        )
+    return member
+
+
+def owns(member: ConsumerGroupMember, topic_id: str, partition: int) -> bool:
+    """Assigned, or still held while being revoked (a member commits before it lets go)."""
+    return partition in member.assigned_partitions.get(topic_id, ()) or (
+        partition in member.partitions_pending_revocation.get(topic_id, ())
+    )
 
 
 def _check_fetch(group: ConsumerGroup, req: m.OffsetFetchRequest) -> None:
@@ -113,6 +165,20 @@ def _export_members(groups: list[ConsumerGroup], members_table: Any) -> None:
 
 _MEMBER_STATES = {int(s): s.label for s in MemberState}
 
+
+def _admin_view(d: m.DescribedGroup) -> GroupView:
+    """A ConsumerGroupDescribe entry as ``cohort groups --describe`` shows it."""
+    return GroupView(
+        d.group_state, d.assignor_name, d.group_epoch, d.assignment_epoch,
+        [
+            MemberView(mem.member_id, mem.instance_id, mem.client_host, mem.client_id,
+                       mem.member_epoch, topic_partitions(mem.assignment.topic_partitions),
+                       topic_partitions(mem.target_assignment.topic_partitions))
+            for mem in d.members
+        ],
+    )
+
+
 ROW = GroupType(
     name="consumer",
     metrics_label="consumer",
@@ -123,7 +189,7 @@ ROW = GroupType(
     rules=ConsumerGroupRules,
     helpers=(("classic_members", ClassicMembersOfConsumerGroup), ("migration", Migration)),
     replayer=lambda shard: partial(_replay, shard),
-    validate_offset_commit=validate_consumer_commit,
+    validate_offset_commit=validate_commit,
     check_offset_fetch=_check_fetch,
     is_empty=lambda g: not g.members,
     tombstones=consumer_group.group_tombstones,
@@ -131,6 +197,7 @@ ROW = GroupType(
     describe_classic=lambda shard, g, history: shard.classic_members.describe(g, history),
     list_protocol_type=lambda g: "consumer",
     classic_host=lambda shard: shard.classic_members,
+    admin=AdminDescribe(lambda gid: m.ConsumerGroupDescribeRequest(group_ids=[gid]), _admin_view),
     heartbeat=m.ConsumerGroupHeartbeatRequest,
     wake_ups=WakeUps(m.ConsumerGroupHeartbeatRequest, ConsumerGroupMemberMetadataKey),
     bulk_load=bulk_loader,

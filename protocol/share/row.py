@@ -14,6 +14,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NoReturn
 
+from protocol import messages as m
+from protocol.admin_view import (
+    AdminDescribe,
+    AdminPort,
+    Columns,
+    DetailTable,
+    GroupView,
+    MemberView,
+    missing_group,
+    refuse_for,
+    topic_partitions,
+)
 from protocol.errors import CoordinatorError, Errors
 from protocol.group_row import GroupType
 from protocol.share import group as share_group
@@ -23,6 +35,7 @@ from protocol.share.group import ShareGroup
 from protocol.share.member import ShareMemberState
 from protocol.share.rules import ShareGroupRules
 from protocol.share.timers import ShareTimer
+from protocol.wire.stream import SyntheticStream
 
 
 def refuse_offsets(group: Any, _req: Any = None) -> NoReturn:
@@ -95,6 +108,63 @@ def _export(groups: list[ShareGroup], shard: Any, tables: Mapping[str, Any]) -> 
                     ps, group_id=gid, member_id=mid, topic_id=tid, topic_name=name_of(tid))
 
 
+def _admin_view(d: m.ShareDescribedGroup) -> GroupView:
+    """A ShareGroupDescribe entry as ``cohort groups --describe`` shows it (members may share
+    partitions)."""
+    return GroupView(
+        d.group_state, d.assignor_name, d.group_epoch, d.assignment_epoch,
+        [MemberView(x.member_id, None, x.client_host, x.client_id, x.member_epoch,
+                    topic_partitions(x.assignment.topic_partitions), None) for x in d.members],
+    )
+
+
+# Kafka's kafka-share-groups.sh --describe --offsets, and the stream's end beside the start.
+SHARE_OFFSETS_COLUMNS: Columns = [
+    ("GROUP", "group"), ("TOPIC", "topic"), ("PARTITION", "partition"),
+    ("START-OFFSET", "start_offset"), ("IN-FLIGHT", "in_flight"),
+    ("LOG-END-OFFSET", "log_end_offset"), ("LAG", "lag"),
+]
+
+
+def offsets_detail(port: AdminPort, listed: m.ListedGroup, now_ms: int,
+                   log_end_offset: int | None = None) -> DetailTable:
+    """A share group's share-partitions in place of its offsets: start offset (every record
+    below it acknowledged, rejected or archived), in-flight records and lag (records from the
+    start to ``log_end_offset`` not yet done, by default the end of the gateway's default
+    stream now), as DescribeShareGroupOffsets gives them."""
+    gid = listed.group_id
+    if log_end_offset is None:
+        log_end_offset = SyntheticStream(0).end_offset(now_ms)
+    d = port.call(m.ShareGroupDescribeRequest(group_ids=[gid])).groups[0]
+    if d.error_code == Errors.GROUP_ID_NOT_FOUND:
+        raise missing_group(gid)
+    refuse_for(d.error_code, d.error_message, f"Describe of group '{gid}' failed")
+    resp = port.call(m.DescribeShareGroupOffsetsRequest(group_id=gid,
+                                                        log_end_offset=log_end_offset))
+    refuse_for(resp.error_code, resp.error_message,
+               f"Describing the share offsets of group '{gid}' failed")
+    in_flight = port.query(gid, _InFlight(gid))
+    rows = [{"group": gid, "topic": t.topic_name, "partition": p.partition,
+             "start_offset": None if p.start_offset < 0 else p.start_offset,
+             "in_flight": in_flight.get((t.topic_id, p.partition), 0),
+             "log_end_offset": log_end_offset, "lag": None if p.lag < 0 else p.lag}
+            for t in resp.topics for p in t.partitions if p.error_code == Errors.NONE]
+    notes = [] if d.members else [f"Share group '{gid}' has no active members."]
+    rows.sort(key=lambda r: (r["topic"], r["partition"]))
+    return DetailTable(SHARE_OFFSETS_COLUMNS, rows, notes)
+
+
+class _InFlight:
+    """``shard -> ShareGroup.in_flight`` of one group, in its partition (picklable: a query)."""
+
+    def __init__(self, group_id: str) -> None:
+        self.group_id = group_id
+
+    def __call__(self, shard: Any) -> dict[tuple[str, int], int]:
+        group = shard.groups.get(self.group_id)
+        return group.in_flight() if isinstance(group, ShareGroup) else {}
+
+
 ROW = GroupType(
     name="share",
     metrics_label="share",
@@ -114,5 +184,8 @@ ROW = GroupType(
     describe_classic=lambda shard, g, history: describe_as_classic(g, history),
     list_protocol_type=lambda g: "share",
     classic_host=lambda shard: _CLASSIC_HOST,
+    admin=AdminDescribe(lambda gid: m.ShareGroupDescribeRequest(group_ids=[gid]), _admin_view,
+                        {"offsets": offsets_detail}),
+    keeps_offsets=False,  # OffsetFetch to one is GROUP_ID_NOT_FOUND, as in Kafka
     export=_export,
 )

@@ -324,6 +324,9 @@ class ShardCluster:
     def topics(self):
         return self.shard.image.topics()
 
+    def query(self, group_id: str, fn):
+        return fn(self.shard)
+
     def upstream_end_offsets(self, partitions):
         return {}  # no upstream: Cohort's stream has no end (LOG-END-OFFSET and LAG stay "-")
 
