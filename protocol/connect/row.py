@@ -23,7 +23,7 @@ from protocol.connect import records
 from protocol.connect.group import ConnectGroup
 from protocol.connect.member import WorkerState
 from protocol.connect.rules import ConnectGroupRules
-from protocol.connect.timers import ConnectTimer
+from protocol.connect.sessions import ConnectTimer
 from protocol.connect.workers_view import workers_detail
 from protocol.errors import CoordinatorError, Errors
 from protocol.group_row import GroupType

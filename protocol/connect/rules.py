@@ -6,7 +6,8 @@ The Connect half of a group coordinator, over the kernel every modern group shar
 becomes records, replayed at once (``ctx.emit``), so memory is always what the log rebuilds.
 A heartbeat is handled whole: validate, find or create the worker, check its epoch, apply its
 changes (``changes``), settle the epoch bumps they caused and compute a server-side target
-(``epochs``), then move the worker one safe step toward its target (``reconciler``) and reply.
+(``target.ConnectEpochs``), then move the worker one safe step toward its target
+(``modern.reconciler``) and reply.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from protocol.connect import units as u
 from protocol.connect.changes import apply_request, assignment_changed, bump_reason, only_asks
 from protocol.connect.client_assignment import ConnectClientAssignment
 from protocol.connect.describe import describe_as_classic, describe_groups
-from protocol.connect.epochs import ConnectEpochs
 from protocol.connect.group import GROUP_TYPE, NO_TARGET, ConnectGroup, connector_changes
 from protocol.connect.member import (
     JOIN_EPOCH,
@@ -27,17 +27,18 @@ from protocol.connect.member import (
     STATIC_LEAVE_EPOCH,
     ConnectWorkerMember,
 )
-from protocol.connect.reconciler import reconcile
 from protocol.connect.records import ConnectGroupMetadataKey
-from protocol.connect.sessions import WorkerTimers
-from protocol.connect.timers import (
+from protocol.connect.sessions import (
     AssignmentDeadline,
     ConnectTimer,
     ScheduledRebalance,
+    WorkerTimers,
 )
+from protocol.connect.target import ConnectEpochs
 from protocol.connect.validation import validate_heartbeat
 from protocol.context import ShardContext
 from protocol.errors import CoordinatorError, Errors
+from protocol.modern.reconciler import reconcile
 from protocol.modern.rules import ModernRules
 from protocol.records import Record
 

@@ -36,7 +36,7 @@ from protocol.consumer.records import (
     ConsumerGroupTargetAssignmentMemberKey,
     ConsumerGroupTargetAssignmentMetadataKey,
 )
-from protocol.consumer.timers import MemberSession, RevocationDeadline
+from protocol.consumer.sessions import MemberSession, RevocationDeadline
 from protocol.records import GroupRebalanceHistoryKey
 from protocol.timers import Timers
 

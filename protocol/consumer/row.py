@@ -21,7 +21,7 @@ from protocol.consumer.group import ConsumerGroup
 from protocol.consumer.member import ConsumerGroupMember, MemberState
 from protocol.consumer.records import ConsumerGroupMemberMetadataKey, ConsumerGroupMetadataKey
 from protocol.consumer.rules import ConsumerGroupRules
-from protocol.consumer.timers import ConsumerTimer
+from protocol.consumer.sessions import ConsumerTimer
 from protocol.errors import CoordinatorError, Errors
 from protocol.group_row import GroupType, Shard, WakeUps
 from protocol.metadata import MetadataImage

@@ -25,7 +25,7 @@ from protocol.records import Record
 from protocol.share.group import GROUP_TYPE, ShareGroup, TopicPartition
 from protocol.share.partition_state import Limits, SharePartition
 from protocol.share.records import SharePartitionStateKey
-from protocol.share.timers import ShareLockExpiry
+from protocol.share.sessions import ShareLockExpiry
 from protocol.validation import check_types
 
 

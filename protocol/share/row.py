@@ -34,7 +34,7 @@ from protocol.share.describe import describe_as_classic
 from protocol.share.group import ShareGroup
 from protocol.share.member import ShareMemberState
 from protocol.share.rules import ShareGroupRules
-from protocol.share.timers import ShareTimer
+from protocol.share.sessions import ShareTimer
 from protocol.wire.stream import SyntheticStream
 
 

@@ -5,8 +5,11 @@ requests.
 A heartbeat is handled whole, as Kafka 4.2's ``shareGroupHeartbeat``: validate; find or
 create the member (epoch 0 joins under the member id the client chose, -1 leaves); refuse an
 epoch that is not the member's (FENCED_MEMBER_EPOCH: share members have no lost-response
-grace); apply its rack and subscription; settle the epoch bump (``epochs``: the simple
-assignor); then move the member straight to its target, since a share member revokes nothing.
+grace); apply its rack and subscription; settle the epoch bump (``ShareEpochs``: the simple
+share assignor of ``assignors.share``; a share group's target is a pure function of its
+members' subscriptions and the topics' partition counts, so a metadata change is noticed by
+recomputing it, with no record of the counts); then move the member straight to its target,
+since a share member revokes nothing.
 A member that leaves or times out gives back every record it holds (``fetch.release_member``).
 Every decision is a record emitted through ``ctx.emit``.
 """
@@ -15,22 +18,56 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from assignors.share import assign_simple
 from protocol import messages as m
 from protocol.classic.records import GroupMetadataKey
 from protocol.context import ShardContext
 from protocol.errors import CoordinatorError, Errors, invalid_request
+from protocol.modern.epochs import EpochTurn, Targets
 from protocol.modern.member import STABLE
 from protocol.modern.rules import ModernRules
 from protocol.partitions import to_wire
 from protocol.records import Record
 from protocol.share.describe import describe_groups
-from protocol.share.epochs import ShareEpochs
 from protocol.share.fetch import SharePartitions
 from protocol.share.group import GROUP_TYPE, ShareGroup
 from protocol.share.member import JOIN_EPOCH, LEAVE_EPOCH, ShareGroupMember
-from protocol.share.sessions import ShareMemberTimers
-from protocol.share.timers import ShareLockExpiry, ShareTimer
+from protocol.share.records import ShareGroupMetadataValue, ShareGroupTargetAssignmentMemberValue
+from protocol.share.sessions import ShareLockExpiry, ShareMemberTimers, ShareTimer
 from protocol.validation import check_types
+
+
+class ShareEpochs(EpochTurn):
+    """The share groups an event changed, and what settling them writes."""
+
+    group_type = GROUP_TYPE
+
+    def group_value(self, group: ShareGroup, epoch: int) -> ShareGroupMetadataValue:
+        return ShareGroupMetadataValue(epoch)
+
+    def client_side(self, group: ShareGroup) -> bool:
+        return False
+
+    def compute_targets(self, group: ShareGroup) -> Targets:
+        image = self.ctx.image
+        subscriptions: dict[str, frozenset[str]] = {}
+        counts: dict[str, int] = {}
+        for mid, member in group.members.items():
+            ids = []
+            for name in member.subscribed_topic_names:
+                topic = image.topic_by_name(name)
+                if topic is not None:
+                    ids.append(topic.topic_id)
+                    counts[topic.topic_id] = topic.num_partitions
+            subscriptions[mid] = frozenset(ids)
+        assigned = assign_simple(subscriptions, counts)
+        target = ShareGroupTargetAssignmentMemberValue
+        return {mid: target(parts) for mid, parts in assigned.items()}
+
+    def changed_target(self, group: ShareGroup) -> bool:
+        """Whether the metadata image now gives ``group`` another target than it has."""
+        targets = self.compute_targets(group)
+        return any(group.target.get(mid) != value for mid, value in targets.items())
 
 
 class ShareGroupRules(ModernRules):

@@ -32,7 +32,7 @@ from protocol.consumer.records import (
     ConsumerGroupTargetAssignmentMemberKey,
     ConsumerGroupTargetAssignmentMetadataKey,
 )
-from protocol.consumer.timers import MemberSession, RevocationDeadline
+from protocol.consumer.sessions import MemberSession, RevocationDeadline
 from protocol.errors import Errors
 from protocol.metadata import MetadataImage, TopicMetadata
 from protocol.records import GroupRebalanceHistoryKey
