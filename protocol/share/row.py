@@ -187,5 +187,6 @@ ROW = GroupType(
     admin=AdminDescribe(lambda gid: m.ShareGroupDescribeRequest(group_ids=[gid]), _admin_view,
                         {"offsets": offsets_detail}),
     keeps_offsets=False,  # OffsetFetch to one is GROUP_ID_NOT_FOUND, as in Kafka
+    heartbeat=m.ShareGroupHeartbeatRequest,
     export=_export,
 )

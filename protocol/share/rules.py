@@ -2,16 +2,17 @@
 session timeouts, metadata changes, replay; and what a share group answers to other types'
 requests.
 
-A heartbeat is handled whole, as Kafka 4.2's ``shareGroupHeartbeat``: validate; find or
-create the member (epoch 0 joins under the member id the client chose, -1 leaves); refuse an
-epoch that is not the member's (FENCED_MEMBER_EPOCH: share members have no lost-response
-grace); apply its rack and subscription; settle the epoch bump (``ShareEpochs``: the simple
-share assignor of ``assignors.share``; a share group's target is a pure function of its
-members' subscriptions and the topics' partition counts, so a metadata change is noticed by
-recomputing it, with no record of the counts); then move the member straight to its target,
-since a share member revokes nothing.
-A member that leaves or times out gives back every record it holds (``fetch.release_member``).
-Every decision is a record emitted through ``ctx.emit``.
+A heartbeat is handled as Kafka 4.2's ``shareGroupHeartbeat``, in the two steps of a turn
+(``admit``, then ``complete``: the heartbeats of one turn share one epoch bump per group, as
+consumers' do): validate; find or create the member (epoch 0 joins under the member id the
+client chose, -1 leaves); refuse an epoch that is not the member's (FENCED_MEMBER_EPOCH: share
+members have no lost-response grace); apply its rack and subscription; settle the epoch bump
+(``ShareEpochs``: the simple share assignor of ``assignors.share``; a share group's target is a
+pure function of its members' subscriptions and the topics' partition counts, so a metadata
+change is noticed by recomputing it, with no record of the counts); then move the member
+straight to its target, since a share member revokes nothing. A member that leaves or times
+out gives back every record it holds (``fetch.release_member``). Every decision is a record
+emitted through ``ctx.emit``.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from protocol.context import ShardContext
 from protocol.errors import CoordinatorError, Errors, invalid_request
 from protocol.modern.epochs import EpochTurn, Targets
 from protocol.modern.member import STABLE
-from protocol.modern.rules import ModernRules
+from protocol.modern.rules import Admitted, ModernRules
 from protocol.partitions import to_wire
 from protocol.records import Record
 from protocol.share.describe import describe_groups
@@ -84,13 +85,15 @@ class ShareGroupRules(ModernRules):
 
     # ------------------------------------------------------------------ requests
 
-    def heartbeat(self, req: m.ShareGroupHeartbeatRequest) -> m.ShareGroupHeartbeatResponse:
+    def admit(self, req: m.ShareGroupHeartbeatRequest) -> Admitted | m.ShareGroupHeartbeatResponse:
+        """A heartbeat's first step (the share row's ``heartbeat``): its checks and changes; a
+        leave is answered here, any other heartbeat once the turn's epoch bumps are settled
+        (``complete``), so the heartbeats of one turn share one bump and one target."""
         validate_heartbeat(req)
         group = self.share_group(req.group_id, create=req.member_epoch == JOIN_EPOCH)
         if req.member_epoch == LEAVE_EPOCH:
             member = self.existing_member(group, req.group_id, req.member_id, None)
             self.fence(group, member.member_id, "member left the group")
-            self.epochs.settle()
             return m.ShareGroupHeartbeatResponse(
                 member_id=req.member_id, member_epoch=LEAVE_EPOCH,
                 heartbeat_interval_ms=self.sessions.heartbeat_interval_ms(req.group_id),
@@ -112,8 +115,10 @@ class ShareGroupRules(ModernRules):
             self.emit_new_member(req.group_id, member)
             self.epochs.mark(req.group_id, "new member joined", member)
         self._update(req, member)
-        self.epochs.settle()
-        return self._reply(req)
+        return Admitted(req, req.group_id, req.member_id)
+
+    def complete(self, a: Admitted) -> m.ShareGroupHeartbeatResponse:
+        return self._reply(a.request)
 
     def describe(self, req: m.ShareGroupDescribeRequest) -> m.ShareGroupDescribeResponse:
         return describe_groups(self.ctx, req)
