@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import ray
@@ -321,6 +321,11 @@ class Cluster(ClientSpawner):
         routable = ids and routing_error(request) is None
         return self._call_partition(self.partition_for(ids[0]) if routable else 0, request,
                                     deadline_s)
+
+    def query(self, group_id: str, fn: Callable[[Any], Any]) -> Any:
+        """``fn(shard)`` in the partition that owns ``group_id``, between two turns: a pure
+        read of the coordinator's state (``fn`` travels to the actor, so it must pickle)."""
+        return _get(self.coordinator(group_id).query.remote(fn))
 
     def describe(self, group_id: str) -> m.DescribedGroup:
         """The group's entry of ConsumerGroupDescribe (``error_code`` set if it is unknown)."""

@@ -231,14 +231,14 @@ def builder_case(members: int, ratio: int, topics: int) -> tuple[float, float]:
     cache made by the previous run, as in a running coordinator) and cold (the first run).
     The group is made by replaying its records, as a coordinator's is."""
     from protocol.consumer.group import ConsumerGroup
-    from protocol.consumer.target_assignment import compute_target, target_records
-    from protocol.metadata import MetadataImage, TopicMetadata
-    from protocol.records import (
+    from protocol.consumer.records import (
         ConsumerGroupMemberMetadataKey,
         ConsumerGroupMemberMetadataValue,
         ConsumerGroupTargetAssignmentMemberKey,
-        Record,
     )
+    from protocol.consumer.target_assignment import compute_target, target_records
+    from protocol.metadata import MetadataImage, TopicMetadata
+    from protocol.records import Record
 
     size = members * ratio // topics
     image = MetadataImage([TopicMetadata(f"topic-id-{i:04d}", f"topic-{i}", size)

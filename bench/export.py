@@ -43,15 +43,13 @@ from actors.tools.export import (
     start_spark,
 )
 from actors.tools.state_tables import TABLES
-from protocol.records import (
+from protocol.consumer.records import (
     ConsumerGroupMemberMetadataKey,
     ConsumerGroupMemberMetadataValue,
     ConsumerGroupMetadataKey,
     ConsumerGroupMetadataValue,
-    OffsetCommitKey,
-    OffsetCommitValue,
-    Record,
 )
+from protocol.records import OffsetCommitKey, OffsetCommitValue, Record
 from protocol.shard import GroupCoordinatorShard
 
 MEMBERS_PER_GROUP = 1_000

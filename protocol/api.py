@@ -78,8 +78,8 @@ class Api:
     response: type | None = None
     # The request field naming its groups; None when it names none (ListGroups).
     group_ids_field: str | None = None
-    # The shard's handler. None: answered by the shard's batch path (ConsumerGroupHeartbeat),
-    # or not by the shard at all (a gateway-only row).
+    # The shard's handler. None: answered by the shard's batch path (a row's heartbeat:
+    # ConsumerGroupHeartbeat, ShareGroupHeartbeat), or not by the shard at all (a gateway row).
     handler: Handler | None = None
     per_group: PerGroupReply | None = None
     # The wire translation (``protocol/wire``): ``decode(body, ...)`` -> the pure request;
@@ -159,7 +159,7 @@ ROWS: tuple[Api, ...] = (
     # Share groups (KIP-932): Kafka's keys 76-79 on the wire (protocol/wire/share.py; the
     # gateway keeps the share sessions) and the share-offset admin APIs, 90-92
     # (protocol/wire/share_admin.py; DescribeShareGroupOffsets decodes to one request per group).
-    _kafka(76,  _V(1, 1),  m.ShareGroupHeartbeatRequest,            m.ShareGroupHeartbeatResponse,            "group_id",     lambda s, r: s.share.heartbeat(r),
+    _kafka(76,  _V(1, 1),  m.ShareGroupHeartbeatRequest,            m.ShareGroupHeartbeatResponse,            "group_id",     None,
            share_wire.heartbeat_request, share_wire.heartbeat_response),
     _kafka(77,  _V(1, 1),  m.ShareGroupDescribeRequest,             m.ShareGroupDescribeResponse,             "group_ids",    lambda s, r: s.share.describe(r),
            share_wire.describe_request, share_wire.describe_response, _SHARE_DESCRIBED),

@@ -30,9 +30,10 @@ from typing import Any
 
 import msgpack
 
+from protocol.group_types import RECORD_SCHEMAS
 from protocol.record_columns import columns_decoder
 from protocol.record_fields import RecordDecodeError, decoder, encoder
-from protocol.records import RECORD_SCHEMAS, OffsetCommitKey, OffsetCommitValue, Record
+from protocol.records import OffsetCommitKey, OffsetCommitValue, Record
 
 __all__ = [
     "FORMAT_VERSION",

@@ -129,9 +129,6 @@ class ShardContext(Protocol):
     def group_of(self, group_id: str, group_type: str):
         """The group ``group_id`` if it is of ``group_type`` (a row name), else None."""
 
-    def consumer_group(self, group_id: str) -> ConsumerGroup | None: ...
-    def classic_group(self, group_id: str) -> ClassicGroup | None: ...
-
     def classic_host(self, group) -> ClassicHostPort | None:
         """Who answers a classic request to ``group``: None when it is a classic group
         itself; GROUP_ID_NOT_FOUND when its type takes no classic requests."""

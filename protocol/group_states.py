@@ -1,14 +1,14 @@
 """One spelling of group states for everything that shows or filters them.
 
 Cohort names states as its records do (``preparing_rebalance``); Kafka's tools and its
-ListGroups filter spell them ``PreparingRebalance``. Either names the same state.
+ListGroups filter spell them ``PreparingRebalance``. Either names the same state. (Every
+state a group may be in: ``protocol.group_types.ALL_STATES``; this module imports no row, so
+any row may spell its states with it.)
 """
 
 from __future__ import annotations
 
-from protocol.group_types import ALL_STATES
-
-__all__ = ["ALL_STATES", "kafka_state_name", "state_key"]
+__all__ = ["kafka_state_name", "state_key"]
 
 
 def state_key(state: object) -> str:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from protocol import messages as m
 from protocol.context import ShardContext
 from protocol.errors import CoordinatorError, Errors
-from protocol.group_states import ALL_STATES, state_key
-from protocol.group_types import BY_NAME, type_of
+from protocol.group_states import state_key
+from protocol.group_types import ALL_STATES, BY_NAME, type_of
 from protocol.validation import check_types
 
 

@@ -5,34 +5,17 @@ member's target assignment...) and the value is its latest state; a ``None`` val
 tombstone. The key classes carry Kafka's record-type numbers (``TYPE``), which the codec writes
 first. Partition sets are stored as ``{topic_id: (p0, p1, ...)}`` with sorted partitions, so
 equal state always encodes to equal bytes.
+
+Here are ``Record``, the records no group type owns (offset commits, the rebalance history:
+both outlive a group's conversion from one protocol to another) and the entries several
+types' records share. Each group type's own records live in its package (``<type>/records``)
+and reach the codec through its row of the group-type table (``protocol.group_types``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import ClassVar
-
-from protocol.security.acls import TopicView
-
-# Share groups' records live in their room (KIP-932) and are re-exported here with the rest.
-from protocol.share.records import (  # noqa: F401
-    SHARE_GROUP_KEYS,
-    SHARE_GROUP_TYPES,
-    SHARE_RECORD_SCHEMAS,
-    InFlightBatch,
-    ShareGroupCurrentMemberAssignmentKey,
-    ShareGroupCurrentMemberAssignmentValue,
-    ShareGroupMemberMetadataKey,
-    ShareGroupMemberMetadataValue,
-    ShareGroupMetadataKey,
-    ShareGroupMetadataValue,
-    ShareGroupTargetAssignmentMemberKey,
-    ShareGroupTargetAssignmentMemberValue,
-    ShareGroupTargetAssignmentMetadataKey,
-    ShareGroupTargetAssignmentMetadataValue,
-    SharePartitionStateKey,
-    SharePartitionStateValue,
-)
 
 PartitionMap = dict[str, tuple[int, ...]]
 
@@ -47,18 +30,7 @@ class Record:
         return self.value is None
 
 
-# ------------------------------------------------------------------ consumer group (KIP-848)
-
-
-@dataclass(frozen=True)
-class ConsumerGroupMetadataKey:
-    TYPE: ClassVar[int] = 3
-    group_id: str
-
-
-@dataclass(frozen=True)
-class ConsumerGroupMetadataValue:
-    epoch: int
+# ------------------------------------------------------------------ entries several types share
 
 
 @dataclass(frozen=True)
@@ -67,21 +39,6 @@ class TopicMetadataEntry:
     topic_name: str
     num_partitions: int
     racks_digest: int = 0
-
-
-@dataclass(frozen=True)
-class ConsumerGroupPartitionMetadataKey:
-    TYPE: ClassVar[int] = 4
-    group_id: str
-
-
-@dataclass(frozen=True)
-class ConsumerGroupPartitionMetadataValue:
-    """The metadata of the topics the group subscribes to, as of the last epoch bump."""
-
-    epoch: int
-    topics: tuple[TopicMetadataEntry, ...] = ()
-
 
 @dataclass(frozen=True)
 class ClientAssignorEntry:
@@ -92,19 +49,10 @@ class ClientAssignorEntry:
     metadata_version: int
     metadata_bytes: bytes
 
-
-@dataclass(frozen=True)
-class ConsumerGroupMemberMetadataKey:
-    TYPE: ClassVar[int] = 5
-    group_id: str
-    member_id: str
-
-
 @dataclass(frozen=True)
 class ClassicProtocol:
     name: str
     metadata: bytes = b""
-
 
 @dataclass(frozen=True)
 class ClassicMemberMetadata:
@@ -112,71 +60,6 @@ class ClassicMemberMetadata:
 
     session_timeout_ms: int
     supported_protocols: tuple[ClassicProtocol, ...] = ()
-
-
-@dataclass(frozen=True)
-class ConsumerGroupMemberMetadataValue:
-    instance_id: str | None = None
-    rack_id: str | None = None
-    client_id: str = ""
-    client_host: str = ""
-    subscribed_topic_names: tuple[str, ...] = ()
-    subscribed_topic_regex: str | None = None
-    server_assignor: str | None = None
-    client_assignors: tuple[ClientAssignorEntry, ...] = ()
-    rebalance_timeout_ms: int = -1
-    classic_member_metadata: ClassicMemberMetadata | None = None
-    # A regex subscriber's view of the topics (``protocol.security.acls.TopicView``): its
-    # regex resolves to those it may DESCRIBE. None: every topic (no authorizer where it
-    # heartbeats, a super user, a Ray client, or a subscription by names).
-    topic_view: TopicView | None = None
-
-    ADDED_FIELDS: ClassVar[int] = 1  # topic_view: records written before it lack it
-
-
-@dataclass(frozen=True)
-class ConsumerGroupTargetAssignmentMetadataKey:
-    TYPE: ClassVar[int] = 6
-    group_id: str
-
-
-@dataclass(frozen=True)
-class ConsumerGroupTargetAssignmentMetadataValue:
-    assignment_epoch: int
-
-
-@dataclass(frozen=True)
-class ConsumerGroupTargetAssignmentMemberKey:
-    TYPE: ClassVar[int] = 7
-    group_id: str
-    member_id: str
-
-
-@dataclass(frozen=True)
-class ConsumerGroupTargetAssignmentMemberValue:
-    partitions: PartitionMap = field(default_factory=dict)
-    error: int = 0
-    metadata_version: int = 0
-    metadata_bytes: bytes = b""
-
-
-@dataclass(frozen=True)
-class ConsumerGroupCurrentMemberAssignmentKey:
-    TYPE: ClassVar[int] = 8
-    group_id: str
-    member_id: str
-
-
-@dataclass(frozen=True)
-class ConsumerGroupCurrentMemberAssignmentValue:
-    member_epoch: int
-    previous_member_epoch: int
-    state: int
-    assigned_partitions: PartitionMap = field(default_factory=dict)
-    partitions_pending_revocation: PartitionMap = field(default_factory=dict)
-    error: int = 0
-    metadata_version: int = 0
-    metadata_bytes: bytes = b""
 
 
 # ------------------------------------------------------------------ offsets
@@ -189,7 +72,6 @@ class OffsetCommitKey:
     topic: str
     partition: int
 
-
 @dataclass(frozen=True)
 class OffsetCommitValue:
     offset: int
@@ -199,48 +81,7 @@ class OffsetCommitValue:
     expire_timestamp: int = -1  # -1: expires by the group's retention rule
 
 
-# ------------------------------------------------------------------ classic group
-
-
-@dataclass(frozen=True)
-class GroupMetadataKey:
-    TYPE: ClassVar[int] = 2
-    group_id: str
-
-
-@dataclass(frozen=True)
-class GroupMemberMetadata:
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    rebalance_timeout_ms: int
-    session_timeout_ms: int
-    subscription: bytes  # the member's metadata for the group's protocol
-    assignment: bytes
-    # Every protocol the member supports (Kafka keeps only the chosen one, so a reloaded
-    # group would refuse joiners the original accepted).
-    protocols: tuple[ClassicProtocol, ...] = ()
-
-
-@dataclass(frozen=True)
-class GroupMetadataValue:
-    """A classic group's generation and membership, written as one record (seed 003).
-
-    Written when a generation starts (the join phase completes) and again when its
-    assignment arrives (the leader's SyncGroup); ``state`` tells a loading coordinator which.
-    ``topics`` is the subscribed topics' metadata as of the generation, so a new coordinator
-    can see that partitions changed while nobody was looking (seed 003, failure point 1).
-    """
-
-    protocol_type: str
-    generation: int
-    protocol_name: str | None
-    leader: str | None
-    current_state_timestamp: int
-    members: tuple[GroupMemberMetadata, ...] = ()
-    state: str = "empty"
-    topics: tuple[TopicMetadataEntry, ...] = ()
+# ------------------------------------------------------------------ rebalance history
 
 
 @dataclass(frozen=True)
@@ -251,7 +92,6 @@ class RebalanceCauseEntry:
     member_id: str | None = None
     group_instance_id: str | None = None
 
-
 @dataclass(frozen=True)
 class GroupRebalanceHistoryKey:
     """Cohort's own record (not Kafka's): why a group's recent rebalances happened."""
@@ -259,153 +99,14 @@ class GroupRebalanceHistoryKey:
     TYPE: ClassVar[int] = 100
     group_id: str
 
-
 @dataclass(frozen=True)
 class GroupRebalanceHistoryValue:
     causes: tuple[RebalanceCauseEntry, ...] = ()
 
 
-# ------------------------------------------------------------------ connect group (seed 004)
-# Cohort's own record types (Kafka never shipped a ``connect`` group type), numbered in
-# Cohort's range next to the rebalance history. A Connect group's units are connectors and
-# tasks: connectors are a sorted tuple of names, tasks a ``{connector: (task ids...)}`` map
-# (the partition-map shape, so equal assignments encode to equal bytes).
-
-TaskMap = dict[str, tuple[int, ...]]
-
-
-@dataclass(frozen=True)
-class ConnectorEntry:
-    name: str
-    task_count: int
-
-
-@dataclass(frozen=True)
-class ConnectGroupMetadataKey:
-    TYPE: ClassVar[int] = 101
-    group_id: str
-
-
-@dataclass(frozen=True)
-class ConnectGroupMetadataValue:
-    """The group epoch, and the group's connectors as of that epoch (what the metadata image
-    said when the epoch was bumped: a later image that differs bumps it again)."""
-
-    epoch: int
-    connectors: tuple[ConnectorEntry, ...] = ()
-
-
-@dataclass(frozen=True)
-class ConnectGroupMemberMetadataKey:
-    TYPE: ClassVar[int] = 102
-    group_id: str
-    member_id: str
-
-
-@dataclass(frozen=True)
-class ConnectGroupMemberMetadataValue:
-    instance_id: str | None = None
-    client_id: str = ""
-    client_host: str = ""
-    server_assignor: str | None = None
-    client_assignors: tuple[ClientAssignorEntry, ...] = ()
-    rebalance_timeout_ms: int = -1
-    # Set on a worker that speaks the classic protocol (classic Connect <-> connect migration).
-    classic_member_metadata: ClassicMemberMetadata | None = None
-
-
-@dataclass(frozen=True)
-class ConnectGroupTargetAssignmentMetadataKey:
-    TYPE: ClassVar[int] = 103
-    group_id: str
-
-
-@dataclass(frozen=True)
-class ConnectGroupTargetAssignmentMetadataValue:
-    assignment_epoch: int
-
-
-@dataclass(frozen=True)
-class ConnectGroupTargetAssignmentMemberKey:
-    TYPE: ClassVar[int] = 104
-    group_id: str
-    member_id: str
-
-
-@dataclass(frozen=True)
-class ConnectGroupTargetAssignmentMemberValue:
-    connectors: tuple[str, ...] = ()
-    tasks: TaskMap = field(default_factory=dict)
-    error: int = 0
-    metadata_version: int = 0
-    metadata_bytes: bytes = b""
-
-
-@dataclass(frozen=True)
-class ConnectGroupCurrentMemberAssignmentKey:
-    TYPE: ClassVar[int] = 105
-    group_id: str
-    member_id: str
-
-
-@dataclass(frozen=True)
-class ConnectGroupCurrentMemberAssignmentValue:
-    member_epoch: int
-    previous_member_epoch: int
-    state: int
-    connectors: tuple[str, ...] = ()
-    tasks: TaskMap = field(default_factory=dict)
-    connectors_pending_revocation: tuple[str, ...] = ()
-    tasks_pending_revocation: TaskMap = field(default_factory=dict)
-
-
-# key class -> value class; the codec's registry.
-RECORD_SCHEMAS: dict[type, type] = {
-    ConsumerGroupMetadataKey: ConsumerGroupMetadataValue,
-    ConsumerGroupPartitionMetadataKey: ConsumerGroupPartitionMetadataValue,
-    ConsumerGroupMemberMetadataKey: ConsumerGroupMemberMetadataValue,
-    ConsumerGroupTargetAssignmentMetadataKey: ConsumerGroupTargetAssignmentMetadataValue,
-    ConsumerGroupTargetAssignmentMemberKey: ConsumerGroupTargetAssignmentMemberValue,
-    ConsumerGroupCurrentMemberAssignmentKey: ConsumerGroupCurrentMemberAssignmentValue,
+# key class -> value class of the records no group type owns (the group types' own come from
+# their rows: ``protocol.group_types.RECORD_SCHEMAS`` is the codec's whole registry).
+SHARD_SCHEMAS: dict[type, type] = {
     OffsetCommitKey: OffsetCommitValue,
-    GroupMetadataKey: GroupMetadataValue,
     GroupRebalanceHistoryKey: GroupRebalanceHistoryValue,
-    ConnectGroupMetadataKey: ConnectGroupMetadataValue,
-    ConnectGroupMemberMetadataKey: ConnectGroupMemberMetadataValue,
-    ConnectGroupTargetAssignmentMetadataKey: ConnectGroupTargetAssignmentMetadataValue,
-    ConnectGroupTargetAssignmentMemberKey: ConnectGroupTargetAssignmentMemberValue,
-    ConnectGroupCurrentMemberAssignmentKey: ConnectGroupCurrentMemberAssignmentValue,
-    **SHARE_RECORD_SCHEMAS,
-}
-
-# The key types of a consumer group's records (its row of ``protocol/group_types.py`` replays
-# them). Its metadata tombstone deletes the whole consumer group: every record of these types
-# whose first key field is the group id. Offsets and the rebalance history are not part of it
-# (a group converted between protocols keeps both); deleting a group writes their tombstones
-# one by one, as Kafka does.
-CONSUMER_GROUP_KEYS: tuple[type, ...] = (
-    ConsumerGroupMetadataKey,
-    ConsumerGroupPartitionMetadataKey,
-    ConsumerGroupMemberMetadataKey,
-    ConsumerGroupTargetAssignmentMetadataKey,
-    ConsumerGroupTargetAssignmentMemberKey,
-    ConsumerGroupCurrentMemberAssignmentKey,
-)
-CONSUMER_GROUP_TYPES = frozenset(k.TYPE for k in CONSUMER_GROUP_KEYS)
-
-# The same for a Connect group: its metadata tombstone deletes every record of these types.
-CONNECT_GROUP_KEYS: tuple[type, ...] = (
-    ConnectGroupMetadataKey,
-    ConnectGroupMemberMetadataKey,
-    ConnectGroupTargetAssignmentMetadataKey,
-    ConnectGroupTargetAssignmentMemberKey,
-    ConnectGroupCurrentMemberAssignmentKey,
-)
-CONNECT_GROUP_TYPES = frozenset(k.TYPE for k in CONNECT_GROUP_KEYS)
-
-# group metadata record type -> the record types its tombstone takes with it (compaction).
-GROUP_TOMBSTONE_SCOPE: dict[int, frozenset[int]] = {
-    ConsumerGroupMetadataKey.TYPE: CONSUMER_GROUP_TYPES,
-    ConnectGroupMetadataKey.TYPE: CONNECT_GROUP_TYPES,
-    ShareGroupMetadataKey.TYPE: SHARE_GROUP_TYPES,
 }

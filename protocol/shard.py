@@ -19,32 +19,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from protocol import messages as m
-from protocol.api import api_of, error_response
-from protocol.classic.group import ClassicGroup
-from protocol.classic.rules import ClassicGroupRules
+from protocol.api import APIS, api_of, error_response
 from protocol.config import CoordinatorConfig, GroupConfig
-from protocol.connect.group import ConnectGroup
-from protocol.connect.rules import ConnectGroupRules
-from protocol.consumer.group import ConsumerGroup
-from protocol.consumer.rules import Admitted, ConsumerGroupRules
 from protocol.errors import CoordinatorError, Errors
-from protocol.group_types import GROUP_TYPES, type_of
+from protocol.group_types import GROUP_TYPES, group_counts, type_of
 from protocol.history import RebalanceHistory
 from protocol.metadata import MetadataImage
-from protocol.migration.classic_members import ClassicMembersOfConsumerGroup
-from protocol.migration.connect_classic_members import ClassicWorkersOfConnectGroup
-from protocol.migration.connect_conversion import ConnectMigration
-from protocol.migration.conversion import Migration
 from protocol.offsets.rules import OffsetRules
 from protocol.offsets.timers import OffsetsTimer
-from protocol.records import (
-    ConsumerGroupMetadataKey,
-    GroupRebalanceHistoryKey,
-    OffsetCommitKey,
-    OffsetCommitValue,
-    Record,
-)
-from protocol.share.rules import ShareGroupRules
+from protocol.records import GroupRebalanceHistoryKey, OffsetCommitKey, OffsetCommitValue, Record
 from protocol.timers import Timers
 from protocol.validation import end_vouch, vouch
 
@@ -91,7 +74,7 @@ class GroupCoordinatorShard:
         self.image = metadata or MetadataImage()
         self.now_ms = now_ms
         self.timers = Timers()
-        self.groups: dict[str, ConsumerGroup | ClassicGroup | ConnectGroup] = {}
+        self.groups: dict[str, Any] = {}  # group id -> its group, of any row's class
         self._group_configs: dict[str, GroupConfig] = {}
         self._rng = random.Random(seed)
         self._records: list[Record] = []
@@ -100,20 +83,18 @@ class GroupCoordinatorShard:
         # ids of the requests of the running batch its caller vouched for (``handle_batch``).
         self._checked: Collection[int] = ()
         self.history = RebalanceHistory(self.emit, lambda: self.config.group_rebalance_history_max)
-        self.consumer = ConsumerGroupRules(self)
-        self.classic = ClassicGroupRules(self)
-        self.classic_members = ClassicMembersOfConsumerGroup(self)
-        self.migration = Migration(self)
         self.offsets = OffsetRules(self)
-        self.connect = ConnectGroupRules(self)
-        self.connect_classic_members = ClassicWorkersOfConnectGroup(self)
-        self.connect_migration = ConnectMigration(self)
-        self.share = ShareGroupRules(self)
+        # Each row's rules, hosted as ``self.<row name>`` (``self.consumer``, ``self.classic``,
+        # ...), and what else the row hosts for the other rules to reach (its migrations).
+        for row in GROUP_TYPES:
+            setattr(self, row.name, row.rules(self))
+            for name, make in row.helpers:
+                setattr(self, name, make(self))
         # Replay, timers, metadata and the end of a turn iterate the group-type table
         # (protocol/group_types.py): timer key type -> the rules that own it; record key
         # type -> how to apply it; the rules that end each turn.
         self._timer_owners = (
-            *((row.timer_key, row.rules(self)) for row in GROUP_TYPES),
+            *((row.timer_key, getattr(self, row.name)) for row in GROUP_TYPES),
             (OffsetsTimer, self.offsets),
         )
         self._replayers = {
@@ -125,8 +106,16 @@ class GroupCoordinatorShard:
         # (classic groups have none: their leader computes the assignment).
         self._epoch_turns = tuple(
             turn for row in GROUP_TYPES
-            if (turn := getattr(row.rules(self), "epoch_turn", None)) is not None
+            if (turn := getattr(getattr(self, row.name), "epoch_turn", None)) is not None
         )
+        # heartbeat type -> (its rules, its reply type): the heartbeats a turn admits first and
+        # completes once the turn's epoch bumps are settled (``_handle_batch``).
+        self._batched = {
+            row.heartbeat: (getattr(self, row.name), APIS[row.heartbeat].response)
+            for row in GROUP_TYPES
+            if row.heartbeat is not None
+        }
+        self._waking = tuple(getattr(self, row.name) for row in GROUP_TYPES if row.wake_ups)
 
     # ------------------------------------------------------------------ public API
 
@@ -154,21 +143,27 @@ class GroupCoordinatorShard:
             self._checked = ()
 
     def _handle_batch(self, requests: list[object]) -> CoordinatorResult:
+        """A row's heartbeats are admitted as they come and completed together, once the epoch
+        bumps they caused are settled; any other request is dispatched alone, after the
+        heartbeats before it are completed. A member heard twice in a turn has its first
+        heartbeat completed before its second is admitted."""
         replies: list[object | None] = [None] * len(requests)
-        admitted: list[tuple[int, Admitted]] = []
+        admitted: list[tuple[int, Any, Any]] = []  # (index, admitted heartbeat, its rules)
         in_turn: set[tuple[str, str]] = set()
         for i, req in enumerate(requests):
-            if isinstance(req, m.ConsumerGroupHeartbeatRequest):
+            batched = self._batched.get(type(req))
+            if batched is not None:
+                rules, reply_type = batched
                 member_key = _member_key(req)
                 if member_key is not None and member_key in in_turn:
                     self._complete(admitted, replies)  # same member twice: finish the first
                     in_turn.clear()
-                outcome = self._guard(req, self.consumer.admit, req)
-                if isinstance(outcome, Admitted):
-                    admitted.append((i, outcome))
-                    in_turn.add((outcome.group_id, outcome.member_id))
-                else:
+                outcome = self._guard(req, rules.admit, req)
+                if isinstance(outcome, reply_type):
                     replies[i] = outcome
+                else:
+                    admitted.append((i, outcome, rules))
+                    in_turn.add((outcome.group_id, outcome.member_id))
             else:
                 self._complete(admitted, replies)
                 in_turn.clear()
@@ -198,7 +193,7 @@ class GroupCoordinatorShard:
         self.image = image
         for row in GROUP_TYPES:
             of_type = [g for g in self.groups.values() if g.group_type == row.name]
-            row.rules(self).on_metadata(of_type)
+            getattr(self, row.name).on_metadata(of_type)
         self._finish_turn()
         return self._result([])
 
@@ -211,10 +206,11 @@ class GroupCoordinatorShard:
 
     def take_wake_ups(self, decide: bool = True) -> list[tuple[str, str]]:
         """The (group, member) pairs the events since the last call gave a reason to heartbeat
-        now (``protocol/consumer/wake_ups.py``); a runtime that can reach clients wakes them
+        now (a row's ``wake_ups``); a runtime that can reach clients wakes them
         once the events' records are durable. ``decide=False`` only forgets the changes (no
         client could be woken): nothing is computed."""
-        taken = self.consumer.wake_ups.take(self.groups if decide else {})
+        groups = self.groups if decide else {}
+        taken = [pair for rules in self._waking for pair in rules.wake_ups.take(groups)]
         return taken if decide else []
 
     def replay_offsets(
@@ -253,13 +249,6 @@ class GroupCoordinatorShard:
         group = self.groups.get(group_id)
         return group if group is not None and group.group_type == group_type else None
 
-    def consumer_group(self, group_id: str) -> ConsumerGroup | None:
-        group = self.groups.get(group_id)  # group_of, inlined: every heartbeat asks
-        return group if group is not None and group.group_type == "consumer" else None
-
-    def classic_group(self, group_id: str) -> ClassicGroup | None:
-        return self.group_of(group_id, "classic")
-
     def classic_host(self, group):
         """Who answers a classic request to ``group`` (its row's ``classic_host``): None for
         a classic group; GROUP_ID_NOT_FOUND for a type that takes no classic requests."""
@@ -290,10 +279,10 @@ class GroupCoordinatorShard:
         completed, self._completed = self._completed, []
         return CoordinatorResult(None, answered + completed, records)
 
-    def _complete(self, admitted: list[tuple[int, Admitted]], replies: list[object | None]) -> None:
+    def _complete(self, admitted: list[tuple[int, Any, Any]], replies: list[object | None]) -> None:
         self._finish_turn()
-        for i, a in admitted:
-            replies[i] = self._guard(a.request, self.consumer.complete, a)
+        for i, a, rules in admitted:
+            replies[i] = self._guard(a.request, rules.complete, a)
         admitted.clear()
         self._finish_turn()
 
@@ -334,26 +323,30 @@ class GroupCoordinatorShard:
     # ---- runtime hooks: what the runtime (actors/runtime) asks the shard instead of knowing
     # group types, their records or their requests itself.
 
-    def census(self) -> tuple[dict[str, int], dict[str, int]]:
-        """(groups per group type, consumer groups per state): the metrics' gauges."""
-        by_type: dict[str, int] = {}
-        consumer_by_state: dict[str, int] = {}
+    def census(self) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
+        """The metrics' gauges: groups per row's metrics label (every label, zeros too), and
+        for each row with a state gauge, its groups per state (every state of the row)."""
+        by_state = {row.state_gauge: dict.fromkeys(row.states, 0) for row in _STATE_GAUGED}
         for group in self.groups.values():
-            by_type[group.group_type] = by_type.get(group.group_type, 0) + 1
-            if group.group_type == "consumer":
-                consumer_by_state[group.state] = consumer_by_state.get(group.state, 0) + 1
-        return by_type, consumer_by_state
+            gauge = _STATE_GAUGE_OF.get(group.group_type)
+            if gauge is not None:
+                by_state[gauge][group.state] = by_state[gauge].get(group.state, 0) + 1
+        return group_counts(self.groups.values()), by_state
 
     def summarize(self, group_id: str) -> dict | None:
         """State, epochs and member counts of one group (None: no such group)."""
-        from protocol.consumer.describe import summarize_group
-
-        return summarize_group(self.groups.get(group_id))
+        group = self.groups.get(group_id)
+        return None if group is None else type_of(group).summarize(group)
 
     @staticmethod
-    def epoch_bumps(records: list[Record]) -> int:
-        """How many consumer group epoch bumps (rebalances, for the metrics) ``records`` hold."""
-        return sum(1 for r in records if type(r.key) is ConsumerGroupMetadataKey and r.value)
+    def epoch_bumps(records: list[Record]) -> dict[str, int]:
+        """How many epoch bumps (rebalances) ``records`` hold, per row's rebalance metric."""
+        bumps: dict[str, int] = {}
+        for r in records:
+            name = _REBALANCE_METRIC_OF.get(type(r.key))
+            if name is not None and r.value is not None:
+                bumps[name] = bumps.get(name, 0) + 1
+        return bumps
 
     @staticmethod
     def wakeable_members(requests: list[object]) -> list[tuple[str, str]]:
@@ -362,18 +355,16 @@ class GroupCoordinatorShard:
         return [
             (req.group_id, req.member_id)
             for req in requests
-            if type(req) is m.ConsumerGroupHeartbeatRequest and req.member_id
+            if type(req) in _WAKEABLE and req.member_id
         ]
 
     @staticmethod
     def departed_members(records: list[Record]) -> list[tuple[str, str]]:
         """The (group, member) pairs whose membership ``records`` deleted: never woken again."""
-        from protocol.records import ConsumerGroupMemberMetadataKey
-
         return [
-            (r.key.group_id, r.key.member_id)
+            (r.key.group_id, r.key.member_id)  # type: ignore[attr-defined]
             for r in records
-            if type(r.key) is ConsumerGroupMemberMetadataKey and r.value is None
+            if type(r.key) in _DEPARTED and r.value is None
         ]
 
     def bulk_loader(
@@ -381,19 +372,74 @@ class GroupCoordinatorShard:
     ) -> tuple[object, list[bool]]:
         """For a load of compacted records (``keys``, encoded ``blobs``; at most one per key):
         a loader that builds the groups it can in bulk (``add(key, blob)``, ``add_all(keys,
-        blobs)``, ``finish()``), and for each record whether that loader takes it; the rest
-        go through ``replay`` one by one. The result equals replaying them all in order."""
-        from protocol.consumer.bulk_load import BulkGroups, eligible_groups
-        from protocol.records import CONSUMER_GROUP_TYPES
-
-        bulk = BulkGroups(
-            self.groups, self.timers, self.consumer.sessions.session_timeout_ms, self.now_ms
+        blobs)``, ``finish()``: each row's ``bulk_load``), and for each record whether that
+        loader takes it; the rest go through ``replay`` one by one. The result equals replaying
+        them all in order."""
+        return bulk_loaders(
+            [row.bulk_load(self, keys, blobs) for row in GROUP_TYPES if row.bulk_load], keys
         )
-        ids = eligible_groups(keys, blobs, self.groups)
-        return bulk, [key[0] in CONSUMER_GROUP_TYPES and key[1] in ids for key in keys]
+
+# The rows with a state gauge (group type -> its name), and each row's own record whose value
+# is an epoch bump -> the name of its rebalance metric.
+_STATE_GAUGED = tuple(row for row in GROUP_TYPES if row.state_gauge is not None)
+_STATE_GAUGE_OF = {row.name: row.state_gauge for row in _STATE_GAUGED}
+_REBALANCE_METRIC_OF = {
+    row.group_key: row.rebalance_metric for row in GROUP_TYPES if row.rebalance_metric
+}
+# The heartbeats whose senders may be woken, and the records that end a membership.
+_WAKEABLE = frozenset(row.wake_ups.request for row in GROUP_TYPES if row.wake_ups)
+_DEPARTED = frozenset(row.wake_ups.member_key for row in GROUP_TYPES if row.wake_ups)
 
 
-def _member_key(req: m.ConsumerGroupHeartbeatRequest) -> tuple[str, str] | None:
+def _member_key(req: Any) -> tuple[str, str] | None:
     """The (group, member) a heartbeat speaks for, when it names one (ids may be garbage)."""
     gid, mid = req.group_id, req.member_id
     return (gid, mid) if type(gid) is str and type(mid) is str and mid else None
+
+
+class _NoBulk:
+    """No row loads in bulk: every record is replayed one by one."""
+
+    def add(self, key: tuple, blob: bytes) -> None:
+        raise AssertionError("no row took this record")
+
+    def add_all(self, keys: list[tuple], blobs: list[bytes]) -> None:
+        assert not keys, "no row took these records"
+
+    def finish(self) -> None:
+        pass
+
+
+class _BulkLoaders:
+    """Several rows' bulk loaders as one: each record goes to the loader that took it."""
+
+    def __init__(self, loaders: list[Any], taker: dict[tuple, Any]) -> None:
+        self._loaders, self._taker = loaders, taker
+
+    def add(self, key: tuple, blob: bytes) -> None:
+        self._taker[key].add(key, blob)
+
+    def add_all(self, keys: list[tuple], blobs: list[bytes]) -> None:
+        for key, blob in zip(keys, blobs, strict=True):
+            self.add(key, blob)
+
+    def finish(self) -> None:
+        for loader in self._loaders:
+            loader.finish()
+
+
+def bulk_loaders(taken: list[tuple[Any, list[bool]]], keys: list[tuple]) -> tuple[Any, list[bool]]:
+    """The rows' (loader, which of ``keys`` it takes) as one; a single loader as it is (the
+    usual case: nothing to route), none as a loader that takes nothing."""
+    if not taken:
+        return _NoBulk(), [False] * len(keys)
+    if len(taken) == 1:
+        return taken[0]
+    flags = [False] * len(keys)
+    taker: dict[tuple, Any] = {}
+    for loader, takes in taken:
+        for i, key in enumerate(keys):
+            if takes[i]:
+                assert not flags[i], f"two rows load {key} in bulk"
+                flags[i], taker[key] = True, loader
+    return _BulkLoaders([loader for loader, _ in taken], taker), flags

@@ -83,4 +83,4 @@ def test_the_pure_floors_never_import_ray_a_clock_or_the_file_system():
 
 def test_the_layout_check_sees_the_whole_house():
     assert {"protocol.shard", "protocol.api", "actors.cluster", "assignors.spec"} <= set(MODULES)
-    assert "protocol.classic.rules" in GRAPH["protocol.shard"]
+    assert "protocol.group_types" in GRAPH["protocol.shard"]

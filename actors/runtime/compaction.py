@@ -8,8 +8,8 @@ commit's replay depends on nothing but its own key, so their order carries no me
 not moving them saves a dictionary operation per commit, most of a log. A consumer group's
 metadata tombstone deletes the whole consumer group, so it takes every record of that group's
 state with it, even ones whose own tombstones were never written (offsets and rebalance
-history stay: they outlive a protocol conversion); a Connect group's does the same for its own
-record types (``GROUP_TOMBSTONE_SCOPE``).
+history stay: they outlive a protocol conversion); every group type whose state spans several
+records does the same for its own record types (its row: ``GROUP_TOMBSTONE_SCOPE``).
 
 Loading feeds it whole log batches (``add_batch``): one msgpack call per batch yields the
 keys, and the dictionary work runs in C (``dict.update`` over zipped keys and records), so a
@@ -23,7 +23,8 @@ import operator
 from itertools import compress
 
 from protocol.codec import key_identity, split_records_typed
-from protocol.records import GROUP_TOMBSTONE_SCOPE, OffsetCommitKey, Record
+from protocol.group_types import GROUP_TOMBSTONE_SCOPE
+from protocol.records import OffsetCommitKey, Record
 
 # A scoped record type (one a group's metadata tombstone takes with it) -> that metadata type.
 _SCOPE_OF: dict[int, int] = {

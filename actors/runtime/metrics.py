@@ -8,6 +8,12 @@ Prometheus (where ``ray.util.metrics`` sends them, through Ray's metrics agent, 
 
 The rate metrics (rebalance rate, idle ratio) are computed here over a sliding window as
 Kafka's sensors do, so a reader needs no PromQL to see them; the counters are there too.
+
+Which groups are counted is the group-type table's to say: ``group_count`` has one
+``protocol`` tag per row (its ``metrics_label``: seed 000's ``consumer`` | ``generic``, then
+``connect``, ``share``), and a row that names a state gauge or a rebalance metric
+(``consumer_group_count``, ``consumer_group_rebalance_count`` / ``_rate``) gets it; this module
+names no group type.
 """
 
 from __future__ import annotations
@@ -18,19 +24,15 @@ from collections.abc import Callable
 
 from ray.util import metrics
 
+from protocol.group_types import GROUP_TYPES
+
 PREFIX = "group_coordinator_"
 # Kafka's sensors use 30 s samples; one window is enough to read a rate off a gauge.
 RATE_WINDOW_S = 30.0
 # Bound on remembered rebalance timestamps (TigerStyle: every history has a limit).
 RATE_HISTORY_MAX = 100_000
 
-# Seed 000 names the tag values consumer|generic (Kafka 4 later renamed generic to classic);
-# Connect groups (seed 004) are counted apart, under their own type.
-GROUP_PROTOCOLS = ("consumer", "generic", "connect")
-# A group type (``group.group_type``) -> its ``protocol`` tag, where the two differ.
-PROTOCOL_OF_TYPE = {"classic": "generic"}
 PARTITION_STATES = ("loading", "active", "recovering", "fenced", "failed")
-CONSUMER_GROUP_STATES = ("empty", "assigning", "reconciling", "stable", "dead")
 # The per-turn gauges (queue size, rebalance rate, idle ratio) are set at most this often, with
 # the busy time and epoch bumps of every turn since summed: a Ray metric's update costs ~5 µs
 # and there are three, ~15 µs of every turn between its append and its replies; Prometheus
@@ -56,16 +58,21 @@ class PartitionMetrics:
         self.event_queue_size = metrics.Gauge(
             PREFIX + "event_queue_size", "events waiting in the partition's mailbox", tag_keys=keys
         )
-        self.consumer_group_count = metrics.Gauge(
-            PREFIX + "consumer_group_count", "consumer groups by state", tag_keys=(*keys, "state")
-        )
-        self.rebalance_count = metrics.Counter(
-            PREFIX + "consumer_group_rebalance_count", "group epoch bumps", tag_keys=keys
-        )
-        self.rebalance_rate = metrics.Gauge(
-            PREFIX + "consumer_group_rebalance_rate",
-            f"group epoch bumps per second over {RATE_WINDOW_S:.0f} s", tag_keys=keys,
-        )
+        # A row's state gauge: (the gauge, the states it publishes).
+        self.state_gauges = {
+            row.state_gauge: (
+                metrics.Gauge(PREFIX + row.state_gauge, f"{row.name} groups by state",
+                              tag_keys=(*keys, "state")),
+                row.states,
+            )
+            for row in GROUP_TYPES
+            if row.state_gauge is not None
+        }
+        self.rebalances = {
+            row.rebalance_metric: _Rebalances(row.rebalance_metric, row.name, keys)
+            for row in GROUP_TYPES
+            if row.rebalance_metric is not None
+        }
         self.load_time_max = metrics.Gauge(
             PREFIX + "partition_load_time_max", "longest partition load, ms", tag_keys=keys
         )
@@ -78,7 +85,6 @@ class PartitionMetrics:
         self.idle_ratio_avg = metrics.Gauge(
             PREFIX + "thread_idle_ratio_avg", "mean idle ratio since start", tag_keys=keys
         )
-        self._rebalances: collections.deque[float] = collections.deque(maxlen=RATE_HISTORY_MAX)
         self._loads_ms: list[float] = []
         self._busy_s = 0.0
         self._window_busy_s = 0.0
@@ -94,18 +100,15 @@ class PartitionMetrics:
         self.load_time_max.set(max(self._loads_ms), self.tags)
         self.load_time_avg.set(sum(self._loads_ms) / len(self._loads_ms), self.tags)
 
-    def turn(self, busy_s: float, queue_size: int, rebalances: int) -> None:
-        """After each mailbox turn: how long it worked, what waits, how many epochs moved."""
+    def turn(self, busy_s: float, queue_size: int, rebalances: dict[str, int]) -> None:
+        """After each mailbox turn: how long it worked, what waits, how many epochs moved (per
+        rebalance metric: ``GroupCoordinatorShard.epoch_bumps``)."""
         now = time.monotonic()
         self._busy_s += busy_s
         self._window_busy_s += busy_s
         self.event_queue_size.set(float(queue_size), self.tags)
-        if rebalances:
-            self.rebalance_count.inc(float(rebalances), self.tags)
-            self._rebalances.extend([now] * min(rebalances, RATE_HISTORY_MAX))
-        while self._rebalances and self._rebalances[0] < now - RATE_WINDOW_S:
-            self._rebalances.popleft()
-        self.rebalance_rate.set(len(self._rebalances) / RATE_WINDOW_S, self.tags)
+        for name, metric in self.rebalances.items():
+            metric.turn(now, rebalances.get(name, 0), self.tags)
         elapsed = now - self._window_start
         if elapsed >= RATE_WINDOW_S:
             self._idle_min = min(self._idle_min, max(0.0, 1.0 - self._window_busy_s / elapsed))
@@ -114,23 +117,39 @@ class PartitionMetrics:
         total = max(now - self._started, 1e-9)
         self.idle_ratio_avg.set(max(0.0, 1.0 - self._busy_s / total), self.tags)
 
-    def groups(self, by_type: dict[str, int], consumer_by_state: dict[str, int]) -> None:
-        """Groups per group type (``GroupCoordinatorShard.census``), consumer groups per state."""
-        by_protocol = protocol_counts(by_type)
-        for p in GROUP_PROTOCOLS:
-            self.group_count.set(float(by_protocol.get(p, 0)), {**self.tags, "protocol": p})
-        for s in CONSUMER_GROUP_STATES:
-            value = float(consumer_by_state.get(s, 0))
-            self.consumer_group_count.set(value, {**self.tags, "state": s})
+    def groups(self, by_label: dict[str, int], by_state: dict[str, dict[str, int]]) -> None:
+        """Groups per row's metrics label and, for each row's state gauge, its groups per state
+        (``GroupCoordinatorShard.census``)."""
+        for row in GROUP_TYPES:
+            label = row.metrics_label
+            self.group_count.set(float(by_label.get(label, 0)), {**self.tags, "protocol": label})
+        for name, (gauge, states) in self.state_gauges.items():
+            counts = by_state.get(name, {})
+            for state in states:
+                gauge.set(float(counts.get(state, 0)), {**self.tags, "state": state})
 
 
-def protocol_counts(by_type: dict[str, int]) -> dict[str, int]:
-    """Groups per group type -> groups per ``protocol`` tag value (each type its own)."""
-    by_protocol: dict[str, int] = {}
-    for group_type, count in by_type.items():
-        protocol = PROTOCOL_OF_TYPE.get(group_type, group_type)
-        by_protocol[protocol] = by_protocol.get(protocol, 0) + count
-    return by_protocol
+class _Rebalances:
+    """One row's epoch bumps: a counter, and their rate over the last ``RATE_WINDOW_S``."""
+
+    def __init__(self, name: str, group_type: str, keys: tuple[str, ...]) -> None:
+        self.count = metrics.Counter(
+            PREFIX + name + "_count", f"{group_type} group epoch bumps", tag_keys=keys
+        )
+        self.rate = metrics.Gauge(
+            PREFIX + name + "_rate",
+            f"{group_type} group epoch bumps per second over {RATE_WINDOW_S:.0f} s",
+            tag_keys=keys,
+        )
+        self._at: collections.deque[float] = collections.deque(maxlen=RATE_HISTORY_MAX)
+
+    def turn(self, now: float, bumps: int, tags: dict[str, str]) -> None:
+        if bumps:
+            self.count.inc(float(bumps), tags)
+            self._at.extend([now] * min(bumps, RATE_HISTORY_MAX))
+        while self._at and self._at[0] < now - RATE_WINDOW_S:
+            self._at.popleft()
+        self.rate.set(len(self._at) / RATE_WINDOW_S, tags)
 
 
 class NoMetrics:
@@ -142,10 +161,10 @@ class NoMetrics:
     def loaded(self, seconds: float) -> None:
         pass
 
-    def turn(self, busy_s: float, queue_size: int, rebalances: int) -> None:
+    def turn(self, busy_s: float, queue_size: int, rebalances: dict[str, int]) -> None:
         pass
 
-    def groups(self, by_type: dict[str, int], consumer_by_state: dict[str, int]) -> None:
+    def groups(self, by_label: dict[str, int], by_state: dict[str, dict[str, int]]) -> None:
         pass
 
 
@@ -159,7 +178,7 @@ class ThrottledMetrics:
         self._turn_at = 0.0
         self._groups_at = 0.0
         self._busy_s = 0.0  # turns' work not yet reported
-        self._bumps = 0  # epoch bumps not yet reported
+        self._bumps: dict[str, int] = {}  # epoch bumps not yet reported, per rebalance metric
 
     def set_state(self, state: str) -> None:
         self.metrics.set_state(state)
@@ -167,15 +186,16 @@ class ThrottledMetrics:
     def loaded(self, seconds: float) -> None:
         self.metrics.loaded(seconds)
 
-    def turn(self, busy_s: float, queue_size: int, rebalances: int,
-             census: Callable[[], tuple[dict[str, int], dict[str, int]]]) -> None:
+    def turn(self, busy_s: float, queue_size: int, rebalances: dict[str, int],
+             census: Callable[[], tuple[dict[str, int], dict[str, dict[str, int]]]]) -> None:
         self._busy_s += busy_s
-        self._bumps += rebalances
+        for name, bumps in rebalances.items():
+            self._bumps[name] = self._bumps.get(name, 0) + bumps
         now = time.monotonic()
         if now - self._turn_at >= TURN_EVERY_S:
             self._turn_at = now
             self.metrics.turn(self._busy_s, queue_size, self._bumps)
-            self._busy_s, self._bumps = 0.0, 0
+            self._busy_s, self._bumps = 0.0, {}
         if now - self._groups_at >= GROUPS_EVERY_S:
             self._groups_at = now
             self.metrics.groups(*census())

@@ -1,31 +1,30 @@
 """``cohort groups --list / --describe / --delete / --validate-regex``: the groups as they are.
 
 Kafka has one describe API per group type (ConsumerGroupDescribe for KIP-848 groups,
-DescribeGroups for classic ones) and a group known only by its committed offsets has no group
-object at all; this module hides those differences behind one ``_Group`` view, so that the
-offsets, members and state views (and ``admin_offsets``, which needs a group's state and
-offsets before a reset) see every group the way Kafka's tool shows it.
+DescribeGroups for classic ones, ShareGroupDescribe...) and a group known only by its committed
+offsets has no group object at all; this module hides those differences behind one ``_Group``
+view, made by the group's row of the group-type table (``GroupType.admin``: its describe
+request and view, ``protocol/admin_view.py``), so that the offsets, members and state views
+(and ``admin_offsets``, which needs a group's state and offsets before a reset) see every group
+the way Kafka's tool shows it. A row may show a table of its own in place of the offsets or
+members one (``describe_detail``: a share group's share-partitions, a Connect group's workers).
+This module names no group type.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
-from functools import partial
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from actors.runtime.ray_driver import get_unwrapped as _get
 from actors.tools.admin import AdminError, Columns, Row, missing_group, raise_for
 from protocol import messages as m
-from protocol.classic.consumer_protocol import (
-    PROTOCOL_TYPE,
-    ConsumerProtocolError,
-    decode_assignment,
-)
+from protocol.admin_view import DetailTable, MemberView
+from protocol.api import APIS
 from protocol.consumer.regex import InvalidRegex, compile_topic_regex, matching_topics
 from protocol.errors import CoordinatorError, Errors
-from protocol.wire.stream import SyntheticStream
+from protocol.group_types import BY_NAME, SIMPLE_GROUPS
 
 # The columns of each view, with Kafka's headers.
 LIST_COLUMNS: Columns = [("GROUP", "group"), ("TYPE", "type"), ("STATE", "state")]
@@ -43,12 +42,6 @@ MEMBERS_VERBOSE_COLUMNS: Columns = [
     ("CURRENT-EPOCH", "current_epoch"), ("CURRENT-ASSIGNMENT", "current_assignment"),
     ("TARGET-EPOCH", "target_epoch"), ("TARGET-ASSIGNMENT", "target_assignment"),
 ]
-# Kafka's kafka-share-groups.sh --describe --offsets, and the stream's end beside the start.
-SHARE_OFFSETS_COLUMNS: Columns = [
-    ("GROUP", "group"), ("TOPIC", "topic"), ("PARTITION", "partition"),
-    ("START-OFFSET", "start_offset"), ("IN-FLIGHT", "in_flight"),
-    ("LOG-END-OFFSET", "log_end_offset"), ("LAG", "lag"),
-]
 STATE_COLUMNS: Columns = [
     ("GROUP", "group"), ("COORDINATOR", "coordinator"),
     ("ASSIGNMENT-STRATEGY", "assignment_strategy"),
@@ -62,8 +55,8 @@ REGEX_COLUMNS: Columns = [("TOPIC", "topic"), ("PARTITIONS", "partitions")]
 
 
 def list_groups(cluster, states: Sequence[str] = (), types: Sequence[str] = ()) -> list[Row]:
-    """Every group, filtered as ListGroups filters (states in either spelling; types
-    ``consumer`` / ``classic``)."""
+    """Every group, filtered as ListGroups filters (states in either spelling; types by
+    their rows' names)."""
     try:
         listed = cluster.list_groups(states=states, types=types)
     except CoordinatorError as e:
@@ -80,28 +73,21 @@ def listed_group(cluster, group_id: str) -> m.ListedGroup:
 
     A group known only by its committed offsets (Kafka's "simple" group: a consumer that
     commits without group management) has no group object, so ListGroups does not name it;
-    it is shown as Kafka shows it, an empty classic group.
+    it is shown as Kafka shows it, an empty group of the row ``SIMPLE_GROUPS`` (classic).
     """
     for g in cluster.list_groups():
         if g.group_id == group_id:
             return g
     if committed_offsets(cluster, group_id, missing_ok=True):
-        return m.ListedGroup(group_id, "", "empty", "classic")
+        return _simple_group(group_id)
     raise missing_group(group_id)
 
 
+def _simple_group(group_id: str) -> m.ListedGroup:
+    return m.ListedGroup(group_id, "", "empty", SIMPLE_GROUPS.name)
+
+
 # --------------------------------------------------------------------------- describe
-
-
-@dataclasses.dataclass
-class _Member:
-    member_id: str
-    instance_id: str | None
-    host: str
-    client_id: str
-    epoch: int
-    assignment: list[tuple[str, int]]
-    target: list[tuple[str, int]] | None
 
 
 @dataclasses.dataclass
@@ -113,135 +99,60 @@ class _Group:
     strategy: str
     group_epoch: int
     assignment_epoch: int | None
-    members: list[_Member]
+    members: list[MemberView]
 
 
 def _describe(cluster, group_id: str) -> _Group:
-    """One group through the describe API of its type: ConsumerGroupDescribe for a KIP-848
-    group, DescribeGroups for a classic one (ListGroups tells which)."""
+    """One group through the describe API of its type, as its row of the group-type table
+    says (ListGroups tells the type)."""
     listed = listed_group(cluster, group_id)
     coordinator = f"offsets-{cluster.partition_for(group_id)}"
-    if listed.group_type == "consumer":
-        d = cluster.describe(group_id)
-        if d.error_code == Errors.GROUP_ID_NOT_FOUND:
-            raise missing_group(group_id)
-        raise_for(d.error_code, d.error_message, f"Describe of group '{group_id}' failed")
-        return _Group(
-            group_id, "consumer", d.group_state, coordinator, d.assignor_name, d.group_epoch,
-            d.assignment_epoch,
-            [
-                _Member(
-                    mem.member_id, mem.instance_id, mem.client_host, mem.client_id,
-                    mem.member_epoch, _pairs(mem.assignment.topic_partitions),
-                    _pairs(mem.target_assignment.topic_partitions),
-                )
-                for mem in d.members
-            ],
-        )
-    if listed.group_type == "connect":
-        return _describe_connect(cluster, group_id, coordinator)
-    if listed.group_type == "share":
-        return _describe_share(cluster, group_id, coordinator)
-    resp = cluster.call(m.DescribeGroupsRequest(groups=[group_id]))
-    d = resp.groups[0]
-    if d.error_code == Errors.GROUP_ID_NOT_FOUND and listed.group_state == "empty":
-        return _Group(group_id, "classic", "empty", coordinator, "", -1, None, [])  # offsets only
-    if d.error_code == Errors.GROUP_ID_NOT_FOUND or d.group_state == "dead":
-        raise missing_group(group_id)
-    raise_for(d.error_code, d.error_message, f"Describe of group '{group_id}' failed")
-    return _Group(
-        group_id, "classic", d.group_state, coordinator, d.protocol_data, d.generation_id, None,
-        [
-            _Member(
-                mem.member_id, mem.group_instance_id, mem.client_host, mem.client_id,
-                d.generation_id, _classic_assignment(d.protocol_type, mem.member_assignment),
-                None,
-            )
-            for mem in d.members
-        ],
-    )
-
-
-def _describe_connect(cluster, group_id: str, coordinator: str) -> _Group:
-    """A Connect worker group through ConnectGroupDescribe; a worker's units are its
-    connectors (task -1, Connect's sentinel for the connector itself) and tasks
-    (``admin_connectors`` shows them by name)."""
-    d = cluster.describe_connect(group_id)
+    row = BY_NAME[listed.group_type]
+    request = row.admin.request(group_id)
+    reply = cluster.call(request)
+    d = getattr(reply, APIS[type(request)].per_group.list_field)[0]
+    if d.error_code == Errors.GROUP_ID_NOT_FOUND and listed == _simple_group(group_id):
+        return _Group(group_id, row.name, "empty", coordinator, "", -1, None, [])  # offsets only
     if d.error_code == Errors.GROUP_ID_NOT_FOUND:
         raise missing_group(group_id)
     raise_for(d.error_code, d.error_message, f"Describe of group '{group_id}' failed")
-    return _Group(
-        group_id, "connect", d.group_state, coordinator, d.assignor_name, d.group_epoch,
-        d.assignment_epoch,
-        [
-            _Member(w.member_id, w.instance_id, w.client_host, w.client_id, w.member_epoch,
-                    _units(w.assignment), _units(w.target_assignment))
-            for w in d.members
-        ],
-    )
-
-
-def _describe_share(cluster, group_id: str, coordinator: str) -> _Group:
-    """A share group through ShareGroupDescribe (members may share partitions)."""
-    d = cluster.call(m.ShareGroupDescribeRequest(group_ids=[group_id])).groups[0]
-    if d.error_code == Errors.GROUP_ID_NOT_FOUND:
+    view = row.admin.view(d)
+    if view is None:
         raise missing_group(group_id)
-    raise_for(d.error_code, d.error_message, f"Describe of group '{group_id}' failed")
-    return _Group(
-        group_id, "share", d.group_state, coordinator, d.assignor_name, d.group_epoch,
-        d.assignment_epoch,
-        [_Member(x.member_id, None, x.client_host, x.client_id, x.member_epoch,
-                 _pairs(x.assignment.topic_partitions), None) for x in d.members],
-    )
+    return _Group(group_id, row.name, view.state, coordinator, view.strategy, view.group_epoch,
+                  view.assignment_epoch, view.members)
 
 
-def describe_share_offsets(cluster, group_id: str,
-                           log_end_offset: int | None = None) -> tuple[list[Row], list[str]]:
-    """A share group's share-partitions: start offset (every record below it acknowledged,
-    rejected or archived) and lag (records from it to ``log_end_offset`` not yet done, by
-    default the end of the gateway's default stream now), as DescribeShareGroupOffsets gives
-    them."""
-    if log_end_offset is None:
-        log_end_offset = SyntheticStream(0).end_offset(int(time.time() * 1000))
-    group = _describe_share(cluster, group_id, f"offsets-{cluster.partition_for(group_id)}")
-    resp = cluster.call(m.DescribeShareGroupOffsetsRequest(group_id=group_id,
-                                                           log_end_offset=log_end_offset))
-    raise_for(resp.error_code, resp.error_message,
-              f"Describing the share offsets of group '{group_id}' failed")
-    in_flight = _get(cluster.coordinator(group_id).query.remote(
-        partial(share_in_flight, group_id=group_id)))
-    rows = [{"group": group_id, "topic": t.topic_name, "partition": p.partition,
-             "start_offset": None if p.start_offset < 0 else p.start_offset,
-             "in_flight": in_flight.get((t.topic_id, p.partition), 0),
-             "log_end_offset": log_end_offset, "lag": None if p.lag < 0 else p.lag}
-            for t in resp.topics for p in t.partitions if p.error_code == Errors.NONE]
-    notes = [] if group.members else [f"Share group '{group_id}' has no active members."]
-    return sorted(rows, key=lambda r: (r["topic"], r["partition"])), notes
+def describe_detail(cluster, group_id: str, view: str,
+                    listed: m.ListedGroup | None = None) -> DetailTable | None:
+    """The table the group's row shows in place of ``view``'s ("offsets", "members"), or None
+    when it shows the default one. ``listed``: its ListGroups entry, if known."""
+    listed = listed if listed is not None else listed_group(cluster, group_id)
+    detail = BY_NAME[listed.group_type].admin.details.get(view)
+    if detail is None:
+        return None
+    return _refusing(detail, _Port(cluster), listed, int(time.time() * 1000))
 
 
-def share_in_flight(shard: Any, group_id: str) -> dict[tuple[str, int], int]:
-    """``ShareGroup.in_flight`` of ``group_id``, run in its partition actor."""
-    group = shard.groups.get(group_id)
-    return group.in_flight() if group is not None and group.group_type == "share" else {}
+class _Port:
+    """A ``Cluster`` as a row's admin detail sees it (``protocol.admin_view.AdminPort``)."""
+
+    def __init__(self, cluster) -> None:
+        self._cluster = cluster
+
+    def call(self, request: object) -> object:
+        return self._cluster.call(request)
+
+    def query(self, group_id: str, fn: Callable[[Any], Any]) -> Any:
+        return self._cluster.query(group_id, fn)
 
 
-def _units(work: m.ConnectorsAndTasks) -> list[tuple[str, int]]:
-    return sorted([(c, -1) for c in work.connectors] + [(t.connector, t.task) for t in work.tasks])
-
-
-def _pairs(tps: list[m.DescribedTopicPartitions]) -> list[tuple[str, int]]:
-    return sorted((tp.topic_name, p) for tp in tps for p in tp.partitions)
-
-
-def _classic_assignment(protocol_type: str, data: bytes) -> list[tuple[str, int]]:
-    """A classic member's partitions, when its group speaks the consumer protocol."""
-    if protocol_type != PROTOCOL_TYPE or not data:
-        return []
+def _refusing(fn: Callable[..., Any], *args: object) -> Any:
+    """``fn(*args)``; a pure refusal (``CoordinatorError``) becomes the CLI's, same error."""
     try:
-        assignment = decode_assignment(data)
-    except ConsumerProtocolError:
-        return []
-    return sorted((t, p) for t, ps in assignment.assigned_partitions for p in ps)
+        return fn(*args)
+    except CoordinatorError as e:
+        raise AdminError(e.message or e.error.name, e.error) from None
 
 
 def committed_offsets(cluster, group_id: str,
@@ -304,7 +215,7 @@ def _with_lag(cluster, rows: list[Row]) -> None:
 
 
 def _offset_row(group_id: str, topic: str, partition: int, offset: int | None,
-                mem: _Member | None) -> Row:
+                mem: MemberView | None) -> Row:
     return {
         "group": group_id, "topic": topic, "partition": partition, "current_offset": offset,
         "log_end_offset": None, "lag": None,

@@ -15,6 +15,7 @@ from actors.tools.admin_groups import committed_offsets, listed_group
 from protocol import messages as m
 from protocol.errors import Errors
 from protocol.group_states import kafka_state_name
+from protocol.group_types import BY_NAME
 
 RESET_COLUMNS: Columns = [
     ("GROUP", "group"), ("TOPIC", "topic"), ("PARTITION", "partition"),
@@ -84,8 +85,9 @@ def _highest_committed(cluster, group_id: str) -> dict[tuple[str, int], int]:
     """The highest offset any group (every listed one, and ``group_id``) committed, per
     partition: the furthest anyone is known to have read."""
     highest: dict[tuple[str, int], int] = {}
-    # Share groups commit no offsets (OffsetFetch to one is GROUP_ID_NOT_FOUND, as in Kafka).
-    listed = {g.group_id for g in cluster.list_groups() if g.group_type != "share"}
+    # Only the groups of a type that commits offsets (OffsetFetch to a share group is
+    # GROUP_ID_NOT_FOUND, as in Kafka; a Connect group keeps none).
+    listed = {g.group_id for g in cluster.list_groups() if BY_NAME[g.group_type].keeps_offsets}
     for gid in sorted(listed | {group_id}):
         for tp, off in committed_offsets(cluster, gid).items():
             highest[tp] = max(off, highest.get(tp, 0))

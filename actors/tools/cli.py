@@ -195,9 +195,8 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _describe(args: argparse.Namespace) -> int:
-    from actors.tools import admin_connectors, admin_groups
+    from actors.tools import admin_groups
     from actors.tools.admin import to_json
-    from actors.tools.admin_connectors import is_connect_group
 
     views = [v for v in ("members", "offsets") if getattr(args, v)]
     if args.state is not None:
@@ -217,36 +216,29 @@ def _describe(args: argparse.Namespace) -> int:
         ),
         "state": (admin_groups.describe_state, admin_groups.STATE_COLUMNS),
     }[view]
-    connect_ids, share_ids = set(), set()
-    if view != "state":  # a Connect group's workers, with their connectors and tasks
-        listed = {g.group_id: g for g in cluster.list_groups()}
-        connect_ids = {g for g in group_ids if g in listed and is_connect_group(listed[g])}
-        if view == "offsets":  # a share group's share-partitions (start offset, lag)
-            share_ids = {g for g in group_ids if g in listed and listed[g].group_type == "share"}
-    rows, notes, workers, worker_notes, shares = [], [], [], [], []
+    # A group whose row shows a table of its own for this view (a Connect group's workers, a
+    # share group's share-partitions) is shown in it; the others in the view's table.
+    listed = {g.group_id: g for g in cluster.list_groups()} if view != "state" else {}
+    rows, notes = [], []
+    details: dict[tuple, list] = {}  # columns -> [rows, notes], in the order first seen
     for g in group_ids:
-        if g in share_ids:
-            got, said = admin_groups.describe_share_offsets(cluster, g)
-            shares += got
-            notes += said
-            continue
-        if g in connect_ids:
-            described = admin_connectors.describe(cluster, g)
-            workers += admin_connectors.worker_rows(described)
-            worker_notes += admin_connectors.describe_notes(described)
+        detail = (admin_groups.describe_detail(cluster, g, view, listed[g])
+                  if g in listed else None)
+        if detail is not None:
+            shown = details.setdefault(tuple(detail.columns), [[], []])
+            shown[0] += detail.rows
+            shown[1] += detail.notes
             continue
         got, said = describe(cluster, g)
         rows += got
         notes += said
     if args.json:
-        print_result(to_json(rows + shares + workers))
+        print_result(to_json(rows + [r for shown, _ in details.values() for r in shown]))
         return 0
-    if shares:
-        emit(args, admin_groups.SHARE_OFFSETS_COLUMNS, shares, [])
-    if rows or notes or not (workers or shares):
+    if rows or notes or not details:
         emit(args, columns, rows, notes)
-    if workers or worker_notes:
-        emit(args, admin_connectors.WORKERS_COLUMNS, workers, worker_notes)
+    for detail_columns, (shown, said) in details.items():
+        emit(args, list(detail_columns), shown, said)
     return 0
 
 

@@ -1,7 +1,10 @@
-"""A shard's state as seven Arrow tables: what ``OffsetsPartition.query(shard_tables)`` returns.
+"""A shard's state as Arrow tables: what ``OffsetsPartition.query(shard_tables)`` returns.
 
-Six are shared by every group type; Connect groups add rows to ``groups`` and ``members`` and
-have ``connect_assignment`` for their connectors and tasks (``actors.tools.connect_tables``).
+Six are shared by every group type; a group type may have tables of its own besides (the
+Connect row's ``connect_assignment``, for its connectors and tasks). Each row of the group-type
+table writes its groups' rows (``GroupType.export``) and names its own tables' columns
+(``GroupType.export_tables``); this module holds the shared schemas, the offsets and rebalance
+rows, and names no group type.
 
 These tables are the export's contract (``actors.tools.export`` turns them into Spark DataFrames and
 Parquet files), so their schemas are fixed here as constants, one per table, and every table
@@ -25,26 +28,7 @@ from collections.abc import Iterable, Mapping
 
 import pyarrow as pa
 
-from actors.tools.connect_tables import (
-    CONNECT_ASSIGNMENT_SCHEMA,
-    assignment_table,
-    group_row,
-    member_rows,
-)
-from actors.tools.share_tables import share_groups
-from protocol.classic.consumer_protocol import (
-    PROTOCOL_TYPE,
-    ConsumerProtocolError,
-    decode_assignment,
-    decode_subscription,
-)
-from protocol.classic.group import ClassicGroup, ClassicMember
-from protocol.connect.group import ConnectGroup
-from protocol.consumer.describe import topic_name
-from protocol.consumer.group import ConsumerGroup
-from protocol.consumer.member import MemberState
 from protocol.group_types import GROUP_TYPES, type_of
-from protocol.metadata import MetadataImage
 
 _STR = pa.string()
 _I32 = pa.int32()
@@ -57,7 +41,7 @@ def _f(name: str, type_: pa.DataType, nullable: bool = False) -> pa.Field:
 
 GROUPS_SCHEMA = pa.schema([
     _f("group_id", _STR),
-    _f("group_type", _STR),  # "consumer" | "classic" | "connect"
+    _f("group_type", _STR),  # the row's name: "consumer" | "classic" | "connect" | "share"
     _f("protocol_type", _STR),  # "consumer" for KIP-848 groups; a classic group's own
     _f("state", _STR),
     _f("group_epoch", _I32),  # classic: the generation id
@@ -77,7 +61,7 @@ MEMBERS_SCHEMA = pa.schema([
     _f("state", _STR),
     _f("subscribed_topics", pa.list_(_STR)),
     _f("subscribed_topic_regex", _STR, nullable=True),
-    # "consumer" | "classic" (a classic member of a consumer group too) | "connect"
+    # "consumer" | "classic" (a classic member of a modern group too) | "connect" | "share"
     _f("protocol", _STR),
 ])
 
@@ -114,7 +98,15 @@ REBALANCES_SCHEMA = pa.schema([
     _f("group_instance_id", _STR, nullable=True),
 ])
 
-# Table name -> schema, in export order.
+# A row's column types (``GroupType.export_tables``) in Arrow's terms.
+_ARROW_TYPES = {"string": _STR, "int32": _I32, "int64": _I64, "bool": pa.bool_()}
+
+
+def _row_schema(columns: tuple[tuple[str, str, bool], ...]) -> pa.Schema:
+    return pa.schema([_f(name, _ARROW_TYPES[kind], nullable) for name, kind, nullable in columns])
+
+
+# Table name -> schema, in export order: the shared tables, then the rows' own.
 SCHEMAS: dict[str, pa.Schema] = {
     "groups": GROUPS_SCHEMA,
     "members": MEMBERS_SCHEMA,
@@ -122,12 +114,15 @@ SCHEMAS: dict[str, pa.Schema] = {
     "current_assignment": CURRENT_ASSIGNMENT_SCHEMA,
     "offsets": OFFSETS_SCHEMA,
     "rebalances": REBALANCES_SCHEMA,
-    "connect_assignment": CONNECT_ASSIGNMENT_SCHEMA,
+    **{
+        name: _row_schema(columns)
+        for row in GROUP_TYPES
+        for name, columns in row.export_tables.items()
+    },
 }
 TABLES: tuple[str, ...] = tuple(SCHEMAS)
 
 NO_EPOCH = -1
-_MEMBER_STATES = {int(s): s.label for s in MemberState}
 
 
 class _Columns:
@@ -185,23 +180,21 @@ def _gc_paused():
 
 
 def _shard_tables(shard) -> dict[str, pa.Table]:
-    """The group-type table's rows in order, each type's groups by its writer (a type with
-    none yet shows its groups' rows alone: ``_any_groups``), then offsets and rebalances."""
+    """The group-type table's rows in order, each type's groups by its row's writer (a row
+    without one shows its groups' rows alone: ``_any_groups``), then offsets and rebalances."""
     cols = {name: _Columns(schema) for name, schema in SCHEMAS.items()}
     groups = [shard.groups[gid] for gid in sorted(shard.groups)]
-    by_type = {row.name: [g for g in groups if g.group_type == row.name] for row in GROUP_TYPES}
-    for name, of_type in by_type.items():
-        _GROUP_WRITERS.get(name, _any_groups)(of_type, shard, cols)
+    for row in GROUP_TYPES:
+        of_type = [g for g in groups if g.group_type == row.name]
+        (row.export or _any_groups)(of_type, shard, cols)
     _offsets(shard.offsets.offsets, cols["offsets"])
     _rebalances(shard.history.causes, cols["rebalances"])
-    tables = {name: c.table() for name, c in cols.items() if name != "connect_assignment"}
-    tables["connect_assignment"] = assignment_table(by_type.get("connect", []))
-    return tables
+    return {name: c.table() for name, c in cols.items()}
 
 
 def _any_groups(groups: list, shard, cols: dict[str, _Columns]) -> None:
-    """The ``groups`` rows of a group type no writer below knows yet: what every group
-    answers (its row's protocol type, its state, members and epochs when it has them)."""
+    """The ``groups`` rows of a group type whose row has no writer: what every group answers
+    (its row's protocol type, its state, members and epochs when it has them)."""
     for g in groups:
         cols["groups"].add(
             group_id=g.group_id, group_type=g.group_type,
@@ -210,24 +203,6 @@ def _any_groups(groups: list, shard, cols: dict[str, _Columns]) -> None:
             assignment_epoch=getattr(g, "assignment_epoch", NO_EPOCH), assignor="",
             member_count=len(getattr(g, "members", ())),
         )
-
-
-def _consumer_groups(groups: list[ConsumerGroup], shard, cols: dict[str, _Columns]) -> None:
-    for g in groups:
-        _consumer_group(g, shard.image, shard.config, cols)
-    _consumer_members(groups, cols["members"])
-
-
-def _classic_groups(groups: list[ClassicGroup], shard, cols: dict[str, _Columns]) -> None:
-    for g in groups:
-        _classic_group(g, shard.image, cols)
-
-
-def _connect_groups(groups: list[ConnectGroup], shard, cols: dict[str, _Columns]) -> None:
-    for g in groups:
-        cols["groups"].add(**group_row(g, shard.config.default_connect_assignor))
-        for row in member_rows(g):
-            cols["members"].add(**row)
 
 
 def _rebalances(history: dict, out: _Columns) -> None:
@@ -240,128 +215,6 @@ def _rebalances(history: dict, out: _Columns) -> None:
                 reason=cause.reason or "", member_id=cause.member_id,
                 group_instance_id=cause.group_instance_id,
             )
-
-
-# ---------------------------------------------------------------------- consumer groups
-
-
-def _consumer_group(group: ConsumerGroup, image: MetadataImage, config,
-                    cols: dict[str, _Columns]) -> None:
-    """The group's row and its assignments' rows (its members' rows come in one pass over
-    every consumer group: ``_consumer_members``)."""
-    gid = group.group_id
-    cols["groups"].add(
-        group_id=gid, group_type="consumer", protocol_type=PROTOCOL_TYPE, state=group.state,
-        group_epoch=group.group_epoch, assignment_epoch=group.assignment_epoch,
-        assignor=group.assignor(config).name, member_count=len(group.members),
-    )
-    names: dict[str, str] = {}
-
-    def name_of(topic_id: str) -> str:
-        if topic_id not in names:
-            names[topic_id] = topic_name(image, group, topic_id)
-        return names[topic_id]
-
-    current = cols["current_assignment"]
-    for mid in sorted(group.members):
-        held = group.members[mid].current  # the member's current-assignment record
-        for pending, parts in ((False, held.assigned_partitions),
-                               (True, held.partitions_pending_revocation)):
-            for tid, ps in sorted(parts.items()) if parts else ():
-                current.extend_partitions(ps, group_id=gid, member_id=mid, topic_id=tid,
-                                          topic_name=name_of(tid), pending_revocation=pending)
-    target = cols["target_assignment"]
-    for mid in sorted(group.target):
-        for tid, ps in sorted(group.target[mid].partitions.items()):
-            target.extend_partitions(ps, group_id=gid, member_id=mid, topic_id=tid,
-                                     topic_name=name_of(tid))
-
-
-def _consumer_members(groups: list[ConsumerGroup], cols: _Columns) -> None:
-    """Every member of ``groups``, a column at a time, from the member's two records."""
-    members = [(g.group_id, g.members[mid]) for g in groups for mid in sorted(g.members)]
-    metas = [mem.metadata for _, mem in members]
-    currents = [mem.current for _, mem in members]
-    unknown = MemberState.UNKNOWN.label
-    cols.extend(
-        group_id=[gid for gid, _ in members],
-        member_id=[mem.member_id for _, mem in members],
-        instance_id=[md.instance_id for md in metas],
-        rack_id=[md.rack_id for md in metas],
-        client_id=[md.client_id or "" for md in metas],
-        client_host=[md.client_host or "" for md in metas],
-        member_epoch=[c.member_epoch for c in currents],
-        state=[_MEMBER_STATES.get(c.state, unknown) for c in currents],
-        subscribed_topics=[md.subscribed_topic_names for md in metas],  # tuples: Arrow takes them
-        subscribed_topic_regex=[md.subscribed_topic_regex for md in metas],
-        protocol=["consumer" if md.classic_member_metadata is None else "classic" for md in metas],
-    )
-
-
-
-
-# ---------------------------------------------------------------------- classic groups
-
-
-def _classic_group(group: ClassicGroup, image: MetadataImage, cols: dict[str, _Columns]) -> None:
-    """A classic group's rows. Its members' subscriptions and assignments are opaque bytes,
-    read only when the group speaks the consumer protocol; bytes that do not decode give no
-    subscribed topics and no assignment rows, never an error. The leader's assignment is both
-    the member's target and (as far as the coordinator knows) what it owns."""
-    gid = group.group_id
-    cols["groups"].add(
-        group_id=gid, group_type="classic", protocol_type=group.protocol_type or "",
-        state=group.state, group_epoch=group.generation_id, assignment_epoch=NO_EPOCH,
-        assignor=group.protocol_name or "", member_count=len(group.members),
-    )
-    consumer = group.protocol_type == PROTOCOL_TYPE
-    for mid in sorted(group.members):
-        mem = group.members[mid]
-        topics, rack = _subscription(mem, group.protocol_name) if consumer else ([], None)
-        cols["members"].add(
-            group_id=gid, member_id=mid, instance_id=mem.group_instance_id, rack_id=rack,
-            client_id=mem.client_id or "", client_host=mem.client_host or "",
-            member_epoch=group.generation_id, state=_classic_member_state(mem),
-            subscribed_topics=topics, subscribed_topic_regex=None, protocol="classic",
-        )
-        for topic, ps in _assignment(mem) if consumer else ():
-            t = image.topic_by_name(topic)
-            row = {"group_id": gid, "member_id": mid, "topic_id": t.topic_id if t else "",
-                   "topic_name": topic}
-            cols["target_assignment"].extend_partitions(ps, **row)
-            cols["current_assignment"].extend_partitions(ps, **row, pending_revocation=False)
-
-
-def _classic_member_state(mem: ClassicMember) -> str:
-    if mem.awaiting_join is not None:
-        return "awaiting_join"
-    if mem.awaiting_sync is not None:
-        return "awaiting_sync"
-    return "stable"
-
-
-def _subscription(mem: ClassicMember, protocol: str | None) -> tuple[list[str], str | None]:
-    try:
-        s = decode_subscription(mem.metadata_for(protocol))
-    except ConsumerProtocolError:
-        return [], None
-    return sorted(s.topics), s.rack_id
-
-
-def _assignment(mem: ClassicMember) -> list[tuple[str, list[int]]]:
-    try:
-        return sorted(decode_assignment(mem.assignment).assigned_partitions)
-    except ConsumerProtocolError:
-        return []
-
-
-# group type (a row of ``protocol.group_types``) -> the writer of its groups' rows
-_GROUP_WRITERS = {
-    "consumer": _consumer_groups,
-    "classic": _classic_groups,
-    "connect": _connect_groups,
-    "share": share_groups,
-}
 
 
 # ---------------------------------------------------------------------- offsets

@@ -17,13 +17,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from protocol import messages as m
+from protocol.classic.records import GroupMemberMetadata, GroupMetadataValue
 from protocol.classic.states import ClassicGroupState, check_transition, parse_state
-from protocol.records import (
-    ClassicProtocol,
-    GroupMemberMetadata,
-    GroupMetadataValue,
-    TopicMetadataEntry,
-)
+from protocol.records import ClassicProtocol, TopicMetadataEntry
 
 EMPTY = ClassicGroupState.EMPTY
 PREPARING_REBALANCE = ClassicGroupState.PREPARING_REBALANCE

@@ -12,9 +12,10 @@ from protocol.classic import group as cg
 from protocol.classic.consumer_protocol import PROTOCOL_TYPE
 from protocol.classic.group import ClassicGroup
 from protocol.classic.rebalance import Rebalances
+from protocol.classic.records import GroupMetadataKey, GroupMetadataValue
 from protocol.classic.timers import JoinDeadline, MemberSession, SyncDeadline
 from protocol.context import ShardContext
-from protocol.records import GroupMetadataKey, GroupMetadataValue, Record
+from protocol.records import Record
 
 
 class LoadRules:
@@ -27,7 +28,7 @@ class LoadRules:
     def replay(self, record: Record) -> None:
         key, value = record.key, record.value
         assert isinstance(key, GroupMetadataKey), key
-        group = self.ctx.classic_group(key.group_id)
+        group = self.ctx.group_of(key.group_id, "classic")
         if value is None:
             if group is not None:
                 del self.ctx.groups[key.group_id]

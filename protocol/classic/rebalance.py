@@ -13,6 +13,7 @@ from __future__ import annotations
 from protocol import messages as m
 from protocol.classic import group as cg
 from protocol.classic.group import ClassicGroup, ClassicMember
+from protocol.classic.records import GroupMetadataKey
 from protocol.classic.subscriptions import subscribed_topic_names
 from protocol.classic.timers import (
     ClassicTimer,
@@ -23,7 +24,7 @@ from protocol.classic.timers import (
 )
 from protocol.context import ShardContext
 from protocol.errors import Errors
-from protocol.records import GroupMetadataKey, Record, TopicMetadataEntry
+from protocol.records import Record, TopicMetadataEntry
 
 
 class Rebalances:
@@ -186,7 +187,7 @@ class Rebalances:
     # ------------------------------------------------------------------ timers
 
     def on_timer(self, key: ClassicTimer) -> None:
-        group = self.ctx.classic_group(key.group_id)
+        group = self.ctx.group_of(key.group_id, "classic")
         if group is None:
             return
         if isinstance(key, JoinDeadline):

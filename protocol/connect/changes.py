@@ -13,8 +13,8 @@ from dataclasses import replace
 
 from protocol import messages as m
 from protocol.connect.member import ConnectWorkerMember
+from protocol.connect.records import ConnectGroupTargetAssignmentMemberValue
 from protocol.modern.changes import common_changes
-from protocol.records import ConnectGroupTargetAssignmentMemberValue
 
 
 def apply_request(

@@ -18,8 +18,9 @@ from protocol import messages as m
 from protocol.connect import units as u
 from protocol.connect.group import NO_TARGET, ConnectGroup
 from protocol.connect.member import ConnectWorkerMember
+from protocol.connect.records import ConnectGroupTargetAssignmentMemberValue
+from protocol.connect.sessions import AssignmentDeadline
 from protocol.connect.target import Targets, target_records
-from protocol.connect.timers import AssignmentDeadline
 from protocol.context import ShardContext
 from protocol.errors import CoordinatorError, Errors
 from protocol.modern.client_assignment import (
@@ -27,7 +28,7 @@ from protocol.modern.client_assignment import (
     chosen_member,
     prepare_header,
 )
-from protocol.records import ClientAssignorEntry, ConnectGroupTargetAssignmentMemberValue
+from protocol.records import ClientAssignorEntry
 from protocol.validation import check_types
 
 

@@ -12,14 +12,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from protocol.assignor_choice import AssignorChoice, choose_assignor
+from protocol.connect import records
 from protocol.connect import units as u
 from protocol.connect.member import ConnectWorkerMember
-from protocol.modern.group import STATES, ModernGroup, RecordKinds
-from protocol.records import (
+from protocol.connect.records import (
     ConnectGroupMetadataKey,
     ConnectGroupTargetAssignmentMemberValue,
-    Record,
 )
+from protocol.modern.group import STATES, ModernGroup, RecordKinds
+from protocol.records import Record
 
 __all__ = ["STATES", "ConnectGroup", "connector_changes", "group_tombstones"]
 
@@ -30,7 +31,7 @@ PROTOCOL_TYPE = "connect"
 NO_TARGET = ConnectGroupTargetAssignmentMemberValue()
 
 
-CONNECT_RECORDS = RecordKinds.named("ConnectGroup")
+CONNECT_RECORDS = RecordKinds.named(records, "ConnectGroup")
 
 
 @dataclass

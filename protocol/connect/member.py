@@ -14,16 +14,16 @@ from enum import IntEnum
 from functools import partial
 
 from protocol.connect import units as u
+from protocol.connect.records import (
+    ConnectGroupCurrentMemberAssignmentValue,
+    ConnectGroupMemberMetadataValue,
+)
 from protocol.modern.member import (
     JOIN_EPOCH,
     LEAVE_EPOCH,
     STATIC_LEAVE_EPOCH,
     ModernMember,
     fresh_assignment,
-)
-from protocol.records import (
-    ConnectGroupCurrentMemberAssignmentValue,
-    ConnectGroupMemberMetadataValue,
 )
 
 __all__ = ["JOIN_EPOCH", "LEAVE_EPOCH", "STATIC_LEAVE_EPOCH", "ConnectWorkerMember", "WorkerState"]

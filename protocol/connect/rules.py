@@ -6,7 +6,8 @@ The Connect half of a group coordinator, over the kernel every modern group shar
 becomes records, replayed at once (``ctx.emit``), so memory is always what the log rebuilds.
 A heartbeat is handled whole: validate, find or create the worker, check its epoch, apply its
 changes (``changes``), settle the epoch bumps they caused and compute a server-side target
-(``epochs``), then move the worker one safe step toward its target (``reconciler``) and reply.
+(``target.ConnectEpochs``), then move the worker one safe step toward its target
+(``modern.reconciler``) and reply.
 """
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from protocol import messages as m
+from protocol.classic.records import GroupMetadataKey
 from protocol.connect import units as u
 from protocol.connect.changes import apply_request, assignment_changed, bump_reason, only_asks
 from protocol.connect.client_assignment import ConnectClientAssignment
 from protocol.connect.describe import describe_as_classic, describe_groups
-from protocol.connect.epochs import ConnectEpochs
 from protocol.connect.group import GROUP_TYPE, NO_TARGET, ConnectGroup, connector_changes
 from protocol.connect.member import (
     JOIN_EPOCH,
@@ -26,22 +27,20 @@ from protocol.connect.member import (
     STATIC_LEAVE_EPOCH,
     ConnectWorkerMember,
 )
-from protocol.connect.reconciler import reconcile
-from protocol.connect.sessions import WorkerTimers
-from protocol.connect.timers import (
+from protocol.connect.records import ConnectGroupMetadataKey
+from protocol.connect.sessions import (
     AssignmentDeadline,
     ConnectTimer,
     ScheduledRebalance,
+    WorkerTimers,
 )
+from protocol.connect.target import ConnectEpochs
 from protocol.connect.validation import validate_heartbeat
 from protocol.context import ShardContext
 from protocol.errors import CoordinatorError, Errors
+from protocol.modern.reconciler import reconcile
 from protocol.modern.rules import ModernRules
-from protocol.records import (
-    ConnectGroupMetadataKey,
-    GroupMetadataKey,
-    Record,
-)
+from protocol.records import Record
 
 
 class ConnectGroupRules(ModernRules):
@@ -110,7 +109,7 @@ class ConnectGroupRules(ModernRules):
         group = self.ctx.groups.get(group_id)
         if group is None or group.group_type == GROUP_TYPE:
             return group
-        classic = self.ctx.classic_group(group_id)
+        classic = self.ctx.group_of(group_id, "classic")
         if join and classic is not None and not classic.members:
             return None
         if join and classic is not None:
@@ -146,7 +145,7 @@ class ConnectGroupRules(ModernRules):
         self.check_size(group)
         member = apply_request(ConnectWorkerMember(mid), req)
         self.check_client_assignors(group, member)
-        if self.ctx.classic_group(gid) is not None:  # an empty classic group: retire it
+        if self.ctx.group_of(gid, "classic") is not None:  # an empty classic group: retire it
             self.ctx.emit(Record(GroupMetadataKey(gid), None))
         self.emit_new_member(gid, member)
         self.epochs.mark(gid, "new worker joined", member)

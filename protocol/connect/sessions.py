@@ -1,5 +1,6 @@
 """A Connect worker's deadlines (``modern.sessions``), and the group's scheduled rebalance,
-kept in step with the records.
+kept in step with the records; all of them typed timer keys (the shard routes a due one by its
+type, ``ConnectTimer``).
 
 Beyond the kernel's session and rebalance timeouts, the coordinator's own connect assignor may
 ask for a later round (``ScheduledRebalance``): a target it writes re-arms it from the stored
@@ -8,12 +9,48 @@ assignor metadata, so a reloaded partition re-arms it too.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from protocol.connect.group import ConnectGroup
 from protocol.connect.member import ConnectWorkerMember
+from protocol.connect.records import ConnectGroupTargetAssignmentMetadataKey
 from protocol.connect.target import next_scheduled_rebalance_ms
-from protocol.connect.timers import ScheduledRebalance, WorkerRevocationDeadline, WorkerSession
 from protocol.modern.sessions import Fence, MemberDeadlines
-from protocol.records import ConnectGroupTargetAssignmentMetadataKey, Record
+from protocol.records import Record
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectTimer:
+    group_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduledRebalance(ConnectTimer):
+    """The coordinator's own connect assignor asked for a new round by now: work it held for
+    a departed worker (scheduled.rebalance.max.delay.ms) or a revocation backoff is over."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectMemberTimer(ConnectTimer):
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSession(ConnectMemberTimer):
+    """No heartbeat by now removes the worker (session timeout)."""
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerRevocationDeadline(ConnectMemberTimer):
+    """A worker asked to stop work that has not acknowledged by now is removed (rebalance
+    timeout)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AssignmentDeadline(ConnectMemberTimer):
+    """The worker chosen to compute the group's assignment (client side) has not installed
+    one by now: another worker gets the job (seed 004: "within rebalance.timeout.ms")."""
+
 
 __all__ = ["Fence", "WorkerTimers"]
 

@@ -6,6 +6,10 @@ worker's current target and the assignor metadata stored with it: the assignor's
 between rounds (held work, storm guard) lives in those bytes, so it survives a coordinator
 restart with the records. Either way the target is written as one record per worker whose
 target changed, then the target epoch record, so a reader of the log sees it as a unit.
+
+Bumping a Connect group's epoch, once per turn (``ConnectEpochs``, the kernel's
+``modern.epochs``): the bump records the group's connectors as the metadata image has them, so
+a later image that differs is noticed (``ConnectGroupRules.on_metadata``).
 """
 
 from __future__ import annotations
@@ -17,11 +21,14 @@ from assignors.client.interfaces import ConnectGroupMember as AssignorMember
 from assignors.connect import MAX_VERSION, IncrementalCooperativeAssignor, remaining_delay_ms
 from protocol.connect import units as u
 from protocol.connect.group import NO_TARGET, ConnectGroup
-from protocol.modern.target import target_records as modern_target_records
-from protocol.records import (
+from protocol.connect.records import (
+    ConnectGroupMetadataValue,
     ConnectGroupTargetAssignmentMemberValue,
-    Record,
+    ConnectorEntry,
 )
+from protocol.modern.epochs import EpochTurn
+from protocol.modern.epochs import target_records as modern_target_records
+from protocol.records import Record
 
 Targets = dict[str, ConnectGroupTargetAssignmentMemberValue]
 
@@ -68,7 +75,7 @@ def compute_server_targets(group: ConnectGroup, now_ms: int, max_delay_ms: int) 
 
 
 def target_records(group: ConnectGroup, targets: Targets, epoch: int) -> list[Record]:
-    """``modern.target.target_records``, workers in sorted order."""
+    """``modern.epochs.target_records``, workers in sorted order."""
     return modern_target_records(group, dict(sorted(targets.items())), epoch)
 
 
@@ -83,3 +90,25 @@ def next_scheduled_rebalance_ms(
         if (d := remaining_delay_ms(t.metadata_bytes, t.metadata_version, now_ms)) is not None
     ]
     return now_ms + min(delays) if delays else None
+
+
+# ---------------------------------------------------------------- the epoch turn
+
+
+class ConnectEpochs(EpochTurn):
+    """The Connect groups an event changed, and what settling them writes."""
+
+    group_type = "connect"
+
+    def group_value(self, group: ConnectGroup, epoch: int) -> ConnectGroupMetadataValue:
+        connectors = self.ctx.image.connectors_of(group.group_id)
+        entries = tuple(ConnectorEntry(name, n) for name, n in sorted(connectors.items()))
+        return ConnectGroupMetadataValue(epoch, entries)
+
+    def client_side(self, group: ConnectGroup) -> bool:
+        return group.assignor(self.ctx.config.default_connect_assignor).client_side
+
+    def compute_targets(self, group: ConnectGroup) -> Targets:
+        config = self.ctx.group_config(group.group_id)
+        delay_ms = config.effective_scheduled_rebalance_max_delay_ms(self.ctx.config)
+        return compute_server_targets(group, self.ctx.now_ms, delay_ms)

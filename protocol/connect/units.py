@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from protocol import messages as m
-from protocol.records import TaskMap
+from protocol.connect.records import TaskMap
 
 CONNECTOR = -1  # the "task id" of a connector instance itself (Kafka Connect's convention)
 

@@ -25,21 +25,19 @@ from collections.abc import Callable, Iterable
 from itertools import compress, groupby
 from operator import attrgetter, itemgetter
 
-from protocol.codec import decode_key, decode_values
 from protocol.consumer.group import ConsumerGroup
 from protocol.consumer.member import ConsumerGroupMember, MemberState
-from protocol.consumer.timers import MemberSession, RevocationDeadline
-from protocol.records import (
-    CONNECT_GROUP_TYPES,
-    CONSUMER_GROUP_TYPES,
+from protocol.consumer.records import (
+    SCHEMAS,
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupMemberMetadataKey,
     ConsumerGroupMetadataKey,
     ConsumerGroupPartitionMetadataKey,
     ConsumerGroupTargetAssignmentMemberKey,
     ConsumerGroupTargetAssignmentMetadataKey,
-    GroupMetadataKey,
 )
+from protocol.consumer.sessions import MemberSession, RevocationDeadline
+from protocol.records import GroupRebalanceHistoryKey
 from protocol.timers import Timers
 
 _META = ConsumerGroupMetadataKey.TYPE
@@ -49,8 +47,11 @@ _TARGET_META = ConsumerGroupTargetAssignmentMetadataKey.TYPE
 _TARGET = ConsumerGroupTargetAssignmentMemberKey.TYPE
 _CURRENT = ConsumerGroupCurrentMemberAssignmentKey.TYPE
 _UNREVOKED = int(MemberState.UNREVOKED_PARTITIONS)
-# Record types of the other group kinds: a group id they use is not a plain consumer group.
-_OTHER_GROUP_TYPES = frozenset({GroupMetadataKey.TYPE, *CONNECT_GROUP_TYPES})
+# The record types of a consumer group, and the one record type besides them that may name a
+# plain consumer group (its rebalance history); any other type naming a group id means that id
+# is not a plain consumer group's (another type's records, or a protocol conversion's).
+CONSUMER_GROUP_TYPES = frozenset(k.TYPE for k in SCHEMAS)
+_HISTORY = GroupRebalanceHistoryKey.TYPE
 # (record type, key identity length) of well-formed consumer-group keys
 _KEY_SHAPES = frozenset(
     {(_META, 2), (_PARTITION_META, 2), (_TARGET_META, 2), (_MEMBER, 3), (_TARGET, 3), (_CURRENT, 3)}
@@ -61,6 +62,26 @@ _GROUP_OF_ITEM = lambda item: item[0][0]  # noqa: E731 ((group id, member id), v
 _VALUE_OF_ITEM = itemgetter(1)
 _MEMBER_RECORDS = frozenset({_MEMBER, _CURRENT})  # the records that create a member
 _SUBSCRIPTION = attrgetter("subscribed_topic_names", "subscribed_topic_regex", "topic_view")
+
+
+def bulk_loader(
+    shard, keys: list[tuple], blobs: list[bytes | None]
+) -> tuple[BulkGroups, list[bool]]:
+    """The consumer row's ``bulk_load``: a loader for the eligible groups among ``keys``, and
+    for each record whether it takes it (the rest are replayed one by one)."""
+    bulk = BulkGroups(
+        shard.groups, shard.timers, shard.consumer.sessions.session_timeout_ms, shard.now_ms
+    )
+    ids = eligible_groups(keys, blobs, shard.groups)
+    return bulk, [key[0] in CONSUMER_GROUP_TYPES and key[1] in ids for key in keys]
+
+
+def _codec():
+    """The codec, imported when a load runs: it reads the group-type table, whose consumer row
+    names this module, so importing it with this module would go round in a circle."""
+    from protocol import codec
+
+    return codec
 
 
 def eligible_groups(keys: list[tuple], blobs: list[bytes | None], taken: Iterable[str]) -> set[str]:
@@ -80,7 +101,7 @@ def eligible_groups(keys: list[tuple], blobs: list[bytes | None], taken: Iterabl
         and set(map(type, map(_LAST, mine))) == {str}
     ):
         for key in mine:
-            decode_key(key)  # raises RecordDecodeError for the first bad one, naming the field
+            _codec().decode_key(key)  # RecordDecodeError for the first bad one, naming the field
     ids = set(map(_GROUP_ID, mine))
     ids.difference_update(taken)
     if None in blobs:
@@ -89,8 +110,9 @@ def eligible_groups(keys: list[tuple], blobs: list[bytes | None], taken: Iterabl
             for key, blob in zip(keys, blobs, strict=True)
             if blob is None and key[0] in CONSUMER_GROUP_TYPES
         )
-    if not _OTHER_GROUP_TYPES.isdisjoint(map(_TYPE_OF, keys)):
-        ids.difference_update(key[1] for key in keys if key[0] in _OTHER_GROUP_TYPES)
+    others = set(map(_TYPE_OF, keys)) - CONSUMER_GROUP_TYPES - {_HISTORY}
+    if others:
+        ids.difference_update(key[1] for key in keys if key[0] in others)
     if len(set(mine)) != len(mine):  # a key twice: not compacted, replay those groups in order
         seen: set[tuple] = set()
         ids.difference_update(key[1] for key in mine if key in seen or seen.add(key))
@@ -217,7 +239,7 @@ def _by_type(keys: list[tuple], blobs: list[bytes]) -> dict[int, tuple[list, lis
             at = where[kind] = []
         at.append(i)
     return {
-        kind: (_take(keys, at), decode_values(kind, _take(blobs, at)))
+        kind: (_take(keys, at), _codec().decode_values(kind, _take(blobs, at)))
         for kind, at in where.items()
     }
 

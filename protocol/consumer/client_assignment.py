@@ -13,6 +13,7 @@ from protocol import messages as m
 from protocol import partitions as pm
 from protocol.consumer.group import ConsumerGroup
 from protocol.consumer.member import ConsumerGroupMember
+from protocol.consumer.records import ConsumerGroupTargetAssignmentMemberValue
 from protocol.consumer.target_assignment import Targets, assignment_spec, target_records
 from protocol.context import ShardContext
 from protocol.errors import CoordinatorError, Errors
@@ -21,7 +22,7 @@ from protocol.modern.client_assignment import (
     chosen_member,
     prepare_header,
 )
-from protocol.records import ClientAssignorEntry, ConsumerGroupTargetAssignmentMemberValue
+from protocol.records import ClientAssignorEntry
 from protocol.validation import check_types
 
 

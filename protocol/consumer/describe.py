@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from protocol import messages as m
 from protocol import partitions as pm
-from protocol.classic.group import ClassicGroup
 from protocol.config import CoordinatorConfig
 from protocol.consumer.group import ConsumerGroup
 from protocol.consumer.member import ConsumerGroupMember
@@ -70,24 +69,3 @@ def topic_name(image: MetadataImage, group: ConsumerGroup, topic_id: str) -> str
     entry = group.subscription_metadata.get(topic_id)
     return entry.topic_name if entry is not None else ""
 
-
-def summarize_group(group: ConsumerGroup | ClassicGroup | None) -> dict | None:
-    """Describe without the assignments: state, epochs and member counts, cheap enough to
-    poll for a group of 10,000 members."""
-    if group is None:
-        return None
-    if group.group_type == "classic":
-        return {
-            "state": group.state,
-            "group_type": "classic",
-            "generation": group.generation_id,
-            "members": len(group.members),
-        }
-    at_epoch = sum(1 for mm in group.members.values() if mm.member_epoch == group.group_epoch)
-    return {
-        "state": group.state,
-        "group_epoch": group.group_epoch,
-        "assignment_epoch": group.assignment_epoch,
-        "members": len(group.members),
-        "members_at_group_epoch": at_epoch,
-    }

@@ -15,26 +15,25 @@ from typing import Any
 from protocol import partitions as pm
 from protocol.assignor_choice import AssignorChoice, choose_assignor
 from protocol.config import CoordinatorConfig
+from protocol.consumer import records
 from protocol.consumer.member import ConsumerGroupMember
-from protocol.consumer.regex import InvalidRegex, matching_topics
-from protocol.metadata import MetadataImage
-from protocol.modern.group import STATES as MODERN_STATES
-from protocol.modern.group import ModernGroup, RecordKinds
-from protocol.records import (
+from protocol.consumer.records import (
     ConsumerGroupMemberMetadataValue,
     ConsumerGroupMetadataKey,
     ConsumerGroupPartitionMetadataKey,
     ConsumerGroupTargetAssignmentMemberValue,
-    PartitionMap,
-    Record,
-    TopicMetadataEntry,
 )
+from protocol.consumer.regex import InvalidRegex, matching_topics
+from protocol.metadata import MetadataImage
+from protocol.modern.group import STATES as MODERN_STATES
+from protocol.modern.group import ModernGroup, RecordKinds
+from protocol.records import PartitionMap, Record, TopicMetadataEntry
 from protocol.security.acls import TopicView
 
 STATES = (*MODERN_STATES, "dead")
 
 
-CONSUMER_RECORDS = RecordKinds.named("ConsumerGroup", (ConsumerGroupPartitionMetadataKey,))
+CONSUMER_RECORDS = RecordKinds.named(records, "ConsumerGroup", (ConsumerGroupPartitionMetadataKey,))
 
 
 @dataclass

@@ -15,6 +15,10 @@ from functools import partial
 from typing import Any
 
 from protocol import partitions as pm
+from protocol.consumer.records import (
+    ConsumerGroupCurrentMemberAssignmentValue,
+    ConsumerGroupMemberMetadataValue,
+)
 from protocol.modern.member import (
     JOIN_EPOCH,
     LEAVE_EPOCH,
@@ -22,10 +26,6 @@ from protocol.modern.member import (
     ModernMember,
     fresh_assignment,
     read_through,
-)
-from protocol.records import (
-    ConsumerGroupCurrentMemberAssignmentValue,
-    ConsumerGroupMemberMetadataValue,
 )
 
 __all__ = [

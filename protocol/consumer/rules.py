@@ -8,7 +8,7 @@ target-assignment computation (``handle_batch``):
 1. ``admit``: validate, find or create the member, check its epoch, apply its changes. A leave,
    a fence or an error is answered here.
 2. ``finish_turn``: once per turn, bump the epoch of every group that changed and recompute
-   its target assignment (``epochs``). Members' deadlines live in ``sessions``.
+   its target assignment (``target_assignment.EpochTurn``). Members' deadlines: ``sessions``.
 3. ``complete``: reconcile the member toward its target and build its reply.
 
 What every modern group shares (static membership, the lost-response rule, size and assignor
@@ -23,7 +23,6 @@ from dataclasses import dataclass, replace
 
 from protocol import messages as m
 from protocol import partitions as pm
-from protocol.consumer.epochs import EpochTurn
 from protocol.consumer.group import ConsumerGroup
 from protocol.consumer.heartbeat_changes import (
     apply_request,
@@ -38,17 +37,15 @@ from protocol.consumer.member import (
     ConsumerGroupMember,
     MemberState,
 )
-from protocol.consumer.reconciler import reconcile
-from protocol.consumer.sessions import MemberTimers
-from protocol.consumer.timers import ConsumerTimer
+from protocol.consumer.sessions import ConsumerTimer, MemberTimers
+from protocol.consumer.target_assignment import EpochTurn
 from protocol.consumer.validation import validate_heartbeat
 from protocol.consumer.wake_ups import WakeUps
 from protocol.context import ShardContext
 from protocol.errors import CoordinatorError, Errors
+from protocol.modern.reconciler import reconcile_partitions
 from protocol.modern.rules import ModernRules
-from protocol.records import (
-    Record,
-)
+from protocol.records import Record
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +87,7 @@ class ConsumerGroupRules(ModernRules):
         validate_heartbeat(req, self.ctx.config)
         if req.member_epoch == JOIN_EPOCH:
             self.ctx.migration.before_consumer_heartbeat(req)  # a classic group converts first
-        group = self.ctx.consumer_group(req.group_id)
+        group = self.group_of(req.group_id)
         if group is None and req.group_id in self.ctx.groups:
             other = self.ctx.groups[req.group_id].group_type
             raise CoordinatorError(
@@ -247,11 +244,11 @@ class ConsumerGroupRules(ModernRules):
     # ---------------------------------------------------------------- step 3: complete
 
     def complete(self, a: Admitted) -> m.ConsumerGroupHeartbeatResponse:
-        group = self.ctx.consumer_group(a.group_id)
+        group = self.group_of(a.group_id)
         assert group is not None
         member = group.members[a.member_id]
         self.wake_ups.answered(a.group_id, a.member_id)
-        new = reconcile(
+        new = reconcile_partitions(
             member, group.assignment_epoch, group.target_of(a.member_id), a.owned, group.owner_of
         )
         if new != member:

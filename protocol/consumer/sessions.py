@@ -1,4 +1,5 @@
-"""A KIP-848 member's two deadlines (``modern.sessions``), and its heartbeat interval.
+"""A KIP-848 member's two deadlines (``modern.sessions``) as typed timer keys (the shard routes
+a due one by its type, ``ConsumerTimer``), and its heartbeat interval.
 
 The session timeout and heartbeat interval are the group's (dynamic group config over the
 broker's), so every reply tells the member when to come back.
@@ -6,8 +7,25 @@ broker's), so every reply tells the member when to come back.
 
 from __future__ import annotations
 
-from protocol.consumer.timers import MemberSession, RevocationDeadline
+from dataclasses import dataclass
+
 from protocol.modern.sessions import MemberDeadlines
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerTimer:
+    group_id: str
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class MemberSession(ConsumerTimer):
+    """No heartbeat by now fences the member (session timeout)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RevocationDeadline(ConsumerTimer):
+    """A member asked to revoke that has not acknowledged by now is fenced (rebalance timeout)."""
 
 
 class MemberTimers(MemberDeadlines):

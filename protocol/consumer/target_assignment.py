@@ -11,6 +11,10 @@ metadata record, its target record or the metadata image changed (the values are
 so identity says it), members with the same subscription share one frozenset of topic ids,
 and a member the assignor gives back its own input mapping keeps its target value as is. The
 builder's cost is then a few dictionary lookups per member plus the assignor's own.
+
+Step 2 of a heartbeat turn for consumer groups is here too (``EpochTurn``, the kernel's
+``modern.epochs``): a bump records the subscribed topics' metadata when it changed, and the
+target is the server assignor's.
 """
 
 from __future__ import annotations
@@ -22,11 +26,18 @@ from operator import is_
 from assignors import AssignmentSpec, MemberSpec, TopicSpec, server_assignor
 from protocol import partitions as pm
 from protocol.consumer.group import ConsumerGroup, subscription_key, subscription_topic_names
+from protocol.consumer.records import (
+    ConsumerGroupMetadataValue,
+    ConsumerGroupPartitionMetadataKey,
+    ConsumerGroupPartitionMetadataValue,
+)
 from protocol.metadata import MetadataImage
-from protocol.modern.target import target_records
+from protocol.modern.epochs import EpochTurn as ModernEpochTurn
+from protocol.modern.epochs import target_records
+from protocol.records import Record
 
 __all__ = ["Targets", "assignment_spec", "compute_target", "target_records"]
-from protocol.records import (
+from protocol.consumer.records import (
     ConsumerGroupMemberMetadataValue,
     ConsumerGroupTargetAssignmentMemberValue,
 )
@@ -138,3 +149,29 @@ def compute_target(group: ConsumerGroup, image: MetadataImage, assignor_name: st
         if not same:
             targets[mid] = ConsumerGroupTargetAssignmentMemberValue(pm.normalize(mapping))
     return targets
+
+
+# ---------------------------------------------------------------- step 2 of a heartbeat turn
+
+
+class EpochTurn(ModernEpochTurn):
+    """The consumer groups a turn changed, and what settling them writes."""
+
+    group_type = "consumer"
+
+    def records_before_bump(self, group: ConsumerGroup, epoch: int) -> list[Record]:
+        """The subscribed topics' metadata, when it changed."""
+        entries = group.subscription_entries(self.ctx.image)
+        if entries == group.subscription_metadata:
+            return []
+        value = ConsumerGroupPartitionMetadataValue(epoch, tuple(entries.values()))
+        return [Record(ConsumerGroupPartitionMetadataKey(group.group_id), value)]
+
+    def group_value(self, group: ConsumerGroup, epoch: int) -> ConsumerGroupMetadataValue:
+        return ConsumerGroupMetadataValue(epoch)
+
+    def client_side(self, group: ConsumerGroup) -> bool:
+        return group.assignor(self.ctx.config).client_side
+
+    def compute_targets(self, group: ConsumerGroup) -> Targets:
+        return compute_target(group, self.ctx.image, group.assignor(self.ctx.config).name)

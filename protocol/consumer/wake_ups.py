@@ -25,12 +25,12 @@ from collections.abc import Mapping
 from protocol import partitions as pm
 from protocol.consumer.group import ConsumerGroup
 from protocol.consumer.member import ConsumerGroupMember, MemberState
-from protocol.records import (
+from protocol.consumer.records import (
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupMemberMetadataKey,
     ConsumerGroupTargetAssignmentMemberKey,
-    Record,
 )
+from protocol.records import Record
 
 MemberKey = tuple[str, str]  # (group id, member id)
 _UNRELEASED = int(MemberState.UNRELEASED_PARTITIONS)

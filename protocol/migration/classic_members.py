@@ -26,14 +26,14 @@ from protocol.classic.consumer_protocol import (
 )
 from protocol.consumer.group import ConsumerGroup
 from protocol.consumer.member import STATIC_LEAVE_EPOCH, ConsumerGroupMember
-from protocol.consumer.reconciler import reconcile
-from protocol.errors import CoordinatorError, Errors
-from protocol.migration import classic_in_modern as cim
-from protocol.records import (
+from protocol.consumer.records import (
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupMemberMetadataKey,
-    PartitionMap,
 )
+from protocol.errors import CoordinatorError, Errors
+from protocol.migration import classic_in_modern as cim
+from protocol.modern.reconciler import reconcile_partitions
+from protocol.records import PartitionMap
 
 # Per-member phase of a classic member, as seed 002 names it ("C (CompletingRebalance)").
 PREPARING_REBALANCE = "preparing_rebalance"
@@ -49,7 +49,8 @@ class ClassicMembersOfConsumerGroup(
     noun = "member"
     rebalance_message = "Your assignment changed: rejoin the group."
     steps = cim.Steps(
-        reconcile, attrgetter("assigned_partitions"), ConsumerGroupCurrentMemberAssignmentKey
+        reconcile_partitions, attrgetter("assigned_partitions"),
+        ConsumerGroupCurrentMemberAssignmentKey,
     )
 
     # ------------------------------------------------------------------ JoinGroup

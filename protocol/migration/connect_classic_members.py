@@ -29,16 +29,16 @@ from protocol.classic.connect_protocol import (
 from protocol.connect import units as u
 from protocol.connect.group import GROUP_TYPE, ConnectGroup
 from protocol.connect.member import ConnectWorkerMember
-from protocol.connect.reconciler import reconcile
-from protocol.errors import CoordinatorError, Errors
-from protocol.migration import classic_in_modern as cim
-from protocol.migration.connect_conversion import units_of, work_of
-from protocol.records import (
+from protocol.connect.records import (
     ConnectGroupCurrentMemberAssignmentKey,
     ConnectGroupMemberMetadataKey,
     ConnectGroupMemberMetadataValue,
-    Record,
 )
+from protocol.errors import CoordinatorError, Errors
+from protocol.migration import classic_in_modern as cim
+from protocol.migration.connect_conversion import units_of, work_of
+from protocol.modern.reconciler import reconcile
+from protocol.records import Record
 
 
 class ClassicWorkersOfConnectGroup(

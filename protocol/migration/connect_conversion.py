@@ -38,13 +38,7 @@ from protocol.classic.group import ClassicGroup, ClassicMember
 from protocol.connect import units as u
 from protocol.connect.group import ConnectGroup, group_tombstones
 from protocol.connect.member import ConnectWorkerMember, WorkerState
-from protocol.errors import CoordinatorError, Errors
-from protocol.migration.conversion_driver import (
-    ConversionDriver,
-    ConvertedMember,
-    classic_member_metadata,
-)
-from protocol.records import (
+from protocol.connect.records import (
     ConnectGroupCurrentMemberAssignmentKey,
     ConnectGroupCurrentMemberAssignmentValue,
     ConnectGroupMemberMetadataKey,
@@ -56,8 +50,14 @@ from protocol.records import (
     ConnectGroupTargetAssignmentMetadataKey,
     ConnectGroupTargetAssignmentMetadataValue,
     ConnectorEntry,
-    Record,
 )
+from protocol.errors import CoordinatorError, Errors
+from protocol.migration.conversion_driver import (
+    ConversionDriver,
+    ConvertedMember,
+    classic_member_metadata,
+)
+from protocol.records import Record
 
 
 def work_of(units: u.Units) -> Work:

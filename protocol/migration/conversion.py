@@ -27,15 +27,10 @@ from protocol.classic.consumer_protocol import (
     encode_assignment,
 )
 from protocol.classic.group import ClassicGroup, ClassicMember
+from protocol.classic.records import GroupMetadataKey
 from protocol.consumer.group import ConsumerGroup, group_tombstones
 from protocol.consumer.member import ConsumerGroupMember, MemberState
-from protocol.migration.conversion_driver import (
-    POLICIES,
-    ConversionDriver,
-    ConvertedMember,
-    classic_member_metadata,
-)
-from protocol.records import (
+from protocol.consumer.records import (
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataKey,
@@ -48,10 +43,14 @@ from protocol.records import (
     ConsumerGroupTargetAssignmentMemberValue,
     ConsumerGroupTargetAssignmentMetadataKey,
     ConsumerGroupTargetAssignmentMetadataValue,
-    GroupMetadataKey,
-    PartitionMap,
-    Record,
 )
+from protocol.migration.conversion_driver import (
+    POLICIES,
+    ConversionDriver,
+    ConvertedMember,
+    classic_member_metadata,
+)
+from protocol.records import PartitionMap, Record
 
 
 class Migration(ConversionDriver[ConsumerGroup]):
@@ -74,7 +73,7 @@ class Migration(ConversionDriver[ConsumerGroup]):
         consumer rules (GROUP_ID_NOT_FOUND) and changes nothing."""
         if type(req.group_id) is not str:
             return
-        group = self.ctx.classic_group(req.group_id)
+        group = self.ctx.group_of(req.group_id, "classic")
         if group is None:
             return
         if not group.members:
@@ -105,7 +104,7 @@ class Migration(ConversionDriver[ConsumerGroup]):
             ConsumerGroupTargetAssignmentMetadataKey(group_id),
             ConsumerGroupTargetAssignmentMetadataValue(epoch),
         )
-        consumer = self.ctx.consumer_group(group_id)
+        consumer = self.ctx.group_of(group_id, "consumer")
         assert consumer is not None
         entries = consumer.subscription_entries(self.ctx.image)
         yield Record(

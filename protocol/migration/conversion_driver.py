@@ -26,9 +26,10 @@ from typing import Any, Generic, TypeVar
 
 from protocol.classic import group as cg
 from protocol.classic.group import ClassicGroup, ClassicMember
+from protocol.classic.records import GroupMetadataKey
 from protocol.context import ShardContext
 from protocol.errors import CoordinatorError, Errors
-from protocol.records import ClassicMemberMetadata, ClassicProtocol, GroupMetadataKey, Record
+from protocol.records import ClassicMemberMetadata, ClassicProtocol, Record
 
 POLICIES = ("disabled", "upgrade", "downgrade", "bidirectional")
 

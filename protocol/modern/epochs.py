@@ -6,6 +6,11 @@ a thousand joins in one turn cost one epoch bump and one assignor run, not a tho
 first cause of a bump is what the rebalance history keeps. A group type says what its bump
 writes (the consumer's subscribed topics, Connect's connectors), whether its coordinator-side
 assignor is in charge, and how that assignor computes a target.
+
+A target is installed as a unit (``target_records``), whoever computed it (the coordinator's
+assignor here, or a member through InstallAssignment): a reader of the log sees the members'
+targets, then the target epoch record that makes them current. Kafka's
+``TargetAssignmentBuilder`` ends the same way.
 """
 
 from __future__ import annotations
@@ -13,13 +18,29 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from protocol.modern.target import Targets, target_records
 from protocol.records import Record
 
 if TYPE_CHECKING:
     from protocol.context import ShardContext
 
 log = logging.getLogger(__name__)
+
+# member id -> its target record value; members in sorted order, as every builder makes them.
+Targets = dict[str, Any]
+
+
+def target_records(group: Any, targets: Targets, epoch: int) -> list[Record]:
+    """The records that install ``targets`` at ``epoch`` in ``group`` (a ``ModernGroup``):
+    a member's target only when it changed (an identical value is a quick skip)."""
+    gid, kinds, current = group.group_id, group.RECORDS, group.target
+    member_key = kinds.target
+    records = []
+    for mid, value in targets.items():
+        old = current.get(mid)
+        if old is not value and old != value:
+            records.append(Record(member_key(gid, mid), value))
+    records.append(Record(kinds.target_epoch(gid), kinds.target_epoch_value(epoch)))
+    return records
 
 
 class EpochTurn:

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Set
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any, ClassVar
 
-from protocol import records
 from protocol.assignor_choice import AssignorChoice
 from protocol.modern.member import STABLE, ModernMember
 from protocol.records import Record
@@ -41,11 +41,14 @@ class RecordKinds:
     group_level: tuple[type, ...]  # every key with only a group id, its own record last
 
     @classmethod
-    def named(cls, prefix: str, extra_group_level: tuple[type, ...] = ()) -> RecordKinds:
+    def named(
+        cls, records: ModuleType, prefix: str, extra_group_level: tuple[type, ...] = ()
+    ) -> RecordKinds:
         """The row of the records called ``<prefix>MetadataKey``, ``<prefix>MemberMetadataKey``,
         ``<prefix>TargetAssignmentMemberKey``, ``<prefix>CurrentMemberAssignmentKey`` and
-        ``<prefix>TargetAssignmentMetadataKey/Value``; ``extra_group_level``: the type's other
-        group-level keys (tombstoned between the target epoch and the group's own record)."""
+        ``<prefix>TargetAssignmentMetadataKey/Value`` in the type's ``records`` module;
+        ``extra_group_level``: the type's other group-level keys (tombstoned between the target
+        epoch and the group's own record)."""
         def r(name: str) -> type:
             return getattr(records, prefix + name)
 

@@ -5,6 +5,9 @@ invariant 1: a unit is handed to a member only once no other member holds it. So
 must give units up first stays at its old epoch in UNREVOKED until its heartbeat shows it no
 longer holds them (a step never both revokes and assigns); a member whose new units are still
 held by others moves to the new epoch in UNRELEASED and gets them as they are released.
+
+Connect workers' units are (connector, task) pairs already; a consumer's are the partitions of
+its partition maps, which ``reconcile_partitions`` reads as (topic id, partition) pairs.
 """
 
 from __future__ import annotations
@@ -12,7 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable, Set
 from typing import Any, TypeVar
 
+from protocol import partitions as pm
 from protocol.modern.member import STABLE, UNRELEASED, UNREVOKED, ModernMember
+from protocol.records import PartitionMap
 
 M = TypeVar("M", bound=ModernMember)
 
@@ -62,4 +67,25 @@ def _next(member: M, target_epoch: int, target: Set, owned: Set | None, owner_of
         frozenset(),
         target_epoch,
         member.member_epoch if moving else member.previous_member_epoch,
+    )
+
+
+def reconcile_partitions(
+    member: M,
+    target_epoch: int,
+    target: PartitionMap,
+    owned: PartitionMap | None,
+    owner_of: Callable[[str, int], str | None],
+) -> M:
+    """``reconcile`` over partition maps (a consumer's target, what its heartbeat says it
+    owns) and ``owner_of(topic_id, partition)``; a stable member at the target epoch, the
+    steady heartbeat, is returned before anything is converted."""
+    if member.current.state == STABLE and member.member_epoch == target_epoch:
+        return member
+    return reconcile(
+        member,
+        target_epoch,
+        pm.pairs(target),
+        pm.pairs(owned) if owned is not None else None,
+        lambda tp: owner_of(*tp),
     )

@@ -23,7 +23,7 @@ rebuilds.
 from __future__ import annotations
 
 from collections.abc import Set
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from protocol.assignor_choice import choose_assignor
@@ -35,6 +35,16 @@ from protocol.records import Record
 
 if TYPE_CHECKING:
     from protocol.context import ShardContext
+
+
+@dataclass
+class Admitted:
+    """A heartbeat that passed its first step (``admit``) and waits for its turn's epoch bumps
+    to be settled before it is answered (``complete``): the shard's batch path."""
+
+    request: Any
+    group_id: str
+    member_id: str
 
 
 class ModernRules:

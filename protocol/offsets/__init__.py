@@ -1,2 +1,2 @@
 """Committed offsets: OffsetCommit / OffsetFetch / OffsetDelete / DeleteGroups and retention
-(``rules``), who may commit (``commit_checks``), the retention timer key and the messages."""
+(``rules``; who may commit is each row's answer), the retention timer key and the messages."""

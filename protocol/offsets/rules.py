@@ -12,9 +12,12 @@ writes nothing. A request-level refusal of an OffsetCommit also sets every parti
 as Kafka's ``OffsetCommitRequest.getErrorResponse`` does.
 
 Who may commit is the group's row's rule (``protocol/group_types.py``; Kafka's
-``validateOffsetCommit``, in ``commit_checks``). Every question that depends on the group's type
-(may it commit, is it empty, which topics it subscribes to, which records delete it) is asked of
-its row, never by testing its class.
+``validateOffsetCommit``): it refuses the request, or bounds the partitions that may land. A
+commit to a group id with no group object but offsets is the simple group's (the row
+``SIMPLE_GROUPS``: an EMPTY classic group with no members); with neither, generation < 0 is a
+simple commit and anything else ILLEGAL_GENERATION. Every question that depends on the group's
+type (may it commit, is it empty, which topics it subscribes to, which records delete it) is
+asked of its row, never by testing its class.
 
 Then each partition on its own: a topic or partition the metadata image does not know is
 UNKNOWN_TOPIC_OR_PARTITION (Kafka checks this in ``KafkaApis``), metadata longer than
@@ -54,15 +57,12 @@ Where Cohort differs from Kafka, on purpose:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from protocol import messages as m
-from protocol.classic import group as cg
-from protocol.consumer.member import ConsumerGroupMember
 from protocol.context import ShardContext
 from protocol.errors import CoordinatorError, Errors
-from protocol.group_types import type_of
-from protocol.offsets.commit_checks import owns, refused_commit, validate_classic_commit
+from protocol.group_types import SIMPLE_GROUPS, type_of
 from protocol.offsets.timers import OffsetsTimer, RetentionCheck
 from protocol.records import OffsetCommitKey, OffsetCommitValue, Record
 from protocol.types import INT_BOUNDS
@@ -94,7 +94,7 @@ class OffsetRules:
         try:
             if not req.group_id:
                 raise CoordinatorError(Errors.INVALID_GROUP_ID, "The group id is empty.")
-            owner = self._validate_commit(req)
+            may_land = self._validate_commit(req)
         except CoordinatorError as e:
             return refused_commit(req, e)
         expire_ms = (
@@ -110,7 +110,7 @@ class OffsetRules:
         for topic in req.topics:
             answers = []
             for p in topic.partitions:
-                error = self._partition_error(topic.name, p, owner)
+                error = self._partition_error(topic.name, p, may_land)
                 if error == Errors.NONE:
                     latest[topic.name, p.partition_index] = p
                 answers.append(m.OffsetCommitResponsePartition(p.partition_index, error))
@@ -126,14 +126,14 @@ class OffsetRules:
             self.ctx.emit(Record(OffsetCommitKey(req.group_id, topic_name, partition), value))
         return m.OffsetCommitResponse(topics=topics)
 
-    def _validate_commit(self, req: m.OffsetCommitRequest) -> ConsumerGroupMember | None:
-        """Refuse the request, or return the KIP-848 member whose partitions bound it."""
+    def _validate_commit(self, req: m.OffsetCommitRequest) -> Callable[[str, int], bool] | None:
+        """Refuse the request, or return which partitions may land (None: every one)."""
         gid, generation = req.group_id, req.generation_id_or_member_epoch
         group = self.ctx.groups.get(gid)
         if group is not None:
             return type_of(group).validate_offset_commit(group, req)
         if gid in self.offsets:
-            validate_classic_commit(cg.EMPTY, None, req)  # the simple group
+            SIMPLE_GROUPS.validate_offset_commit(None, req)  # the simple group
         elif generation >= 0:
             raise CoordinatorError(
                 Errors.ILLEGAL_GENERATION, f"Group {gid} does not exist (generation {generation})."
@@ -141,12 +141,13 @@ class OffsetRules:
         return None
 
     def _partition_error(
-        self, topic: str, p: m.OffsetCommitRequestPartition, owner: ConsumerGroupMember | None
+        self, topic: str, p: m.OffsetCommitRequestPartition,
+        may_land: Callable[[str, int], bool] | None,
     ) -> Errors:
         meta = self.ctx.image.topic_by_name(topic)
         if meta is None or not 0 <= p.partition_index < meta.num_partitions:
             return Errors.UNKNOWN_TOPIC_OR_PARTITION
-        if owner is not None and not owns(owner, meta.topic_id, p.partition_index):
+        if may_land is not None and not may_land(meta.topic_id, p.partition_index):
             return Errors.STALE_MEMBER_EPOCH
         metadata = p.committed_metadata or ""
         if len(metadata.encode("utf-8")) > self.ctx.config.offset_metadata_max_bytes:
@@ -357,4 +358,18 @@ def _fetched(partition: int, value: OffsetCommitValue | None) -> m.OffsetFetchRe
         return m.OffsetFetchResponsePartition(partition, NO_OFFSET, -1, "")
     return m.OffsetFetchResponsePartition(
         partition, value.offset, value.leader_epoch, value.metadata
+    )
+
+
+def refused_commit(req: m.OffsetCommitRequest, e: CoordinatorError) -> m.OffsetCommitResponse:
+    return m.OffsetCommitResponse(
+        error_code=e.error,
+        error_message=e.message,
+        topics=[
+            m.OffsetCommitResponseTopic(
+                t.name,
+                [m.OffsetCommitResponsePartition(p.partition_index, e.error) for p in t.partitions],
+            )
+            for t in req.topics
+        ],
     )

@@ -14,9 +14,10 @@ from __future__ import annotations
 from protocol import messages as m
 from protocol.context import ShardContext
 from protocol.errors import CoordinatorError, Errors, invalid_request
-from protocol.records import Record, SharePartitionStateKey
+from protocol.records import Record
 from protocol.share.group import GROUP_TYPE, ShareGroup
 from protocol.share.partition_state import SharePartition
+from protocol.share.records import SharePartitionStateKey
 from protocol.validation import check_types
 
 

@@ -22,10 +22,11 @@ from typing import Any
 from protocol import messages as m
 from protocol.context import ShardContext
 from protocol.errors import CoordinatorError, Errors, invalid_request
-from protocol.records import Record, SharePartitionStateKey
+from protocol.records import Record
 from protocol.share.group import GROUP_TYPE, ShareGroup, TopicPartition
 from protocol.share.partition_state import Limits, SharePartition
-from protocol.share.timers import ShareLockExpiry
+from protocol.share.records import SharePartitionStateKey
+from protocol.share.sessions import ShareLockExpiry
 from protocol.validation import check_types
 
 

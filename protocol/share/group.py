@@ -15,13 +15,11 @@ from typing import Any
 
 from protocol.modern.group import EMPTY, STABLE_STATE, ModernGroup, RecordKinds
 from protocol.partitions import pairs
-from protocol.records import (
-    Record,
-    ShareGroupTargetAssignmentMemberValue,
-    SharePartitionStateKey,
-)
+from protocol.records import Record
+from protocol.share import records
 from protocol.share.member import ShareGroupMember
 from protocol.share.partition_state import SharePartition
+from protocol.share.records import ShareGroupTargetAssignmentMemberValue, SharePartitionStateKey
 
 __all__ = ["GROUP_TYPE", "STATES", "ShareGroup", "group_tombstones"]
 
@@ -29,7 +27,7 @@ GROUP_TYPE = "share"
 PROTOCOL_TYPE = "share"
 STATES = (EMPTY, STABLE_STATE)
 NO_TARGET = ShareGroupTargetAssignmentMemberValue()
-SHARE_RECORDS = RecordKinds.named("ShareGroup")
+SHARE_RECORDS = RecordKinds.named(records, "ShareGroup")
 
 TopicPartition = tuple[str, int]
 

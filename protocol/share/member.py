@@ -16,7 +16,7 @@ from functools import partial
 
 from protocol.modern.member import JOIN_EPOCH, LEAVE_EPOCH, ModernMember, fresh_assignment
 from protocol.partitions import from_pairs, pairs
-from protocol.records import (
+from protocol.share.records import (
     ShareGroupCurrentMemberAssignmentValue,
     ShareGroupMemberMetadataValue,
 )

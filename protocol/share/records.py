@@ -6,7 +6,8 @@ type numbers for share groups (10-14 in ``__consumer_offsets``). A share-partiti
 written in the same log as the group: its start offset and its in-flight records as batches
 of consecutive offsets in the same state. Unlike Kafka, acquisitions are durable too (the
 owner and the lock deadline), so a reloaded partition never hands a record to a second
-consumer while its first lock runs (docs/decisions.md). ``protocol.records`` re-exports them.
+consumer while its first lock runs (docs/decisions.md). The share row of the group-type table
+names them (``SCHEMAS``).
 """
 
 from __future__ import annotations
@@ -116,7 +117,7 @@ class SharePartitionStateValue:
     batches: tuple[InFlightBatch, ...] = ()
 
 
-SHARE_RECORD_SCHEMAS: dict[type, type] = {
+SCHEMAS: dict[type, type] = {
     ShareGroupMetadataKey: ShareGroupMetadataValue,
     ShareGroupMemberMetadataKey: ShareGroupMemberMetadataValue,
     ShareGroupTargetAssignmentMetadataKey: ShareGroupTargetAssignmentMetadataValue,
@@ -124,8 +125,3 @@ SHARE_RECORD_SCHEMAS: dict[type, type] = {
     ShareGroupCurrentMemberAssignmentKey: ShareGroupCurrentMemberAssignmentValue,
     SharePartitionStateKey: SharePartitionStateValue,
 }
-
-# The key types of a share group's records: its metadata tombstone deletes every record of
-# these types whose first key field is the group id (the share-partitions' state included).
-SHARE_GROUP_KEYS: tuple[type, ...] = tuple(SHARE_RECORD_SCHEMAS)
-SHARE_GROUP_TYPES = frozenset(k.TYPE for k in SHARE_GROUP_KEYS)

@@ -2,34 +2,73 @@
 session timeouts, metadata changes, replay; and what a share group answers to other types'
 requests.
 
-A heartbeat is handled whole, as Kafka 4.2's ``shareGroupHeartbeat``: validate; find or
-create the member (epoch 0 joins under the member id the client chose, -1 leaves); refuse an
-epoch that is not the member's (FENCED_MEMBER_EPOCH: share members have no lost-response
-grace); apply its rack and subscription; settle the epoch bump (``epochs``: the simple
-assignor); then move the member straight to its target, since a share member revokes nothing.
-A member that leaves or times out gives back every record it holds (``fetch.release_member``).
-Every decision is a record emitted through ``ctx.emit``.
+A heartbeat is handled as Kafka 4.2's ``shareGroupHeartbeat``, in the two steps of a turn
+(``admit``, then ``complete``: the heartbeats of one turn share one epoch bump per group, as
+consumers' do): validate; find or create the member (epoch 0 joins under the member id the
+client chose, -1 leaves); refuse an epoch that is not the member's (FENCED_MEMBER_EPOCH: share
+members have no lost-response grace); apply its rack and subscription; settle the epoch bump
+(``ShareEpochs``: the simple share assignor of ``assignors.share``; a share group's target is a
+pure function of its members' subscriptions and the topics' partition counts, so a metadata
+change is noticed by recomputing it, with no record of the counts); then move the member
+straight to its target, since a share member revokes nothing. A member that leaves or times
+out gives back every record it holds (``fetch.release_member``). Every decision is a record
+emitted through ``ctx.emit``.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from assignors.share import assign_simple
 from protocol import messages as m
+from protocol.classic.records import GroupMetadataKey
 from protocol.context import ShardContext
 from protocol.errors import CoordinatorError, Errors, invalid_request
+from protocol.modern.epochs import EpochTurn, Targets
 from protocol.modern.member import STABLE
-from protocol.modern.rules import ModernRules
+from protocol.modern.rules import Admitted, ModernRules
 from protocol.partitions import to_wire
-from protocol.records import GroupMetadataKey, Record
+from protocol.records import Record
 from protocol.share.describe import describe_groups
-from protocol.share.epochs import ShareEpochs
 from protocol.share.fetch import SharePartitions
 from protocol.share.group import GROUP_TYPE, ShareGroup
 from protocol.share.member import JOIN_EPOCH, LEAVE_EPOCH, ShareGroupMember
-from protocol.share.sessions import ShareMemberTimers
-from protocol.share.timers import ShareLockExpiry, ShareTimer
+from protocol.share.records import ShareGroupMetadataValue, ShareGroupTargetAssignmentMemberValue
+from protocol.share.sessions import ShareLockExpiry, ShareMemberTimers, ShareTimer
 from protocol.validation import check_types
+
+
+class ShareEpochs(EpochTurn):
+    """The share groups an event changed, and what settling them writes."""
+
+    group_type = GROUP_TYPE
+
+    def group_value(self, group: ShareGroup, epoch: int) -> ShareGroupMetadataValue:
+        return ShareGroupMetadataValue(epoch)
+
+    def client_side(self, group: ShareGroup) -> bool:
+        return False
+
+    def compute_targets(self, group: ShareGroup) -> Targets:
+        image = self.ctx.image
+        subscriptions: dict[str, frozenset[str]] = {}
+        counts: dict[str, int] = {}
+        for mid, member in group.members.items():
+            ids = []
+            for name in member.subscribed_topic_names:
+                topic = image.topic_by_name(name)
+                if topic is not None:
+                    ids.append(topic.topic_id)
+                    counts[topic.topic_id] = topic.num_partitions
+            subscriptions[mid] = frozenset(ids)
+        assigned = assign_simple(subscriptions, counts)
+        target = ShareGroupTargetAssignmentMemberValue
+        return {mid: target(parts) for mid, parts in assigned.items()}
+
+    def changed_target(self, group: ShareGroup) -> bool:
+        """Whether the metadata image now gives ``group`` another target than it has."""
+        targets = self.compute_targets(group)
+        return any(group.target.get(mid) != value for mid, value in targets.items())
 
 
 class ShareGroupRules(ModernRules):
@@ -46,13 +85,15 @@ class ShareGroupRules(ModernRules):
 
     # ------------------------------------------------------------------ requests
 
-    def heartbeat(self, req: m.ShareGroupHeartbeatRequest) -> m.ShareGroupHeartbeatResponse:
+    def admit(self, req: m.ShareGroupHeartbeatRequest) -> Admitted | m.ShareGroupHeartbeatResponse:
+        """A heartbeat's first step (the share row's ``heartbeat``): its checks and changes; a
+        leave is answered here, any other heartbeat once the turn's epoch bumps are settled
+        (``complete``), so the heartbeats of one turn share one bump and one target."""
         validate_heartbeat(req)
         group = self.share_group(req.group_id, create=req.member_epoch == JOIN_EPOCH)
         if req.member_epoch == LEAVE_EPOCH:
             member = self.existing_member(group, req.group_id, req.member_id, None)
             self.fence(group, member.member_id, "member left the group")
-            self.epochs.settle()
             return m.ShareGroupHeartbeatResponse(
                 member_id=req.member_id, member_epoch=LEAVE_EPOCH,
                 heartbeat_interval_ms=self.sessions.heartbeat_interval_ms(req.group_id),
@@ -68,14 +109,16 @@ class ShareGroupRules(ModernRules):
                 )
         elif member is None:
             self.check_size(group)
-            if self.ctx.classic_group(req.group_id) is not None:  # offsets only: retire it
+            if self.ctx.group_of(req.group_id, "classic") is not None:  # offsets only: retire
                 self.ctx.emit(Record(GroupMetadataKey(req.group_id), None))
             member = ShareGroupMember(req.member_id)
             self.emit_new_member(req.group_id, member)
             self.epochs.mark(req.group_id, "new member joined", member)
         self._update(req, member)
-        self.epochs.settle()
-        return self._reply(req)
+        return Admitted(req, req.group_id, req.member_id)
+
+    def complete(self, a: Admitted) -> m.ShareGroupHeartbeatResponse:
+        return self._reply(a.request)
 
     def describe(self, req: m.ShareGroupDescribeRequest) -> m.ShareGroupDescribeResponse:
         return describe_groups(self.ctx, req)
@@ -89,7 +132,7 @@ class ShareGroupRules(ModernRules):
         group = self.ctx.groups.get(group_id)
         if group is None or group.group_type == GROUP_TYPE:
             return group
-        classic = self.ctx.classic_group(group_id)
+        classic = self.ctx.group_of(group_id, "classic")
         if create and classic is not None and not classic.members:
             return None
         raise CoordinatorError(

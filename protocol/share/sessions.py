@@ -1,4 +1,6 @@
-"""A share member's session deadline (``modern.sessions``), kept in step with the records.
+"""A share group's deadlines: its typed timer keys (the shard routes a due one by its type,
+``ShareTimer``: members' sessions, share-partitions' acquisition locks) and a member's session
+deadline (``modern.sessions``), kept in step with the records.
 
 A share member has no rebalance timeout (it revokes nothing), so only the session deadline is
 ever armed; its expiry removes the member and releases every record it holds.
@@ -6,8 +8,37 @@ ever armed; its expiry removes the member and releases every record it holds.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from protocol.modern.sessions import MemberDeadlines
-from protocol.share.timers import ShareMemberRevocation, ShareMemberSession
+
+
+@dataclass(frozen=True, slots=True)
+class ShareTimer:
+    group_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShareMemberTimer(ShareTimer):
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShareMemberSession(ShareMemberTimer):
+    """No heartbeat by now removes the member (session timeout); its records are released."""
+
+
+@dataclass(frozen=True, slots=True)
+class ShareMemberRevocation(ShareMemberTimer):
+    """The kernel's revocation deadline; never armed: a share member revokes nothing."""
+
+
+@dataclass(frozen=True, slots=True)
+class ShareLockExpiry(ShareTimer):
+    """The earliest acquisition lock of one share-partition runs out by now."""
+
+    topic_id: str
+    partition: int
 
 
 class ShareMemberTimers(MemberDeadlines):

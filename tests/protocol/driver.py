@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 
 from protocol import messages as m
 from protocol import partitions as pm
+from protocol.consumer.records import ConsumerGroupTargetAssignmentMemberKey
 from protocol.errors import Errors
 from protocol.metadata import MetadataImage, TopicMetadata
-from protocol.records import ConsumerGroupTargetAssignmentMemberKey
 from protocol.shard import GroupCoordinatorShard
 
 REBALANCE_TIMEOUT_MS = 60_000

@@ -27,8 +27,7 @@ from protocol.codec import (
     encode_record,
     peek_key,
 )
-from protocol.records import (
-    RECORD_SCHEMAS,
+from protocol.consumer.records import (
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataKey,
@@ -37,8 +36,9 @@ from protocol.records import (
     ConsumerGroupMetadataValue,
     ConsumerGroupTargetAssignmentMemberKey,
     ConsumerGroupTargetAssignmentMemberValue,
-    Record,
 )
+from protocol.group_types import RECORD_SCHEMAS
+from protocol.records import Record
 
 INT32 = st.integers(-(2**31), 2**31 - 1)
 INT64 = st.integers(-(2**63), 2**63 - 1)

@@ -21,6 +21,7 @@ from protocol.group_types import (
     BY_NAME,
     BY_RECORD_KEY,
     GROUP_TYPES,
+    RECORD_SCHEMAS,
     GroupType,
     group_counts,
     type_of,
@@ -152,7 +153,7 @@ def test_each_record_key_and_timer_key_belongs_to_one_row():
 
 def test_every_group_record_type_is_replayed_by_a_row():
     not_groups = {r.OffsetCommitKey, r.GroupRebalanceHistoryKey}
-    assert set(r.RECORD_SCHEMAS) - not_groups == set(BY_RECORD_KEY)
+    assert set(RECORD_SCHEMAS) - not_groups == set(BY_RECORD_KEY)
 
 
 @pytest.mark.parametrize("row", GROUP_TYPES, ids=lambda row: row.name)

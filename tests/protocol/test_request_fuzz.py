@@ -24,18 +24,18 @@ from protocol import messages as m
 from protocol import partitions as pm
 from protocol.codec import decode_record, encode_record
 from protocol.consumer.group import STATES
-from protocol.consumer.timers import MemberSession, RevocationDeadline
-from protocol.errors import Errors
-from protocol.metadata import MetadataImage, TopicMetadata
-from protocol.records import (
+from protocol.consumer.records import (
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupMemberMetadataKey,
     ConsumerGroupMetadataKey,
     ConsumerGroupPartitionMetadataKey,
     ConsumerGroupTargetAssignmentMemberKey,
     ConsumerGroupTargetAssignmentMetadataKey,
-    GroupRebalanceHistoryKey,
 )
+from protocol.consumer.sessions import MemberSession, RevocationDeadline
+from protocol.errors import Errors
+from protocol.metadata import MetadataImage, TopicMetadata
+from protocol.records import GroupRebalanceHistoryKey
 from protocol.shard import CoordinatorResult, GroupCoordinatorShard
 from protocol.types import INT_BOUNDS, MAX_STRING_BYTES, MAX_STRING_CHARS
 

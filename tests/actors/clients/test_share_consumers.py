@@ -39,7 +39,7 @@ def test_two_share_consumers_acquire_and_acknowledge_the_stream_and_leave(cluste
     # cohort groups --describe: the share-partitions' start offsets, in-flight records and lag
     # (a partition has a start offset once a member fetched it: wait for both)
     def described():
-        rows, _ = admin_groups.describe_share_offsets(cluster, group)
+        rows = admin_groups.describe_detail(cluster, group, "offsets").rows
         started = len(rows) == 2 and all(r["start_offset"] is not None for r in rows)
         return started and rows
 
@@ -60,7 +60,7 @@ def test_two_share_consumers_acquire_and_acknowledge_the_stream_and_leave(cluste
     ray.get([c.stop.remote(leave=True) for c in consumers])
     eventually(lambda: cluster.call(
         m.ShareGroupDescribeRequest(group_ids=[group])).groups[0].members == [], timeout_s=30)
-    rows, _ = admin_groups.describe_share_offsets(cluster, group)
+    rows = admin_groups.describe_detail(cluster, group, "offsets").rows
     assert [r["in_flight"] for r in rows] == [0, 0], "a member that left still holds records"
 
 

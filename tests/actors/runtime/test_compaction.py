@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from actors.runtime.compaction import CompactedState
 from protocol.codec import encode_record, peek_key
-from protocol.records import (
+from protocol.consumer.records import (
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataKey,
@@ -19,10 +19,8 @@ from protocol.records import (
     ConsumerGroupMetadataValue,
     ConsumerGroupPartitionMetadataKey,
     ConsumerGroupPartitionMetadataValue,
-    OffsetCommitKey,
-    OffsetCommitValue,
-    Record,
 )
+from protocol.records import OffsetCommitKey, OffsetCommitValue, Record
 from tests.actors.runtime.reference import add_encoded
 
 GROUPS = st.sampled_from(["g", "h"])

@@ -79,13 +79,13 @@ def test_snapshot_plus_tail_loads_the_same_state_as_the_full_log():
 
 
 def test_a_snapshot_holds_only_the_latest_record_of_each_key(tmp_path):
-    from protocol.records import (
+    from protocol.consumer.records import (
         ConsumerGroupMetadataKey,
         ConsumerGroupMetadataValue,
         ConsumerGroupTargetAssignmentMetadataKey,
         ConsumerGroupTargetAssignmentMetadataValue,
-        Record,
     )
+    from protocol.records import Record
 
     compacted = CompactedState()
     records = [

@@ -8,9 +8,9 @@ from __future__ import annotations
 from actors.runtime.compaction import CompactedState
 from protocol import messages as m
 from protocol.codec import decode_record, encode_record
-from protocol.records import SharePartitionStateKey
 from protocol.shard import GroupCoordinatorShard
 from protocol.share.messages import ACK_ACCEPT, AcknowledgementBatch
+from protocol.share.records import SharePartitionStateKey
 from tests.protocol.share.helpers import GROUP, acknowledge, fetch, heartbeat, join, new_shard
 
 

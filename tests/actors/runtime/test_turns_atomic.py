@@ -12,10 +12,11 @@ import pytest
 
 from protocol import messages as m
 from protocol.classic.connect_protocol import Work
+from protocol.classic.records import GroupMetadataKey, GroupMetadataValue
 from protocol.connect.rules import ConnectGroupRules
 from protocol.consumer.rules import ConsumerGroupRules
 from protocol.errors import CoordinatorError, Errors
-from protocol.records import GroupMetadataKey, GroupMetadataValue, Record
+from protocol.records import Record
 from protocol.shard import GroupCoordinatorShard
 from tests.protocol.driver import Member, image
 from tests.protocol.migration.connect_sim import GROUP

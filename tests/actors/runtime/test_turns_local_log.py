@@ -192,9 +192,9 @@ class CountingMetrics(NoMetrics):
         self.busy_s = 0.0
         self.rebalances = 0
 
-    def turn(self, busy_s: float, queue_size: int, rebalances: int) -> None:
+    def turn(self, busy_s: float, queue_size: int, rebalances: dict[str, int]) -> None:
         self.busy_s += busy_s
-        self.rebalances += rebalances
+        self.rebalances += rebalances.get("consumer_group_rebalance", 0)
 
 
 def test_every_turns_epoch_bumps_reach_the_metrics_though_they_are_sent_summed(tmp_path):

@@ -3,12 +3,12 @@
 from actors.runtime.wakers import Wakers
 from protocol import messages as m
 from protocol.consumer.messages import ConsumerGroupHeartbeatRequest
-from protocol.records import (
+from protocol.consumer.records import (
     ConsumerGroupMemberMetadataKey,
     ConsumerGroupMetadataKey,
     ConsumerGroupMetadataValue,
-    Record,
 )
+from protocol.records import Record
 from protocol.shard import GroupCoordinatorShard
 
 members = GroupCoordinatorShard.wakeable_members

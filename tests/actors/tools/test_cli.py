@@ -324,6 +324,12 @@ class ShardCluster:
     def topics(self):
         return self.shard.image.topics()
 
+    def query(self, group_id: str, fn):
+        return fn(self.shard)
+
+    def upstream_end_offsets(self, partitions):
+        return {}  # no upstream: Cohort's stream has no end (LOG-END-OFFSET and LAG stay "-")
+
 
 def _classic_shard():
     from protocol.classic.consumer_protocol import (
@@ -332,8 +338,9 @@ def _classic_shard():
         encode_assignment,
         encode_subscription,
     )
+    from protocol.classic.records import GroupMemberMetadata, GroupMetadataKey, GroupMetadataValue
     from protocol.metadata import MetadataImage, TopicMetadata
-    from protocol.records import GroupMemberMetadata, GroupMetadataKey, GroupMetadataValue, Record
+    from protocol.records import Record
     from protocol.shard import GroupCoordinatorShard
 
     shard = GroupCoordinatorShard(metadata=MetadataImage([TopicMetadata("foo-id", "foo", 3)]))

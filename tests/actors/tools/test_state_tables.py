@@ -295,9 +295,9 @@ def test_classic_workers_of_a_converted_connect_group_export_as_classic():
 
 
 def test_a_group_type_without_a_writer_still_exports_its_groups_rows(monkeypatch):
-    """A new row of the group-type table shows in ``groups`` before the tools learn it."""
+    """A row of the group-type table without an export writer shows in ``groups`` still."""
     shard, _ = converged_shard()
-    new_type = dataclasses.replace(group_types.BY_NAME["consumer"], name="novel")
+    new_type = dataclasses.replace(group_types.BY_NAME["consumer"], name="novel", export=None)
     monkeypatch.setitem(group_types.BY_NAME, "novel", new_type)
     monkeypatch.setattr(group_types, "GROUP_TYPES", (*group_types.GROUP_TYPES, new_type))
     monkeypatch.setattr(state_tables, "GROUP_TYPES", group_types.GROUP_TYPES)

@@ -18,9 +18,10 @@ import pytest
 from protocol import messages as m
 from protocol.classic import group as cg
 from protocol.classic.consumer_protocol import Subscription, encode_subscription
+from protocol.classic.records import GroupMetadataKey, GroupMetadataValue
 from protocol.config import CoordinatorConfig
 from protocol.errors import Errors
-from protocol.records import GroupMetadataKey, GroupMetadataValue, Record
+from protocol.records import Record
 from protocol.shard import CoordinatorResult, GroupCoordinatorShard
 from tests.protocol.driver import image
 

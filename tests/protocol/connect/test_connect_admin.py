@@ -7,8 +7,9 @@ from actors.runtime.compaction import CompactedState
 from protocol import messages as m
 from protocol.codec import decode_record, encode_record
 from protocol.connect import units as u
+from protocol.connect.records import ConnectGroupMetadataKey
 from protocol.errors import Errors
-from protocol.records import ConnectGroupMetadataKey, GroupRebalanceHistoryKey, Record
+from protocol.records import GroupRebalanceHistoryKey, Record
 from protocol.shard import GroupCoordinatorShard
 from tests.protocol.connect.workers import GROUP, Worker, connectors, settle
 

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from protocol import messages as m
 from protocol.codec import decode_record, encode_record
 from protocol.connect import units as u
-from protocol.connect.timers import (
+from protocol.connect.sessions import (
     AssignmentDeadline,
     ScheduledRebalance,
     WorkerRevocationDeadline,

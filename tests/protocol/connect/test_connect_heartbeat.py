@@ -9,7 +9,7 @@ import pytest
 from protocol import messages as m
 from protocol.config import CoordinatorConfig
 from protocol.connect import units as u
-from protocol.connect.timers import ScheduledRebalance
+from protocol.connect.sessions import ScheduledRebalance
 from protocol.errors import Errors
 from protocol.shard import GroupCoordinatorShard
 from tests.protocol.connect.workers import (

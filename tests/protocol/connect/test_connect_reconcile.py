@@ -6,8 +6,8 @@ from __future__ import annotations
 from protocol import messages as m
 from protocol.connect import units as u
 from protocol.connect.member import ConnectWorkerMember, WorkerState
-from protocol.connect.reconciler import reconcile
 from protocol.errors import Errors
+from protocol.modern.reconciler import reconcile
 from protocol.shard import GroupCoordinatorShard
 from tests.protocol.connect.workers import GROUP, Worker, connectors, owners, settle
 

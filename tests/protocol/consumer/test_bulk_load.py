@@ -13,12 +13,11 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from protocol.classic.records import GroupMetadataKey, GroupMetadataValue
 from protocol.codec import encode_record, split_records
 from protocol.config import CoordinatorConfig
 from protocol.consumer.bulk_load import BulkGroups, eligible_groups
-from protocol.metadata import MetadataImage, TopicMetadata
-from protocol.records import (
-    ClassicMemberMetadata,
+from protocol.consumer.records import (
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataKey,
@@ -31,11 +30,9 @@ from protocol.records import (
     ConsumerGroupTargetAssignmentMemberValue,
     ConsumerGroupTargetAssignmentMetadataKey,
     ConsumerGroupTargetAssignmentMetadataValue,
-    GroupMetadataKey,
-    GroupMetadataValue,
-    Record,
-    TopicMetadataEntry,
 )
+from protocol.metadata import MetadataImage, TopicMetadata
+from protocol.records import ClassicMemberMetadata, Record, TopicMetadataEntry
 from protocol.shard import GroupCoordinatorShard
 
 GROUPS = ["a", "b"]

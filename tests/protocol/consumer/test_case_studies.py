@@ -8,8 +8,7 @@ in order, among the states the records produce.
 
 from __future__ import annotations
 
-from protocol.metadata import MetadataImage, TopicMetadata
-from protocol.records import (
+from protocol.consumer.records import (
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataKey,
@@ -22,9 +21,9 @@ from protocol.records import (
     ConsumerGroupTargetAssignmentMemberValue,
     ConsumerGroupTargetAssignmentMetadataKey,
     ConsumerGroupTargetAssignmentMetadataValue,
-    Record,
-    TopicMetadataEntry,
 )
+from protocol.metadata import MetadataImage, TopicMetadata
+from protocol.records import Record, TopicMetadataEntry
 from tests.protocol.driver import (
     Member,
     TracedShard,

@@ -7,9 +7,9 @@ import pytest
 import assignors
 from protocol import messages as m
 from protocol.config import CoordinatorConfig, GroupConfig
+from protocol.consumer.records import ConsumerGroupTargetAssignmentMetadataKey
 from protocol.errors import Errors
 from protocol.metadata import MetadataImage, TopicMetadata
-from protocol.records import ConsumerGroupTargetAssignmentMetadataKey
 from protocol.shard import GroupCoordinatorShard
 from tests.protocol.driver import Member, image
 

@@ -12,9 +12,10 @@ from protocol import messages as m
 from protocol.classic.connect_protocol import WorkerState, encode_metadata
 from protocol.classic.consumer_protocol import Subscription, encode_subscription
 from protocol.classic.group import ClassicGroup
+from protocol.classic.records import GroupMetadataKey
 from protocol.config import CoordinatorConfig
 from protocol.errors import Errors
-from protocol.records import GroupMetadataKey, Record
+from protocol.records import Record
 from protocol.shard import GroupCoordinatorShard
 from tests.protocol.driver import Member, image
 from tests.protocol.migration.connect_sim import GROUP

@@ -22,18 +22,11 @@ from protocol.classic.connect_protocol import (
     encode_metadata,
 )
 from protocol.classic.group import ClassicGroup
+from protocol.classic.records import GroupMemberMetadata, GroupMetadataKey, GroupMetadataValue
 from protocol.connect.group import ConnectGroup
+from protocol.connect.records import ConnectGroupCurrentMemberAssignmentKey, ConnectGroupMetadataKey
 from protocol.errors import Errors
-from protocol.records import (
-    ConnectGroupCurrentMemberAssignmentKey,
-    ConnectGroupMetadataKey,
-    GroupMemberMetadata,
-    GroupMetadataKey,
-    GroupMetadataValue,
-    OffsetCommitKey,
-    OffsetCommitValue,
-    Record,
-)
+from protocol.records import OffsetCommitKey, OffsetCommitValue, Record
 from protocol.shard import GroupCoordinatorShard
 from tests.protocol.migration.connect_sim import GROUP, MigrationSim, config, units
 from tests.protocol.test_replay import compacted, loaded, through_the_codec

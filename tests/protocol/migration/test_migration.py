@@ -18,16 +18,10 @@ from protocol.classic.consumer_protocol import (
     encode_subscription,
 )
 from protocol.classic.group import ClassicGroup
+from protocol.classic.records import GroupMemberMetadata, GroupMetadataKey, GroupMetadataValue
 from protocol.consumer.group import ConsumerGroup
 from protocol.errors import Errors
-from protocol.records import (
-    GroupMemberMetadata,
-    GroupMetadataKey,
-    GroupMetadataValue,
-    OffsetCommitKey,
-    OffsetCommitValue,
-    Record,
-)
+from protocol.records import OffsetCommitKey, OffsetCommitValue, Record
 from protocol.shard import GroupCoordinatorShard
 from tests.protocol.driver import Member, image, snapshot
 
@@ -114,7 +108,7 @@ def classic_group_at_generation_22() -> GroupCoordinatorShard:
 
 
 def phase(shard: GroupCoordinatorShard, member_id: str) -> str:
-    group = shard.consumer_group("g")
+    group = shard.group_of("g", "consumer")
     return shard.classic_members.phase(group, group.members[member_id])
 
 
@@ -207,7 +201,7 @@ def test_online_migration_unfolds_as_the_seed_describes():
             "C": (24, c_keeps, []),
         },
     }
-    assert shard.consumer_group("g").state == "stable"
+    assert shard.group_of("g", "consumer").state == "stable"
 
 
 def test_the_group_converts_back_when_its_last_new_protocol_member_leaves():
@@ -326,8 +320,8 @@ def test_a_new_dynamic_classic_member_joins_a_converted_group_after_learning_its
     first.member_id = resp.member_id
     resp = shard.handle(first).response
     assert resp.error_code == Errors.NONE
-    assert resp.member_id in shard.consumer_group("g").members
-    assert shard.consumer_group("g").group_epoch == 23
+    assert resp.member_id in shard.group_of("g", "consumer").members
+    assert shard.group_of("g", "consumer").group_epoch == 23
 
 
 def _history(shard):

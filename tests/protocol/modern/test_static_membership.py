@@ -5,17 +5,16 @@ from __future__ import annotations
 
 from protocol import messages as m
 from protocol.connect import units as u
-from protocol.errors import Errors
-from protocol.records import (
-    ClassicMemberMetadata,
+from protocol.connect.records import (
     ConnectGroupCurrentMemberAssignmentKey,
     ConnectGroupCurrentMemberAssignmentValue,
     ConnectGroupMemberMetadataKey,
     ConnectGroupMemberMetadataValue,
     ConnectGroupMetadataKey,
     ConnectGroupMetadataValue,
-    Record,
 )
+from protocol.errors import Errors
+from protocol.records import ClassicMemberMetadata, Record
 from protocol.shard import GroupCoordinatorShard
 from tests.protocol.connect.workers import Worker, connectors
 from tests.protocol.driver import Member, image

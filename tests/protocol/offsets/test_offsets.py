@@ -15,10 +15,7 @@ from protocol import messages as m
 from protocol.codec import decode_record, encode_record
 from protocol.config import CoordinatorConfig
 from protocol.config import CoordinatorConfig as _Config
-from protocol.errors import Errors
-from protocol.offsets.rules import EXPIRE_TIMER
-from protocol.records import (
-    ClassicMemberMetadata,
+from protocol.consumer.records import (
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataKey,
@@ -28,6 +25,11 @@ from protocol.records import (
     ConsumerGroupPartitionMetadataKey,
     ConsumerGroupTargetAssignmentMetadataKey,
     ConsumerGroupTargetAssignmentMetadataValue,
+)
+from protocol.errors import Errors
+from protocol.offsets.rules import EXPIRE_TIMER
+from protocol.records import (
+    ClassicMemberMetadata,
     GroupRebalanceHistoryKey,
     GroupRebalanceHistoryValue,
     OffsetCommitKey,

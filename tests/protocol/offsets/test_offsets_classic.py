@@ -8,11 +8,9 @@ from __future__ import annotations
 
 from protocol.classic import group as cg
 from protocol.classic.consumer_protocol import Subscription, encode_subscription
+from protocol.classic.records import GroupMemberMetadata, GroupMetadataKey, GroupMetadataValue
 from protocol.errors import Errors
 from protocol.records import (
-    GroupMemberMetadata,
-    GroupMetadataKey,
-    GroupMetadataValue,
     GroupRebalanceHistoryKey,
     GroupRebalanceHistoryValue,
     OffsetCommitKey,

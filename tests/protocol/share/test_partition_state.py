@@ -7,7 +7,7 @@ import pytest
 
 from protocol.codec import decode_record, encode_record
 from protocol.errors import CoordinatorError, Errors
-from protocol.records import Record, SharePartitionStateKey
+from protocol.records import Record
 from protocol.share.messages import (
     ACK_ACCEPT,
     ACK_GAP,
@@ -17,6 +17,7 @@ from protocol.share.messages import (
     AcquiredRecords,
 )
 from protocol.share.partition_state import Limits, RecordState, SharePartition
+from protocol.share.records import SharePartitionStateKey
 
 LIMITS = Limits(record_lock_duration_ms=30_000, delivery_count_limit=3, max_record_locks=100)
 

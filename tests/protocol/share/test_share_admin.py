@@ -5,8 +5,8 @@ from __future__ import annotations
 from assignors.share import assign_simple
 from protocol import messages as m
 from protocol.errors import Errors
-from protocol.records import SharePartitionStateKey
 from protocol.share.messages import ACK_ACCEPT, AcknowledgementBatch
+from protocol.share.records import SharePartitionStateKey
 from tests.protocol.share.helpers import (
     GROUP,
     acknowledge,

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from protocol import messages as m
 from protocol.errors import Errors
-from protocol.records import SharePartitionStateKey
 from protocol.share.messages import ACK_ACCEPT, ACK_RELEASE, AcknowledgementBatch
+from protocol.share.records import SharePartitionStateKey
 from tests.protocol.share.helpers import (
     GROUP,
     ack_error,

@@ -27,7 +27,7 @@ from protocol.config import CoordinatorConfig
 from protocol.errors import Errors
 from protocol.share.messages import ACK_ACCEPT, ACK_GAP, ACK_REJECT, ACK_RELEASE
 from protocol.share.partition_state import RecordState
-from protocol.share.timers import ShareLockExpiry
+from protocol.share.sessions import ShareLockExpiry
 from tests.protocol.share.helpers import GROUP, new_shard, tid
 from tests.protocol.test_replay import compacted, loaded, through_the_codec
 
