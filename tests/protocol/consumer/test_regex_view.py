@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from protocol import messages as m
 from protocol.codec import decode_record, encode_record
+from protocol.consumer.records import ConsumerGroupMemberMetadataValue
 from protocol.record_fields import decoder
-from protocol.records import ConsumerGroupMemberMetadataValue
 from protocol.security.acls import AclBinding, TopicView
 from protocol.shard import GroupCoordinatorShard
 from tests.protocol.driver import Member, image
