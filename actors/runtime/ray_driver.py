@@ -73,12 +73,22 @@ def init_ray(address: str | None, start_local: bool = True) -> bool:
     _probe(target)
     try:
         ray.init(address=target, namespace=NAMESPACE, log_to_driver=False)
+        _messages_to_log()
         return False
     except ConnectionError:
         if not start_local or address is not None:
             raise
     ray.init(namespace=NAMESPACE, include_dashboard=False, log_to_driver=False)
+    _messages_to_log()
     return True
+
+
+def _messages_to_log() -> None:
+    """A ``cohort`` command names a log for the raylet's messages (``COHORT_RAY_MESSAGES_LOG``,
+    set by ``actors.tools.cli``): keep them there (``keep_ray_messages_in_log``)."""
+    path = os.environ.get("COHORT_RAY_MESSAGES_LOG")
+    if path:
+        keep_ray_messages_in_log(path)
 
 
 def _probe(target: str, timeout_s: float = PROBE_TIMEOUT_S) -> None:
@@ -103,11 +113,7 @@ def get_unwrapped(ref) -> Any:
         raise
 
 
-# Where a ``cohort`` command keeps the messages Ray's raylet sends its driver.
-RAY_MESSAGES_LOG = os.path.join(os.path.expanduser("~"), ".cohort", "ray-messages.log")
-
-
-def keep_ray_messages_in_log(path: str = RAY_MESSAGES_LOG) -> None:
+def keep_ray_messages_in_log(path: str) -> None:
     """Send the raylet's messages to this driver (worker pool warnings: "16 PYTHON worker
     processes have been started ..."; "Task Controller.image failed ... will be retried"
     after a chaos kill) to ``path`` instead of the terminal, where they interleave with a

@@ -30,6 +30,10 @@ from actors.tools.cli_service_parsers import add_service_parsers
 RAW = argparse.RawDescriptionHelpFormatter
 
 
+# Where a cohort command keeps the raylet's messages (``ray_driver.init_ray`` reads it).
+RAY_MESSAGES_ENV = "COHORT_RAY_MESSAGES_LOG"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="cohort", description="Kafka group coordination on Ray",
@@ -89,9 +93,11 @@ examples:
     add_connectors_parser(sub)
     add_gateway_parsers(sub)  # gateway, acls, users (actors/tools/cli_gateway.py)
     args = parser.parse_args(argv)
-    from actors.runtime.ray_driver import keep_ray_messages_in_log
-
-    keep_ray_messages_in_log()  # the command's own progress on the terminal, Ray's in a log
+    # The command's own progress on the terminal, Ray's messages in a log, once it connects
+    # (``ray_driver.init_ray``): Ray is not imported here, before init_ray has chosen the
+    # auth mode a token asks for.
+    os.environ.setdefault(RAY_MESSAGES_ENV, os.path.join(os.path.expanduser("~"), ".cohort",
+                                                        "ray-messages.log"))
 
     if args.command == "demo":
         from actors.tools.demo import run_demo
