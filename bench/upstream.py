@@ -44,6 +44,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from bench.consumer_fleet import time_to_stable
+
 QUIET = {"log_level": 0}
 TIMEOUT_S = 300.0
 VALUE = b"x" * 100
@@ -139,49 +141,6 @@ def round_trips(bootstrap: str, topic: str, n: int) -> tuple[float, float]:
         times.append((time.perf_counter() - t0) * 1000)
     times.sort()
     return statistics.median(times), times[int(len(times) * 0.99) - 1]
-
-
-def time_to_stable(bootstrap: str, topic: str, members: int, partitions: int) -> float:
-    """Seconds from the first subscribe until every partition has exactly one owner (NaN
-    after ``TIMEOUT_S``)."""
-    owned: list[set[int]] = [set() for _ in range(members)]
-    lock, done = threading.Lock(), threading.Event()
-    group = f"stable-{time.time_ns()}"
-
-    def work(i: int) -> None:
-        c = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                      "group.protocol": "consumer", **QUIET})
-
-        def assigned(_c, parts):
-            with lock:
-                owned[i] |= {p.partition for p in parts}
-
-        def revoked(_c, parts):
-            with lock:
-                owned[i] -= {p.partition for p in parts}
-
-        c.subscribe([topic], on_assign=assigned, on_revoke=revoked)
-        while not done.is_set():
-            c.poll(0.05)
-        c.close()
-
-    def stable() -> bool:
-        with lock:
-            counts = [p for s in owned for p in s]
-        return len(counts) == partitions == len(set(counts))
-
-    threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(members)]
-    t0 = time.perf_counter()
-    for t in threads:
-        t.start()
-    deadline = time.monotonic() + TIMEOUT_S
-    while not stable() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    elapsed = time.perf_counter() - t0 if stable() else float("nan")
-    done.set()
-    for t in threads:
-        t.join(60)
-    return elapsed
 
 
 def two_producers(bootstraps: list[str], topic: str, records: int, partitions: int) -> float:
