@@ -10,7 +10,9 @@ Which APIs go upstream (``relayed_keys``): every one the upstream serves except 
 the group APIs (answered by Cohort's partitions), the connection's own (ApiVersions, SASL),
 and Metadata (answered by Cohort from the upstream's, with Cohort's listeners as brokers).
 DescribeConfigs and IncrementalAlterConfigs go upstream unless they name a group (group
-configs are Cohort's); FindCoordinator goes upstream for transactions only.
+configs are Cohort's); ListConfigResources goes upstream unless it may list groups (v1 asking
+for every type, or for GROUP: Cohort answers it, from the image that follows the upstream);
+FindCoordinator goes upstream for transactions only.
 """
 
 from __future__ import annotations
@@ -37,10 +39,11 @@ from protocol.wire.upstream import (
 # (ApiVersions, SASL), Metadata, the share coordinator's inter-broker APIs.
 OWN_KEYS = frozenset({3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 28, 36, 42, 47, 68, 69,
                       76, 77, 78, 79, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92})
-DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 44
+DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS, LIST_CONFIG_RESOURCES = 32, 44, 74
 GROUP_RESOURCE = 32
 # Relayed only when the request names no group (or, for FindCoordinator, only transactions).
-DEPENDS_ON_BODY = frozenset({DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS, FIND_COORDINATOR})
+DEPENDS_ON_BODY = frozenset({DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS, LIST_CONFIG_RESOURCES,
+                             FIND_COORDINATOR})
 # CreateTopics, DeleteTopics, CreatePartitions: Cohort's image takes the change before the
 # client hears of it, so a group the client joins next sees the topic as it now is.
 TOPIC_CHANGES = frozenset({19, 20, 37})
@@ -71,6 +74,9 @@ def goes_upstream(header: RequestHeader, frame: bytes, keys: frozenset[int]) -> 
         return False  # Cohort's own decoder answers (or closes) as for any bad frame
     if key == FIND_COORDINATOR:
         return (body.get("key_type") or 0) == TRANSACTION_KEY
+    if key == LIST_CONFIG_RESOURCES:  # v0 lists client metrics only; v1 with no type, all
+        types = body.get("resource_types") or []
+        return header.api_version == 0 or (bool(types) and GROUP_RESOURCE not in types)
     return all(r.get("resource_type") != GROUP_RESOURCE for r in body.get("resources", []))
 
 

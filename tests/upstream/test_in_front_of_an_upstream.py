@@ -277,3 +277,45 @@ def test_describing_a_group_shows_its_lag_from_the_upstreams_end_offsets(cohort,
     rows, _ = describe_offsets(cohort, group)
     assert {(r["partition"], r["current_offset"], r["log_end_offset"], r["lag"])
             for r in rows} == {(0, 4, 10, 6), (1, 10, 10, 0)}
+
+
+def _list_config_resources(bootstrap: str, types: list[int]) -> set[tuple[int, str]]:
+    from protocol.wire.upstream import decode_reply, encode_request
+    from tests.gateway.wire_client import WireClient
+
+    client = WireClient(bootstrap)
+    client.send_raw(encode_request(74, 1, 5, "list-configs", {"resource_types": types}))
+    size = struct.unpack(">i", client._read(4))[0]
+    reply = decode_reply(74, 1, client._read(size))
+    client.close()
+    assert reply["error_code"] == 0
+    return {(r["resource_type"], r["resource_name"]) for r in reply["config_resources"]}
+
+
+@pytest.mark.parametrize("upstream", ["kafka"], indirect=True)
+def test_listing_config_resources_lists_cohorts_group_configs_not_the_upstreams(
+        cohort, upstream):
+    from confluent_kafka.admin import (
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
+
+    ours, theirs, topic = unique("cfg-ours"), unique("cfg-theirs"), unique("cfg-topic")
+    cohort.set_group_config(ours, consumer_session_timeout_ms=60_000)
+    direct = AdminClient({"bootstrap.servers": upstream.bootstrap, **QUIET})
+    entry = ConfigEntry("consumer.session.timeout.ms", "60000",
+                        incremental_operation=AlterConfigOpType.SET)
+    for future in direct.incremental_alter_configs(
+            [ConfigResource(ResourceType.GROUP, theirs, incremental_configs=[entry])]).values():
+        future.result(30)
+    cohort.create_topic(topic, 1)
+    wait_for(lambda: (32, theirs) in _list_config_resources(upstream.bootstrap, [32]), 30)
+    for types in ([32], [], [2, 32]):
+        listed = _list_config_resources(cohort.bootstrap, types)
+        assert (32, ours) in listed and (32, theirs) not in listed, types
+    everything = _list_config_resources(cohort.bootstrap, [])
+    assert (2, topic) in everything  # topics from the image that follows the upstream
+    # Topics alone are the upstream's answer, relayed.
+    assert (2, topic) in _list_config_resources(cohort.bootstrap, [2])
