@@ -126,6 +126,7 @@ from protocol.share.messages import (  # noqa: F401
     ShareGroupDescribeResponse,
     ShareGroupHeartbeatRequest,
     ShareGroupHeartbeatResponse,
+    ShareOffsetsEnd,
     ShareOffsetsResponsePartition,
     ShareOffsetsTopic,
 )

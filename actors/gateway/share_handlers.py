@@ -78,17 +78,18 @@ async def share_fetch(core: GatewayCore, req: WireRequest) -> dict:
             for t in named.topics for p in t.partitions}
     step = core.share_sessions.fetch(
         named.group_id, named.member_id, body.get("share_session_epoch", 0), list(acks),
-        wire.forgotten(body, index), any(acks.values()), core.now_ms())
+        wire.forgotten(body, index), any(acks.values()), core.now_ms(), req.node_id)
     if step.error_code:
         return wire.refused(step.error_code, step.error_message)
-    denied = _denied_topics(core, req, index, {t for t, _ in step.partitions} | {
-        t for t, _ in acks})
-    wanted = [tp for tp in step.partitions if tp[0] not in denied]
+    session = () if step.close else step.partitions  # closing, ``partitions`` held: released
+    denied = _denied_topics(core, req, index, {t for t, _ in session} | {t for t, _ in acks})
+    wanted = [tp for tp in session if tp[0] not in denied]
     with_acks = [tp for tp in acks if tp[0] not in denied and acks[tp]]
     wanted = _rotated(wanted, body.get("share_session_epoch", 0))
     source = records_of(core)
     bounds = {} if step.close else await source.bounds(index, wanted)
     request = _pure_fetch(named, wanted, with_acks, acks, step.close, bounds)
+    request.released = _released(req, step)
     resp = await core.router.call(request)
     core.share_sessions.answered(named.group_id, named.member_id, resp.error_code)
     if not step.close and _acquired(resp) == 0 and resp.error_code == Errors.NONE:
@@ -97,9 +98,26 @@ async def share_fetch(core: GatewayCore, req: WireRequest) -> dict:
     batches, unread = await source.batches(index, resp)
     if unread:
         await _hand_back(core, named, resp, unread)
-    _add_denied(resp, [tp for tp in list(step.partitions) + list(acks) if tp[0] in denied])
+    _add_denied(resp, [tp for tp in list(session) + list(acks) if tp[0] in denied])
     return wire.fetch_response(resp, lambda t, p, acquired: batches.get((t, p), b""),
-                               core.node.node_id)
+                               _node(core, req))
+
+
+def _released(req: WireRequest, step) -> list[m.TopicPartitions] | None:
+    """What a closing session releases: at one upstream broker's listener, only its own
+    partitions (the member keeps a session at each broker it fetches from); else all."""
+    if not step.close or req.node_id is None:
+        return None
+    by_topic: dict[str, list[int]] = {}
+    for topic_id, p in step.partitions:
+        by_topic.setdefault(topic_id, []).append(p)
+    return [m.TopicPartitions(t, ps) for t, ps in by_topic.items()]
+
+
+def _node(core: GatewayCore, req: WireRequest) -> int:
+    """The broker this reply speaks for: the upstream broker whose listener the client
+    reached, or the gateway's own node."""
+    return core.node.node_id if req.node_id is None else req.node_id
 
 
 def _rotated(partitions: list, session_epoch: int) -> list:
@@ -237,7 +255,8 @@ async def share_acknowledge(core: GatewayCore, req: WireRequest) -> dict:
         return wire.refused(E.group_authorization_failed.value,
                             DENIED_GROUP.format(group=request.group_id))
     step = core.share_sessions.acknowledge(request.group_id, request.member_id,
-                                           body.get("share_session_epoch", 0), core.now_ms())
+                                           body.get("share_session_epoch", 0), core.now_ms(),
+                                           req.node_id)
     if step.error_code:
         return wire.refused(step.error_code, step.error_message)
     denied = _denied_topics(core, req, index, {t.topic_id for t in request.topics})
@@ -245,10 +264,11 @@ async def share_acknowledge(core: GatewayCore, req: WireRequest) -> dict:
              for p in t.partitions]
     request.topics = [t for t in request.topics if t.topic_id not in denied]
     request.close_session = step.close
+    request.released = _released(req, step)
     resp = await core.router.call(request)
     core.share_sessions.answered(request.group_id, request.member_id, resp.error_code)
     _add_denied(resp, pairs)
-    return wire.acknowledge_response(resp, core.node.node_id)
+    return wire.acknowledge_response(resp, _node(core, req))
 
 
 
@@ -273,7 +293,10 @@ async def describe_share_group_offsets(core: GatewayCore, req: WireRequest) -> d
                       if not core.may(req, "DESCRIBE", TOPIC, n)}
             hidden = [t for t in request.topics if t.topic_name in denied]
             request.topics = [t for t in request.topics if t.topic_name not in denied]
-        request.log_end_offset = core.stream.end_offset(core.now_ms())
+        if core.upstream is None:
+            request.log_end_offset = core.stream.end_offset(core.now_ms())
+        else:
+            request.log_end_offsets = await _upstream_ends(core, request)
         reply = await core.router.call(request)
         reply.group_id = request.group_id
         if reply.error_code == Errors.NONE:
@@ -287,6 +310,21 @@ async def describe_share_group_offsets(core: GatewayCore, req: WireRequest) -> d
                 for p in t.partitions]) for t in hidden]
         replies.append(reply)
     return await pure(req.api.encode, replies)
+
+
+async def _upstream_ends(core: GatewayCore, request: m.DescribeShareGroupOffsetsRequest
+                         ) -> list[m.ShareOffsetsEnd]:
+    """The upstream's high watermark of each partition ``request`` describes, for the lag: of
+    the partitions it names, or (none named) of those the group has state for, which only the
+    group's partition knows, so it is asked first."""
+    if request.topics is not None:
+        wanted = [(t.topic_name, p) for t in request.topics for p in t.partitions]
+    else:
+        first = await core.router.call(dataclasses.replace(request))
+        wanted = [(t.topic_name, p.partition) for t in first.topics or []
+                  for p in t.partitions if p.start_offset >= 0]
+    ends = await core.upstream.end_offsets(list(dict.fromkeys(wanted))) if wanted else {}
+    return [m.ShareOffsetsEnd(name, p, end) for (name, p), end in sorted(ends.items())]
 
 
 async def _share_offsets_change(core: GatewayCore, req: WireRequest, operation: str,

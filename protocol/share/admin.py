@@ -49,6 +49,8 @@ def describe_offsets(
         wanted = [(t.name, by_topic[t.topic_id]) for t in map(ctx.image.topic, by_topic) if t]
     else:
         wanted = [(t.topic_name, t.partitions) for t in req.topics]
+    ends = None if req.log_end_offsets is None else {
+        (e.topic_name, e.partition): e.log_end_offset for e in req.log_end_offsets}
     topics = []
     for name, partitions in wanted:
         topic = ctx.image.topic_by_name(name)
@@ -61,7 +63,8 @@ def describe_offsets(
                 entry.error_message = f"Unknown topic partition {name}-{p}."
             elif sp is not None:
                 entry.start_offset = sp.start_offset
-                entry.lag = sp.lag(req.log_end_offset)
+                entry.lag = sp.lag(req.log_end_offset if ends is None
+                                   else ends.get((name, p), -1))
             out.partitions.append(entry)
         topics.append(out)
     return m.DescribeShareGroupOffsetsResponse(group_id=req.group_id, topics=topics)

@@ -12,7 +12,8 @@ none: ``acknowledge_error_code``), then records are acquired up to the stream's 
 carries (``log_end_offset``), within ``max_records`` for the whole request. A share-partition
 read for the first time starts at that end (``share.auto.offset.reset`` latest, Kafka's
 default) or at the log's start the request carries (earliest: ``log_start_offset``).
-``close_session`` releases every record the member still holds.
+``close_session`` releases every record the member still holds (of the ``released``
+partitions only, when the entry point names them: the member's session at one broker of several).
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ class SharePartitions:
                     budget -= sum(a.last_offset - a.first_offset + 1 for a in out.acquired)
             topics.append(m.ShareFetchResponseTopic(topic.topic_id, parts))
         if req.close_session:
-            self._release_into(work, req.member_id, limits)
+            self._release_into(work, req.member_id, limits, req.released)
         self._emit(work)
         return m.ShareFetchResponse(acquisition_lock_timeout_ms=limits.record_lock_duration_ms,
                                     topics=topics)
@@ -96,7 +97,7 @@ class SharePartitions:
                     out.error_code, out.error_message = error
             topics.append(m.ShareAcknowledgeResponseTopic(topic.topic_id, parts))
         if req.close_session:
-            self._release_into(work, req.member_id, limits)
+            self._release_into(work, req.member_id, limits, req.released)
         self._emit(work)
         return m.ShareAcknowledgeResponse(
             acquisition_lock_timeout_ms=limits.record_lock_duration_ms, topics=topics
@@ -201,9 +202,11 @@ class SharePartitions:
         return None
 
     @staticmethod
-    def _release_into(work: _Work, member_id: str, limits: Limits) -> None:
+    def _release_into(work: _Work, member_id: str, limits: Limits,
+                      only: list[m.TopicPartitions] | None = None) -> None:
+        wanted = None if only is None else {(t.topic_id, p) for t in only for p in t.partitions}
         for tp, sp in list(work.group.partitions.items()):
-            if sp.acquired_by(member_id):
+            if sp.acquired_by(member_id) and (wanted is None or tp in wanted):
                 held = work.get(tp)
                 assert held is not None
                 held.release_member(member_id, limits)

@@ -148,6 +148,9 @@ class ShareFetchRequest:
     # The entry point's share session ended (epoch -1): after the acknowledgements, release
     # every record this member still holds in the group; acquire nothing.
     close_session: bool = False
+    # On close, release only what the member holds on these partitions (the closed session's,
+    # when the member keeps one at each of several brokers); None: everywhere.
+    released: list[TopicPartitions] | None = None
 
 
 @dataclass
@@ -201,8 +204,9 @@ class ShareAcknowledgeRequest:
     group_id: str
     member_id: str
     topics: list[ShareAcknowledgeTopic] = field(default_factory=list)
-    # As ShareFetchRequest.close_session.
+    # As ShareFetchRequest.close_session and released.
     close_session: bool = False
+    released: list[TopicPartitions] | None = None
 
 
 @dataclass
@@ -239,6 +243,15 @@ class ShareOffsetsTopic:
 
 
 @dataclass
+class ShareOffsetsEnd:
+    """One partition's log end, as the upstream's high watermark says (for the lag)."""
+
+    topic_name: str
+    partition: Int32
+    log_end_offset: Int64
+
+
+@dataclass
 class DescribeShareGroupOffsetsRequest:
     group_id: str
     # None: every share-partition the group has state for.
@@ -246,6 +259,8 @@ class DescribeShareGroupOffsetsRequest:
     # The stream's end (the same for every partition of the synthetic stream), for the lag;
     # -1: unknown, and every lag is -1.
     log_end_offset: Int64 = -1
+    # In front of an upstream, each partition's own end instead (a partition left out: -1).
+    log_end_offsets: list[ShareOffsetsEnd] | None = None
 
 
 @dataclass

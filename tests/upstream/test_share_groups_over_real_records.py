@@ -89,3 +89,41 @@ def test_ray_share_consumers_process_the_upstreams_records_and_a_killed_one_lose
             for p, lo, hi, at in acked:
                 overlap = p == e["partition"] and lo <= e["last_offset"] and e["first_offset"] <= hi
                 assert not (overlap and e["t"] > at), (e, (p, lo, hi))
+
+
+def _share_offsets(bootstrap: str, group: str, topic: str | None) -> dict[int, tuple[int, int]]:
+    """DescribeShareGroupOffsets v1 at the gateway, as Kafka's admin sends it: each
+    partition's (start offset, lag)."""
+    import struct
+
+    from protocol.wire.upstream import decode_reply, encode_request
+    from tests.gateway.wire_client import WireClient
+
+    topics = None if topic is None else [{"topic_name": topic, "partitions": [0, 1]}]
+    client = WireClient(bootstrap)
+    client.send_raw(encode_request(90, 1, 3, "share-offsets", {
+        "groups": [{"group_id": group, "topics": topics}]}))
+    size = struct.unpack(">i", client._read(4))[0]
+    reply = decode_reply(90, 1, client._read(size))
+    client.close()
+    (answer,) = reply["groups"]
+    assert answer["error_code"] == 0, answer
+    return {p["partition_index"]: (p["start_offset"], p["lag"])
+            for t in answer["topics"] for p in t["partitions"]}
+
+
+def test_a_share_groups_lag_is_counted_to_the_upstreams_end_of_each_partition(
+        cohort, upstream):
+    topic, group = unique("lagq"), unique("lsg")
+    cohort.create_topic(topic, 2)
+    cohort.set_group_config(group, share_auto_offset_reset="earliest")
+    sent = _produce(upstream.bootstrap, topic, 20, 2)  # 10 a partition
+    consumers = ShareConsumers(cohort.bootstrap, group, topic, count=1).start()
+    try:
+        assert consumers.wait_for(lambda log: len(log.acknowledged()) >= len(sent), 120)
+    finally:
+        consumers.close()
+    _produce(upstream.bootstrap, topic, 4, 2)  # 2 more a partition, not yet delivered
+    for named in (topic, None):
+        assert wait_for(lambda named=named: _share_offsets(cohort.bootstrap, group, named)
+                        == {0: (10, 2), 1: (10, 2)}, timeout_s=30)

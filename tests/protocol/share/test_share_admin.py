@@ -36,6 +36,18 @@ def test_describe_offsets_shows_start_offset_and_lag():
     assert (p.partition, p.start_offset, p.lag, p.error_code) == (0, 3, 7, 0)
 
 
+def test_describe_offsets_counts_each_partitions_lag_to_its_own_end_in_front_of_an_upstream():
+    shard = new_shard()
+    read_and_leave(shard, end=40)
+    ends = [m.ShareOffsetsEnd("orders", 0, 25)]
+    resp = shard.handle(m.DescribeShareGroupOffsetsRequest(
+        GROUP, log_end_offset=10, log_end_offsets=ends)).response
+    assert [(p.start_offset, p.lag) for p in resp.topics[0].partitions] == [(3, 22)]
+    unknown = shard.handle(m.DescribeShareGroupOffsetsRequest(
+        GROUP, log_end_offsets=[m.ShareOffsetsEnd("orders", 1, 25)])).response
+    assert [p.lag for p in unknown.topics[0].partitions] == [-1]  # its end not known
+
+
 def test_describe_offsets_of_named_partitions_marks_unknown_and_unread_ones():
     shard = new_shard()
     read_and_leave(shard)
