@@ -247,7 +247,7 @@ class Connection(Relaying, ConnectionDeadlines):
             return
         self.core.count(key, head.header.api_version)
         req = WireRequest(head.header, body, self.principal or ANONYMOUS, self.client_host,
-                          BY_API_KEY[key])
+                          BY_API_KEY[key], self.relay.node_id if self.relay else None)
         if key in self.pipelined and not alone:
             await self._room_for_one()
             self._submit(req)

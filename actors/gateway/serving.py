@@ -95,6 +95,9 @@ class WireRequest:
     principal: str
     client_host: str
     api: Api
+    # The upstream broker whose listener the client reached, in front of an upstream (None:
+    # the bootstrap listener, or no upstream): a client keeps one share session per broker.
+    node_id: int | None = None
     # What the authorizer answered for this request, by (operation, resource type, name):
     # a topic named 10,000 times in one request is checked once (``Serving.may``).
     decisions: dict[tuple[str, str, str], bool] = field(default_factory=dict, repr=False,

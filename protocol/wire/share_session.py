@@ -1,8 +1,10 @@
 """Share sessions (KIP-932's ShareSessionCache), kept by the share-partition leader: the gateway.
 
-A share session belongs to one member of one group (key ``(group_id, member_id)``) and holds
-the partitions it fetches, so that a fetch after the first names only what changed. Its
-epoch orders the member's requests, as Kafka's broker checks them:
+A share session belongs to one member of one group at one broker (key ``(group_id, member_id,
+node)``: a client keeps a session with each share-partition leader it fetches from, and in front
+of an upstream the gateway plays every upstream broker, one listener each) and holds the
+partitions it fetches, so that a fetch after the first names only what changed. Its epoch
+orders the member's requests, as Kafka's broker checks them:
 
 * ShareFetch at epoch 0 opens a session (replacing the member's previous one) for the
   partitions it names; it may not carry acknowledgements (INVALID_REQUEST). ShareAcknowledge
@@ -19,7 +21,7 @@ epoch orders the member's requests, as Kafka's broker checks them:
   a member that long silent is fenced by its coordinator, or nearly so), as Kafka's
   ShareSessionCache evicts an inactive session; otherwise the new one is
   SHARE_SESSION_LIMIT_REACHED. So sessions nobody closed cannot lock new ones out for good.
-* A session lives as long as its member: it ends when the member leaves (``drop``, on its
+* A session lives as long as its member: its sessions end when the member leaves (``drop``, on its
   leave heartbeat) and when the group's coordinator answers a request of the member with an
   error saying the group does not know it (``answered``: never joined, left, or fenced), so a
   made-up member id holds no session past its first reply.
@@ -47,6 +49,7 @@ MEMBER_UNKNOWN = frozenset({E.unknown_member_id.value, E.group_id_not_found.valu
                             E.fenced_member_epoch.value})
 
 TopicPartition = tuple[str, int]
+Key = tuple[str, str, int | None]  # (group id, member id, the broker's node id)
 
 
 @dataclass
@@ -59,7 +62,7 @@ class Session:
 @dataclass(frozen=True)
 class Step:
     """What one request may do: an error (and nothing changed), or the partitions to fetch and
-    whether the session ends with this request."""
+    whether the session ends with this request (then ``partitions`` are the ones it held)."""
 
     error_code: int = 0
     error_message: str | None = None
@@ -78,19 +81,21 @@ class ShareSessions:
                  idle_timeout_ms: int = IDLE_TIMEOUT_MS) -> None:
         self.max_sessions = max_sessions
         self.idle_timeout_ms = idle_timeout_ms
-        self._sessions: OrderedDict[tuple[str, str], Session] = OrderedDict()
+        self._sessions: OrderedDict[Key, Session] = OrderedDict()
+        self._nodes: dict[tuple[str, str], set[int | None]] = {}  # each member's brokers
 
     def __len__(self) -> int:
         return len(self._sessions)
 
-    def get(self, group_id: str, member_id: str) -> Session | None:
-        return self._sessions.get((group_id, member_id))
+    def get(self, group_id: str, member_id: str, node: int | None = None) -> Session | None:
+        return self._sessions.get((group_id, member_id, node))
 
     def fetch(self, group_id: str, member_id: str, epoch: int, named: list[TopicPartition],
-              forgotten: list[TopicPartition], acknowledges: bool, now_ms: int = 0) -> Step:
+              forgotten: list[TopicPartition], acknowledges: bool, now_ms: int = 0,
+              node: int | None = None) -> Step:
         """A ShareFetch at ``epoch`` naming ``named`` (``acknowledges``: it carries
-        acknowledgements) and forgetting ``forgotten``, at ``now_ms``."""
-        key = (group_id, member_id)
+        acknowledgements) and forgetting ``forgotten``, at ``now_ms``, to broker ``node``."""
+        key = (group_id, member_id, node)
         if epoch == INITIAL_EPOCH:
             if acknowledges:
                 return Step(E.invalid_request.value,
@@ -103,13 +108,13 @@ class ShareSessions:
             self._sessions.pop(key, None)
             session = Session(next_epoch(INITIAL_EPOCH), dict.fromkeys(named), now_ms)
             self._sessions[key] = session
+            self._nodes.setdefault(key[:2], set()).add(node)
             return Step(partitions=tuple(session.partitions))
         step = self._check(key, epoch)
         if step is not None:
             return step
         if epoch == FINAL_EPOCH:
-            del self._sessions[key]
-            return Step(close=True)
+            return Step(partitions=tuple(self._forget(key).partitions), close=True)
         session = self._used(key, epoch, now_ms)
         for tp in forgotten:
             session.partitions.pop(tp, None)
@@ -117,9 +122,10 @@ class ShareSessions:
             session.partitions.setdefault(tp, None)
         return Step(partitions=tuple(session.partitions))
 
-    def acknowledge(self, group_id: str, member_id: str, epoch: int, now_ms: int = 0) -> Step:
-        """A ShareAcknowledge at ``epoch`` (it fetches nothing), at ``now_ms``."""
-        key = (group_id, member_id)
+    def acknowledge(self, group_id: str, member_id: str, epoch: int, now_ms: int = 0,
+                    node: int | None = None) -> Step:
+        """A ShareAcknowledge at ``epoch`` (it fetches nothing), at ``now_ms``, to ``node``."""
+        key = (group_id, member_id, node)
         if epoch == INITIAL_EPOCH:
             return Step(E.invalid_share_session_epoch.value,
                         "ShareAcknowledge cannot open a share session (epoch 0).")
@@ -127,14 +133,23 @@ class ShareSessions:
         if step is not None:
             return step
         if epoch == FINAL_EPOCH:
-            del self._sessions[key]
-            return Step(close=True)
+            return Step(partitions=tuple(self._forget(key).partitions), close=True)
         self._used(key, epoch, now_ms)
         return Step()
 
     def drop(self, group_id: str, member_id: str) -> None:
-        """Forget a member's session (it left the group)."""
-        self._sessions.pop((group_id, member_id), None)
+        """Forget a member's sessions, at every broker (it left the group)."""
+        for node in self._nodes.pop((group_id, member_id), ()):
+            self._sessions.pop((group_id, member_id, node), None)
+
+    def _forget(self, key: Key) -> Session:
+        session = self._sessions.pop(key)
+        nodes = self._nodes.get(key[:2])
+        if nodes is not None:
+            nodes.discard(key[2])
+            if not nodes:
+                del self._nodes[key[:2]]
+        return session
 
     def answered(self, group_id: str, member_id: str, error_code: int) -> None:
         """The group's coordinator answered a request of the member with ``error_code``: a
@@ -152,10 +167,10 @@ class ShareSessions:
         key, oldest = next(iter(self._sessions.items()))
         if now_ms - oldest.used_ms < self.idle_timeout_ms:
             return False
-        del self._sessions[key]
+        self._forget(key)
         return True
 
-    def _used(self, key: tuple[str, str], epoch: int, now_ms: int) -> Session:
+    def _used(self, key: Key, epoch: int, now_ms: int) -> Session:
         """The session, moved on past ``epoch`` and marked used now (most recent last)."""
         session = self._sessions[key]
         session.epoch = next_epoch(epoch)
@@ -163,7 +178,7 @@ class ShareSessions:
         self._sessions.move_to_end(key)
         return session
 
-    def _check(self, key: tuple[str, str], epoch: int) -> Step | None:
+    def _check(self, key: Key, epoch: int) -> Step | None:
         session = self._sessions.get(key)
         if session is None:
             return Step(E.share_session_not_found.value,

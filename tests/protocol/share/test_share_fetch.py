@@ -259,3 +259,17 @@ def test_deleting_a_topic_deletes_its_share_partitions():
     assert tombstones == [SharePartitionStateKey(GROUP, tid("orders"), 0)]
     assert list(shard.groups[GROUP].partitions) == [(tid("audit"), 0)]
     assert shard.next_deadline_ms() is not None  # audit's lock and the sessions remain
+
+
+def test_closing_a_session_that_names_its_partitions_releases_only_those():
+    shard = new_shard()
+    join(shard, "a")
+    got = fetch(shard, "a", ("orders", 0), ("orders", 1), end=10, max_records=8)
+    assert acquired(got) == [(0, 7, 1)]  # partition 0's first 8; then one more of 1
+    assert acquired(fetch(shard, "a", ("orders", 1), end=10, max_records=2)) == [(0, 1, 1)]
+    req = fetch_request("a", end=10, close=True)
+    req.released = [m.TopicPartitions(tid("orders"), [0])]  # the session at one broker
+    assert shard.handle(req).response.error_code == 0
+    group = shard.groups[GROUP]
+    assert not group.partitions[(tid("orders"), 0)].acquired_by("a")
+    assert group.partitions[(tid("orders"), 1)].acquired_by("a")  # still its, elsewhere
