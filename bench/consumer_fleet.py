@@ -7,8 +7,11 @@ of the process (``PTHREAD_KEYS_MAX`` is 1,024 on Linux), and the 1,000th fails w
 consumer is created first, then all subscribe at once when the parent says go, and the parent
 follows each member's assignment through a queue.
 
-``time_to_stable`` is the benchmarks' one definition of a stable group: every partition of the
-topic owned by exactly one member, as the members' own rebalance callbacks say.
+``time_to_stable`` is the benchmarks' one definition of a stable group (as ``bench/wire.py``'s):
+every partition of the topic owned by exactly one member and no member owning more than its fair
+share (the uniform assignor's ceiling), as the members' own rebalance callbacks say. With at
+least as many partitions as members that means every member has joined and owns its share; with
+fewer, the first member to join would own them all, so size the topic to the group.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ def _members(bootstrap: str, topic: str, group: str, first: int, count: int,
 
         c.subscribe([topic], on_assign=assigned, on_revoke=revoked)
         while not done.is_set():
-            c.poll(0.1)
+            c.poll(0.5)  # a rebalance event wakes it at once
         c.close()
 
     threads = [threading.Thread(target=work, args=(first + k, c), daemon=True)
@@ -73,6 +76,7 @@ def time_to_stable(bootstrap: str, topic: str, members: int, partitions: int,
     while created < members:
         created += ready.get(timeout=max(1.0, deadline - time.monotonic()))
     owned: dict[int, set[int]] = {}
+    fair_share = -(-partitions // members)
     t0 = time.perf_counter()
     go.set()
     elapsed = float("nan")
@@ -88,7 +92,8 @@ def time_to_stable(bootstrap: str, topic: str, members: int, partitions: int,
         else:
             mine -= set(parts)
         counts = [p for s in owned.values() for p in s]
-        if len(counts) == partitions == len(set(counts)):
+        most = max(len(s) for s in owned.values())
+        if len(counts) == partitions == len(set(counts)) and most <= fair_share:
             elapsed = time.perf_counter() - t0
             break
     done.set()

@@ -70,6 +70,7 @@ from actors.tools.wire_fuzz import Vocabulary
 from protocol.wire.ids import topic_uuid
 
 SASL_GATEWAY = "gateway-sasl"
+FUZZ_MAX_CONNECTIONS = 1_000
 USER, PASSWORD = "fuzzer", "fuzzer-secret"
 GOAL_FRAMES = 1_000_000
 GOAL_STALL_MS = 100.0
@@ -104,9 +105,11 @@ def main() -> int:
 
 async def run(cluster: Cluster, args: argparse.Namespace) -> int:
     admin_security.add_user(USER, PASSWORD)
-    plain = cluster.start_gateway(port=0)
+    # A bound the --idle sockets exceed, so the full listener's reclaiming is attacked too.
+    plain = cluster.start_gateway(port=0, max_connections=FUZZ_MAX_CONNECTIONS)
     secured = cluster.start_gateway(port=0, name=SASL_GATEWAY, sasl_mechanisms=["PLAIN"],
-                                    authorizer=True, super_users=[f"User:{USER}"])
+                                    authorizer=True, super_users=[f"User:{USER}"],
+                                    max_connections=FUZZ_MAX_CONNECTIONS)
     topic_id = cluster.create_topic(TOPIC, 4)
     cluster.create_topic(CHECK_TOPIC, 1)
     vocabulary = Vocabulary(topics=(TOPIC,), topic_ids=(topic_uuid(topic_id),),

@@ -13,9 +13,10 @@ its median printed.
    reads the same records directly and through Cohort;
 3. one produce's round trip (a record, then ``flush``), median and p99 over ``--round-trips``,
    directly and through Cohort: the difference is what the relay adds;
-4. (``--stable``) ``--members`` KIP-848 consumers (confluent-kafka, one process, a thread
-   each) from subscribe to every partition owned once: through Cohort in front of the
-   upstream, and on Apache Kafka 4.4 itself (its own coordinator: the peer);
+4. (``--stable``) ``--members`` KIP-848 consumers (confluent-kafka, ``bench/consumer_fleet.py``:
+   processes of 250, a thread each) from subscribe to a balanced group, every member owning
+   its own partition of a topic of as many: through Cohort in front of the upstream, and on
+   Apache Kafka 4.4 itself (its own coordinator: the peer);
 5. (``--two-gateways``) records/s produced by two producers at once, both through one gateway
    and one through each of two gateways (``gateway`` and ``gateway-2``): how the relay scales
    past one gateway process.
@@ -67,10 +68,15 @@ def upstream_broker(kind: str) -> Iterator[str]:
 
 @contextlib.contextmanager
 def cohort_in_front(upstream: str) -> Iterator[object]:
+    import os
+
     import ray
 
     from actors.cluster import Cluster
 
+    # As scripts/env.sh: Ray's default nice 15 would starve Cohort's actors behind the
+    # benchmark's own clients, while the upstream it is compared with runs at the bench's nice.
+    os.environ.setdefault("RAY_worker_niceness", "0")
     ray.init(address="local", namespace="cohort", include_dashboard=False,
              log_to_driver=False)
     with tempfile.TemporaryDirectory() as data:
@@ -193,15 +199,15 @@ def measure(kind: str, args: argparse.Namespace) -> dict[str, float]:
                     [cluster.bootstrap, second], through, args.records, args.partitions)
             finally:
                 stop_gateway("gateway-2")
-        if args.stable:
-            stable = f"stable-{kind}"
-            create_topic(cluster.bootstrap, stable, args.partitions)
+        if args.stable:  # a partition a member: stable once every member owns its own
+            stable, size = f"stable-{kind}", args.stable_partitions or args.members
+            create_topic(cluster.bootstrap, stable, size)
             out["stable s cohort"] = time_to_stable(cluster.bootstrap, stable, args.members,
-                                                    args.partitions)
+                                                    size)
             if kind == "kafka":  # the peer: Kafka 4.4's own coordinator, the same group
-                create_topic(upstream, stable + "-own", args.partitions)
+                create_topic(upstream, stable + "-own", size)
                 out["stable s kafka itself"] = time_to_stable(
-                    upstream, stable + "-own", args.members, args.partitions)
+                    upstream, stable + "-own", args.members, size)
     return out
 
 
@@ -214,6 +220,8 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--stable", action="store_true")
     ap.add_argument("--members", type=int, default=1000)
+    ap.add_argument("--stable-partitions", type=int, default=0,
+                    help="partitions of --stable's topic (default: one a member)")
     ap.add_argument("--two-gateways", action="store_true")
     args = ap.parse_args()
     results = {kind: measure(kind, args) for kind in args.upstreams.split(",")}

@@ -31,7 +31,10 @@ from typing import Protocol
 log = logging.getLogger(__name__)
 
 # One event loop in one actor serves every client; past this many, start another listener.
-MAX_CONNECTIONS = 1_000
+# A coordinator of one group holds a connection per member (Kafka's default is unbounded):
+# 1,000 KIP-848 consumers of one group at 1,000 here had their coordinator refusing and
+# reclaiming members' connections while they joined (bench/upstream.py --stable).
+MAX_CONNECTIONS = 10_000
 LOG_EVERY_REFUSALS = 100
 # A connection idle this long may be closed for a newcomer when the listener is full: longer
 # than any heartbeat interval a client keeps its coordinator connection busy with (5 s).

@@ -92,7 +92,7 @@ async def _swallow(coro) -> None:
 
 
 def test_the_limit_is_a_gateway_option_with_a_stated_default_and_must_admit_someone():
-    assert GatewayOptions().max_connections == MAX_CONNECTIONS == 1_000
+    assert GatewayOptions().max_connections == MAX_CONNECTIONS == 10_000
     assert GatewayOptions(max_connections=5).max_connections == 5
     with pytest.raises(ValueError, match="at least 1"):
         Admission(0)
