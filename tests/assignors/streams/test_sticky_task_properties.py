@@ -93,23 +93,34 @@ def fresh(members):
     return {m: member(s.process_id) for m, s in members.items()}
 
 
+def active_sets(result):
+    return {m: a.active_tasks for m, a in result.members.items()}
+
+
 @given(groups())
-def test_rerunning_on_its_own_result_moves_nothing(group) -> None:
+def test_rerunning_on_its_own_result_moves_no_active_task(group) -> None:
     members, topo, num_standby = group
     members = fresh(members)
     first = assign(members, topo, num_standby)
-    assert assign(as_current(members, first), topo, num_standby) == first
+    second = assign(as_current(members, first), topo, num_standby)
+    assert active_sets(second) == active_sets(first)
+    if num_standby <= 1:
+        # With two or more replicas, standbys may trade places among their previous holders:
+        # Kafka's pick among previous holders keeps the first-ranked one unless another is
+        # strictly lighter in both process and member load, and loads shift as replicas land.
+        assert second == first
 
 
 @given(groups())
-def test_from_any_current_state_one_round_reaches_a_fixpoint(group) -> None:
+def test_from_any_current_state_one_round_reaches_an_active_fixpoint(group) -> None:
     # Not zero rounds: a member can keep more than its fair share of sticky tasks while the
     # quota is still loose (Kafka fills quotas in partition order and tightens them as members
-    # fill up), and the next round trims it. The round after that changes nothing.
+    # fill up), and the next round trims it. The round after that moves no active task.
     members, topo, num_standby = group
     first = assign(members, topo, num_standby)
     second = assign(as_current(members, first), topo, num_standby)
-    assert assign(as_current(members, second), topo, num_standby) == second
+    third = assign(as_current(members, second), topo, num_standby)
+    assert active_sets(third) == active_sets(second)
 
 
 @given(groups(), st.data())
