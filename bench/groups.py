@@ -514,25 +514,30 @@ def scenarios(args: argparse.Namespace) -> list[tuple[str, str, Callable]]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="10 consumers, small share run")
-    ap.add_argument("--sizes", default="10,100,1000")
+    ap.add_argument("--sizes", help="group sizes to time (default 10,100,1000; quick: 10)")
     ap.add_argument("--clients", default="librdkafka,java")
     ap.add_argument("--systems", default="cohort,kafka")
     ap.add_argument("--heartbeat-ms", type=int, default=500,
                     help="the KIP-848 heartbeat interval, the same on every system")
     ap.add_argument("--kafka-intervals", action="store_true",
                     help="Cohort without its 50 ms interval for a member with a step waiting")
-    ap.add_argument("--churn-size", type=int, default=100, help="members of leave / join")
-    ap.add_argument("--rounds", type=int, default=3, help="leave / join rounds")
+    ap.add_argument("--churn-size", type=int, help="members of leave / join (100; quick: 10)")
+    ap.add_argument("--rounds", type=int, help="leave / join rounds (3; quick: 2)")
     ap.add_argument("--share-consumers", type=int, default=3)
-    ap.add_argument("--share-records", type=int, default=20_000)
+    ap.add_argument("--share-records", type=int, help="(20,000; quick: 3,000)")
     ap.add_argument("--share-rate", type=float, default=50_000.0,
                     help="Cohort's share stream: records per second per partition")
     ap.add_argument("--coordinator-partitions", type=int, default=4)
-    ap.add_argument("--timeout", type=float, default=300.0, help="seconds a scenario may take")
+    ap.add_argument("--timeout", type=float, help="seconds a scenario may take (300; quick: 120)")
     args = ap.parse_args()
-    if args.quick:
-        args.sizes, args.churn_size, args.rounds = "10", 10, 2
-        args.share_records, args.timeout = 3_000, 120.0
+    # --quick changes the defaults only: an option given says what it says.
+    defaults = ({"sizes": "10", "churn_size": 10, "rounds": 2, "share_records": 3_000,
+                 "timeout": 120.0} if args.quick else
+                {"sizes": "10,100,1000", "churn_size": 100, "rounds": 3, "share_records": 20_000,
+                 "timeout": 300.0})
+    for key, value in defaults.items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
     args.sizes = [int(s) for s in str(args.sizes).split(",")]
     args.clients = args.clients.split(",")
     wanted = args.systems.split(",")
