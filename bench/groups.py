@@ -267,6 +267,101 @@ class RdkafkaGroup:
                 t.join(120)
 
 
+# confluent-kafka takes a pthread key per client and a process has 1,024 ("Failed to initialize
+# thread local storage" at the thousandth): a bigger group lives in child processes of this
+# many consumers each, which report their callbacks to this one.
+HOST_CONSUMERS = 400
+
+
+def _host(bootstrap: str, topic: str, group: str, keys: list[int], events: object,
+          control: object) -> None:
+    """A child process's consumers (``RdkafkaHosts``): built, then subscribed on "go", each
+    polling in its own thread; every callback sent to the parent as (kind, key, partitions)."""
+    consumers = {k: Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                              "group.protocol": "consumer", "enable.auto.commit": False,
+                              "client.id": f"{group}-{k}", **QUIET}) for k in keys}
+    stop = threading.Event()
+
+    def run(key: int, c: Consumer) -> None:
+        c.subscribe([topic],
+                    on_assign=lambda _c, ps: events.put(("add", key, [p.partition for p in ps])),
+                    on_revoke=lambda _c, ps: events.put(("remove", key,
+                                                         [p.partition for p in ps])))
+        while not stop.is_set():
+            c.poll(0.05)
+        c.close()
+
+    events.put(("built", None, None))
+    control.recv()  # "go"
+    threads = [threading.Thread(target=run, args=(k, c), daemon=True)
+               for k, c in consumers.items()]
+    for th in threads:
+        th.start()
+    control.recv()  # "close"
+    stop.set()
+    for th in threads:
+        th.join(120)
+
+
+class RdkafkaHosts:
+    """``RdkafkaGroup``'s stable scenario for a group too big for one process: child processes
+    (spawned, so no Ray or client state is inherited) of ``HOST_CONSUMERS`` consumers each,
+    built before the clock; "go" goes to all of them at once."""
+
+    def __init__(self, bootstrap: str, topic: str, group: str, owners: Owners,
+                 size: int, timeout_s: float) -> None:
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("spawn")
+        self._events = ctx.Queue()
+        self._owners = owners
+        self._built = threading.Semaphore(0)
+        self._hosts = []
+        keys = list(range(size))
+        for i in range(0, size, HOST_CONSUMERS):
+            parent, child = ctx.Pipe()
+            proc = ctx.Process(target=_host, args=(bootstrap, topic, group,
+                                                   keys[i:i + HOST_CONSUMERS], self._events,
+                                                   child), daemon=True)
+            proc.start()
+            self._hosts.append((proc, parent))
+        self.keys = keys
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        for _ in self._hosts:
+            if not self._built.acquire(timeout=timeout_s):
+                raise TimeoutError(f"{size} librdkafka consumers not built in {timeout_s} s")
+
+    def _read(self) -> None:
+        while True:
+            kind, key, parts = self._events.get()
+            if kind == "built":
+                self._built.release()
+            elif kind == "add":
+                self._owners.add(key, parts)
+            elif kind == "remove":
+                self._owners.remove(key, parts)
+            elif kind == "end":
+                return
+
+    def start(self) -> float:
+        t0 = time.perf_counter()
+        for _, conn in self._hosts:
+            conn.send("go")
+        return t0
+
+    def close(self) -> None:
+        for _, conn in self._hosts:
+            with contextlib.suppress(OSError):
+                conn.send("close")
+        for proc, _ in self._hosts:
+            proc.join(180)
+            if proc.is_alive():
+                proc.kill()
+        self._events.put(("end", None, None))
+        self._reader.join(30)
+
+
 class JavaGroup:
     """KIP-848 KafkaConsumers of one group in the driver JVM, one ``consume`` command per
     batch of members (a batch leaves together: the leaver is a batch of one)."""
@@ -344,7 +439,15 @@ def stable_time(system: System, client: str, size: int, run: Run) -> float:
     topic, group = run.topic(system, size), run.group(f"stable-{client}-{size}")
     owners = Owners(size)
     timeout = run.args.timeout
-    if client == "librdkafka":
+    if client == "librdkafka" and size > HOST_CONSUMERS:
+        hosts = RdkafkaHosts(system.bootstrap, topic, group, owners, size, timeout)
+        owners.expect(set(hosts.keys))
+        try:
+            t0 = hosts.start()
+            done = owners.wait(timeout)
+        finally:
+            hosts.close()
+    elif client == "librdkafka":
         members = RdkafkaGroup(system.bootstrap, topic, group, owners)
         keys = members.build(size)
         owners.expect(set(keys))
