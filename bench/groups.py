@@ -709,6 +709,8 @@ def goal(figure: str, results: dict[str, dict[str, float]]) -> str:
     ours, theirs = results["cohort"].get(figure), results["kafka"].get(figure)
     if ours is None or theirs is None:
         return ""
+    if math.isnan(ours) or math.isnan(theirs):
+        return "no figure to judge (a system never got there)"
     if figure.startswith("s to stable, 1,000 consumers"):
         return f"<= Kafka's time: {'met' if ours <= theirs else 'NOT met'}"
     if figure.startswith("share acks/s"):
