@@ -83,11 +83,22 @@ class Command:
         self._clients = clients
         self._events: list[Event] = []
         self._changed = threading.Condition()
+        self._listeners: list[Callable[[Event], None]] = []
+
+    def listen(self, listener: Callable[[Event], None]) -> None:
+        """Call ``listener(event)`` for every event from now on, as it arrives (on the reader
+        thread: keep it short). A benchmark timing events uses this rather than rescanning
+        ``events()``."""
+        with self._changed:
+            self._listeners.append(listener)
 
     def _add(self, event: Event) -> None:
         with self._changed:
             self._events.append(event)
+            listeners = list(self._listeners)
             self._changed.notify_all()
+        for listener in listeners:
+            listener(event)
 
     def events(self, kind: str | None = None) -> list[Event]:
         """A snapshot of the events so far (only those of ``kind`` when given)."""
@@ -230,21 +241,37 @@ class JavaClients:
 
     def consume(self, bootstrap: str, topic: str, group: str, *, protocol: str = "consumer",
                 instances: int = 1, records: int | None = None, stop_at: int | None = None,
-                config: dict[str, object] | None = None) -> Command:
+                together: bool = False, config: dict[str, object] | None = None,
+                listener: Callable[[Event], None] | None = None) -> Command:
         """``instances`` KafkaConsumers of ``group`` (``GroupConsumers``), running until
         ``stop()`` (or ``records`` records read); events ``assignment``, ``records``,
-        ``committed``, ``closed``, ..., each with its ``instance``."""
-        return self.command("consume", *_options(
+        ``committed``, ``closed``, ..., each with its ``instance``. ``together``: every
+        consumer is built before any subscribes (event ``subscribing`` then). ``listener``
+        sees every event, the first included (``Command.listen``)."""
+        return self._start("consume", listener, *_options(
             bootstrap=bootstrap, topic=topic, group=group, protocol=protocol,
-            instances=instances, records=records, stop_at=stop_at), *_configs(config))
+            instances=instances, records=records, stop_at=stop_at,
+            together="true" if together else None), *_configs(config))
 
     def share(self, bootstrap: str, topic: str, group: str, *, instances: int = 1,
-              records: int | None = None, config: dict[str, object] | None = None) -> Command:
+              records: int | None = None, config: dict[str, object] | None = None,
+              listener: Callable[[Event], None] | None = None) -> Command:
         """``instances`` KafkaShareConsumers of ``group`` (``ShareConsumers``), accepting every
         record; events ``records``, ``acknowledged``, ``closed``, ..."""
-        return self.command("share", *_options(
+        return self._start("share", listener, *_options(
             bootstrap=bootstrap, topic=topic, group=group, instances=instances,
             records=records), *_configs(config))
+
+    def _start(self, verb: str, listener: Callable[[Event], None] | None,
+               *tokens: str) -> Command:
+        """``command``, with ``listener`` attached before the JVM is asked (so it misses
+        nothing)."""
+        command = Command(self, f"{verb}-{next(self._ids)}")
+        if listener is not None:
+            command.listen(listener)
+        self._commands[command.id] = command
+        self._send(verb, command.id, *tokens)
+        return command
 
     def create_topic(self, bootstrap: str, topic: str, partitions: int) -> None:
         """Create a topic with Kafka's Admin client."""

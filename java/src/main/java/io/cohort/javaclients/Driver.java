@@ -19,7 +19,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * exactly one {@code {"event": "end", "ok": ...}}.
  *
  * <pre>
- * consume ID bootstrap=B topic=T group=G [protocol=consumer|classic] [instances=K]
+ * consume ID bootstrap=B topic=T group=G [protocol=consumer|classic] [instances=K] [together=true]
  *         [records=N] [stop_at=X] [config.K=V ...]   KafkaConsumers (GroupConsumers)
  * share   ID bootstrap=B topic=T group=G [instances=K] [records=N] [config.K=V ...]
  * produce ID bootstrap=B topic=T partitions=P records=N   N records per partition, value "offset"

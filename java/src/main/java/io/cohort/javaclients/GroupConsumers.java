@@ -10,6 +10,8 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.BrokenBarrierException;
+import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
@@ -35,7 +37,9 @@ import org.apache.kafka.common.serialization.StringDeserializer;
  * up to X and pauses it: the group ends at a known committed offset everywhere (a partition
  * that moves on starts again at X and is paused again at its first records).
  * The consumers close (leaving the group) on {@code stop}, or once {@code records} records
- * were read by them all.
+ * were read by them all. With {@code together=true} every consumer is constructed before any
+ * subscribes, and instance 0 reports {@code subscribing} at that moment: a benchmark's clock
+ * starts there, not while a thousand consumers are still being built.
  */
 final class GroupConsumers {
     private static final Duration POLL = Duration.ofMillis(200);
@@ -46,10 +50,13 @@ final class GroupConsumers {
         int instances = (int) o.getLong("instances", 1);
         long records = o.getLong("records", Long.MAX_VALUE);
         AtomicLong seen = new AtomicLong();
+        CyclicBarrier built = Boolean.parseBoolean(o.get("together", "false"))
+            ? new CyclicBarrier(instances, () -> Out.event(id, "subscribing", "instances", instances))
+            : null;
         List<Thread> threads = new ArrayList<>();
         for (int i = 0; i < instances; i++) {
             int instance = i;
-            Thread t = new Thread(() -> consume(id, instance, o, stop, seen, records),
+            Thread t = new Thread(() -> consume(id, instance, o, stop, seen, records, built),
                                   id + "-" + i);
             t.start();
             threads.add(t);
@@ -58,7 +65,7 @@ final class GroupConsumers {
     }
 
     private static void consume(String id, int instance, Options o, AtomicBoolean stop,
-                                AtomicLong seen, long records) {
+                                AtomicLong seen, long records, CyclicBarrier built) {
         Properties defaults = new Properties();
         defaults.put("group.id", o.get("group"));
         defaults.put("group.protocol", o.get("protocol", "consumer"));
@@ -70,6 +77,7 @@ final class GroupConsumers {
         long stopAt = o.getLong("stop_at", -1);
         List<String> topics = List.of(o.get("topic").split(","));
         try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(o.client(defaults))) {
+            if (built != null) await(built);
             consumer.subscribe(topics, new ConsumerRebalanceListener() {
                 @Override
                 public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
@@ -110,6 +118,16 @@ final class GroupConsumers {
             Out.event(id, "error", "instance", instance, "error", e.toString());
         }
         Out.event(id, "closed", "instance", instance);
+    }
+
+    /** Wait until every instance is built (the barrier's action reports {@code subscribing}). */
+    private static void await(CyclicBarrier built) {
+        try {
+            built.await();
+        } catch (InterruptedException | BrokenBarrierException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("the consumers were not all built", e);
+        }
     }
 
     /** Report a poll's records per partition; the offset after the last one of each. */
