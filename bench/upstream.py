@@ -13,8 +13,8 @@ its median printed.
    reads the same records directly and through Cohort;
 3. one produce's round trip (a record, then ``flush``), median and p99 over ``--round-trips``,
    directly and through Cohort: the difference is what the relay adds;
-4. (``--stable``) ``--members`` KIP-848 consumers (confluent-kafka, ``bench/consumer_fleet.py``:
-   processes of 250, a thread each) from subscribe to a balanced group, every member owning
+4. (``--stable``) ``--members`` KIP-848 consumers (confluent-kafka, ``bench/groups.py``'s
+   child processes, a thread each) from subscribe to a balanced group, every member owning
    its own partition of a topic of as many: through Cohort in front of the upstream, and on
    Apache Kafka 4.4 itself (its own coordinator: the peer);
 5. (``--two-gateways``) records/s produced by two producers at once, both through one gateway
@@ -45,7 +45,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from bench.consumer_fleet import time_to_stable
+from actors.tools.stable_group import Owners
+from bench.groups import RdkafkaHosts
 
 QUIET = {"log_level": 0}
 TIMEOUT_S = 300.0
@@ -147,6 +148,22 @@ def round_trips(bootstrap: str, topic: str, n: int) -> tuple[float, float]:
         times.append((time.perf_counter() - t0) * 1000)
     times.sort()
     return statistics.median(times), times[int(len(times) * 0.99) - 1]
+
+
+def time_to_stable(bootstrap: str, topic: str, members: int, partitions: int) -> float:
+    """Seconds from the moment ``members`` KIP-848 consumers (built first, in child processes:
+    ``bench/groups.py``'s ``RdkafkaHosts``) subscribe until the group is stable as
+    ``actors.tools.stable_group`` judges it (NaN after ``TIMEOUT_S``)."""
+    owners = Owners(partitions)
+    hosts = RdkafkaHosts(bootstrap, topic, f"stable-{time.time_ns()}", owners, members,
+                         TIMEOUT_S)
+    owners.expect(set(hosts.keys))
+    try:
+        t0 = hosts.start()
+        done = owners.wait(TIMEOUT_S)
+    finally:
+        hosts.close()
+    return done - t0 if done is not None else float("nan")
 
 
 def two_producers(bootstraps: list[str], topic: str, records: int, partitions: int) -> float:
