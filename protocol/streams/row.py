@@ -1,0 +1,130 @@
+"""The streams group type (KIP-1071) as one row of the group-type table, and what a streams
+group answers to the requests of other group types, as Kafka 4.4 does.
+
+A group id belongs to the type of its first member. To a streams group: OffsetCommit and
+OffsetFetch from a member are checked against its epoch (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH:
+``StreamsGroup.validateOffsetCommit/Fetch``), an admin's (epoch -1) commit only while it is
+empty; a classic JoinGroup is INCONSISTENT_GROUP_PROTOCOL and SyncGroup / Heartbeat /
+LeaveGroup UNKNOWN_MEMBER_ID; a consumer, Connect or share heartbeat GROUP_ID_NOT_FOUND.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from protocol import messages as m
+from protocol.admin_view import AdminDescribe, GroupView, MemberView
+from protocol.errors import CoordinatorError, Errors
+from protocol.group_row import GroupType
+from protocol.share.row import ClassicRequestsRefused
+from protocol.streams import group as streams_group
+from protocol.streams import messages as sm
+from protocol.streams import records
+from protocol.streams.describe import describe_as_classic
+from protocol.streams.group import StreamsGroup
+from protocol.streams.member import StreamsMemberState
+from protocol.streams.rules import StreamsGroupRules
+from protocol.streams.sessions import StreamsTimer
+
+
+def _check_member(group: StreamsGroup, member_id: str, epoch: int) -> None:
+    member = group.members.get(member_id)
+    if member is None:
+        raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID,
+                               f"Member {member_id} is not a member of group {group.group_id}.")
+    if epoch != member.member_epoch:
+        raise CoordinatorError(
+            Errors.STALE_MEMBER_EPOCH,
+            f"The received member epoch {epoch} does not match the expected member epoch "
+            f"{member.member_epoch}.")
+
+
+def validate_commit(group: StreamsGroup, req: m.OffsetCommitRequest) -> None:
+    """Kafka's ``StreamsGroup.validateOffsetCommit``: an admin commit (epoch < 0) only to an
+    empty group; a member's at its epoch."""
+    if req.generation_id_or_member_epoch < 0 and not group.members:
+        return None
+    _check_member(group, req.member_id, req.generation_id_or_member_epoch)
+    return None
+
+
+def _check_fetch(group: StreamsGroup, req: m.OffsetFetchRequest) -> None:
+    if req.member_epoch >= 0:
+        _check_member(group, req.member_id or "", req.member_epoch)
+
+
+_STATES = {int(s): s.label for s in StreamsMemberState}
+TASK_COLUMNS = (("group_id", "string", False), ("member_id", "string", False),
+                ("kind", "string", False), ("role", "string", False),
+                ("subtopology_id", "string", False), ("partition", "int32", False))
+
+
+def _export(groups: list[StreamsGroup], shard: Any, tables: Mapping[str, Any]) -> None:
+    """The groups' and members' rows in the shared tables; every task (current and target, by
+    role) in the row's own ``streams_tasks`` table."""
+    for group in groups:
+        gid = group.group_id
+        tables["groups"].add(
+            group_id=gid, group_type=group.group_type, protocol_type=group.protocol_type,
+            state=group.state, group_epoch=group.group_epoch,
+            assignment_epoch=group.assignment_epoch, assignor="sticky",
+            member_count=len(group.members))
+        for mid, mm in sorted(group.members.items()):
+            tables["members"].add(
+                group_id=gid, member_id=mid, instance_id=mm.instance_id, rack_id=mm.rack_id,
+                client_id=mm.client_id or "", client_host=mm.client_host or "",
+                member_epoch=mm.member_epoch,
+                state=_STATES.get(mm.current.state, StreamsMemberState.UNKNOWN.label),
+                subscribed_topics=[], subscribed_topic_regex=None, protocol="streams")
+            t = group.target.get(mid, group.NO_TARGET)
+            c = mm.current
+            for kind, maps in (("current", (c.active_tasks, c.standby_tasks, c.warmup_tasks)),
+                               ("target", (t.active_tasks, t.standby_tasks, t.warmup_tasks))):
+                for role, tasks in zip(("active", "standby", "warmup"), maps, strict=True):
+                    for sub, ps in sorted(tasks.items()):
+                        for p in ps:
+                            tables["streams_tasks"].add(group_id=gid, member_id=mid, kind=kind,
+                                                        role=role, subtopology_id=sub,
+                                                        partition=p)
+
+
+def _tasks(ts: list[sm.TaskIds]) -> list[tuple[str, int]]:
+    return [(t.subtopology_id, p) for t in ts for p in t.partitions]
+
+
+def _admin_view(d: sm.StreamsDescribedGroup) -> GroupView:
+    """A StreamsGroupDescribe entry as ``cohort groups --describe`` shows it: each member's
+    active tasks as (subtopology, partition), its target's too."""
+    return GroupView(
+        d.group_state, "sticky", d.group_epoch, d.assignment_epoch,
+        [MemberView(x.member_id, x.instance_id, x.client_host, x.client_id, x.member_epoch,
+                    _tasks(x.assignment.active_tasks), _tasks(x.target_assignment.active_tasks))
+         for x in d.members])
+
+
+ROW = GroupType(
+    name="streams",
+    metrics_label="streams",
+    group_class=StreamsGroup,
+    states=streams_group.STATES,
+    record_schemas=records.SCHEMAS,
+    timer_key=StreamsTimer,
+    rules=StreamsGroupRules,
+    replayer=lambda shard: shard.streams.replay,
+    validate_offset_commit=validate_commit,
+    check_offset_fetch=_check_fetch,
+    is_empty=lambda g: not g.members,
+    tombstones=streams_group.group_tombstones,
+    subscribed_topics=lambda g, image, strict: set(),
+    describe_classic=lambda shard, g, history: describe_as_classic(g, history),
+    list_protocol_type=lambda g: "streams",
+    classic_host=lambda shard: ClassicRequestsRefused(),
+    admin=AdminDescribe(lambda gid: sm.StreamsGroupDescribeRequest(group_ids=[gid]),
+                        _admin_view),
+    heartbeat=sm.StreamsGroupHeartbeatRequest,
+    export=_export,
+    export_tables={"streams_tasks": TASK_COLUMNS},
+    state_gauge="streams_group_count",
+    rebalance_metric="streams_group_rebalance",
+)
