@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from protocol.config import CoordinatorConfig
+from protocol.config import CoordinatorConfig, GroupConfig
 from protocol.errors import Errors
 from protocol.metadata import MetadataImage, TopicMetadata
 from protocol.records import Record
@@ -249,9 +249,9 @@ def test_a_leaving_member_gives_its_tasks_to_the_others():
 
 
 def test_standbys_of_stateful_tasks_go_to_another_process_never_beside_the_active():
-    from protocol.config import GroupConfig
+
     s = shard(input=2, **{"app-store-changelog": 2})
-    s.set_group_config(GID, _StandbyConfig())
+    s.set_group_config(GID, GroupConfig(streams_num_standby_replicas=1))
     a = StreamsMember(s, "a", topology=topology(stateful=True))
     b = StreamsMember(s, "b", topology=topology(stateful=True))
     ready(s, a, b)
@@ -259,11 +259,34 @@ def test_standbys_of_stateful_tasks_go_to_another_process_never_beside_the_activ
         assert not ({(k, p) for k, v in mm.active.items() for p in v}
                     & {(k, p) for k, v in mm.standby.items() for p in v})
     assert a.standby or b.standby
-    assert GroupConfig  # the real GroupConfig carries no streams fields yet
 
 
-class _StandbyConfig:
-    streams_num_standby_replicas = 1
+def test_group_configs_set_the_session_heartbeat_and_delay_of_one_group():
+
+    s = shard()
+    s.set_group_config(GID, GroupConfig(streams_session_timeout_ms=50_000,
+                                        streams_heartbeat_interval_ms=7_000,
+                                        streams_initial_rebalance_delay_ms=0))
+    a = StreamsMember(s, "a")
+    resp = a.join()
+    assert resp.heartbeat_interval_ms == 7_000 and resp.status is None
+    a.heartbeat()
+    assert a.active == {"0": [0, 1, 2, 3]}  # no delay
+    s.tick(s.now_ms + 45_001)
+    assert "a" in s.groups[GID].members
+    s.tick(s.now_ms + 5_000)
+    assert "a" not in s.groups[GID].members
+
+
+def test_changing_the_standby_count_bumps_the_group_epoch():
+
+    s = shard()
+    a = StreamsMember(s, "a")
+    ready(s, a)
+    epoch = s.groups[GID].group_epoch
+    s.set_group_config(GID, GroupConfig(streams_num_standby_replicas=1))
+    a.heartbeat()
+    assert s.groups[GID].group_epoch == epoch + 1
 
 
 def test_a_wrong_epoch_is_fenced():

@@ -1,0 +1,91 @@
+"""Hypothesis drives a streams group with random joins, heartbeats (some reporting stale owned
+tasks), leaves, static leaves, shutdown requests, session expiries and topic changes; after
+every step invariant 8 holds (no task active on two members, no standby beside its own
+active copy), member epochs never exceed the group epoch, and replaying the log rebuilds the
+same groups."""
+
+from __future__ import annotations
+
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+
+from protocol.config import CoordinatorConfig, GroupConfig
+from protocol.shard import GroupCoordinatorShard
+from tests.protocol.streams.driver import StreamsMember, topology
+from tests.protocol.streams.test_heartbeat import GID, LoggingShard, image
+
+IDS = ["a", "b", "c", "d"]
+
+
+class StreamsGroupMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.shard = LoggingShard(config=CoordinatorConfig(),
+                                  metadata=image(input=4, **{"app-store-changelog": 4}))
+        self.shard.set_group_config(GID, GroupConfig(streams_num_standby_replicas=1))
+        self.members = {mid: StreamsMember(self.shard, mid, topology=topology(stateful=True),
+                                           instance_id=f"i-{mid}" if mid in "ab" else None)
+                        for mid in IDS}
+        self.joined: set[str] = set()
+
+    @rule(mid=st.sampled_from(IDS))
+    def join(self, mid):
+        if self.members[mid].join().error_code == 0:
+            self.joined.add(mid)
+
+    @rule(mid=st.sampled_from(IDS), stale=st.booleans())
+    def heartbeat(self, mid, stale):
+        if mid not in self.joined:
+            return
+        mm = self.members[mid]
+        if stale:  # report tasks it no longer reports revoked yet: the coordinator waits
+            mm.heartbeat(active_tasks=[], standby_tasks=[], warmup_tasks=[])
+        else:
+            resp = mm.heartbeat()
+            if resp.error_code != 0:
+                self.joined.discard(mid)
+
+    @rule(mid=st.sampled_from(IDS), static=st.booleans())
+    def leave(self, mid, static):
+        if mid in self.joined:
+            mm = self.members[mid]
+            mm.leave(-2 if static and mm.instance_id else -1)
+            self.joined.discard(mid)
+
+    @rule(ms=st.integers(0, 50_000))
+    def tick(self, ms):
+        self.shard.tick(self.shard.now_ms + ms)
+        group = self.shard.groups.get(GID)
+        self.joined &= set(group.members) if group is not None else set()
+
+    @rule(parts=st.sampled_from([2, 4, 6]))
+    def grow(self, parts):
+        self.shard.update_metadata(image(input=parts, **{"app-store-changelog": parts}))
+
+    @invariant()
+    def no_task_active_twice_and_no_standby_beside_its_active(self):
+        group = self.shard.groups.get(GID)
+        if group is None:
+            return
+        seen: dict = {}
+        for mid, mm in group.members.items():
+            held = mm.tasks.active | mm.pending.active
+            for t in held:
+                assert t not in seen, f"{t} active on {seen[t]} and {mid}"
+                seen[t] = mid
+            assert not (mm.tasks.active & (mm.tasks.standby | mm.tasks.warmup)), mid
+            assert mm.member_epoch <= group.group_epoch
+
+    @invariant()
+    def the_log_rebuilds_the_same_groups(self):
+        fresh = GroupCoordinatorShard(config=self.shard.config, metadata=self.shard.image,
+                                      now_ms=self.shard.now_ms)
+        for r in self.shard.log:
+            fresh.replay(r)
+        assert fresh.groups == self.shard.groups
+
+
+StreamsGroupMachine.TestCase.settings = settings(max_examples=60, stateful_step_count=40,
+                                                 deadline=None)
+test_streams_group_state_machine = StreamsGroupMachine.TestCase
