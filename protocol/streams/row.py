@@ -11,13 +11,12 @@ LeaveGroup UNKNOWN_MEMBER_ID; a consumer, Connect or share heartbeat GROUP_ID_NO
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 from protocol import messages as m
 from protocol.admin_view import AdminDescribe, GroupView, MemberView
 from protocol.errors import CoordinatorError, Errors
 from protocol.group_row import GroupType
-from protocol.share.row import ClassicRequestsRefused
 from protocol.streams import group as streams_group
 from protocol.streams import messages as sm
 from protocol.streams import records
@@ -26,6 +25,36 @@ from protocol.streams.group import StreamsGroup
 from protocol.streams.member import StreamsMemberState
 from protocol.streams.rules import StreamsGroupRules
 from protocol.streams.sessions import StreamsTimer
+
+
+class ClassicRequestsRefused:
+    """The classic host of a streams group: every classic request refused, changing nothing
+    (Kafka's answers to a classic member of a group of another type)."""
+
+    def join(self, group: Any, req: Any) -> NoReturn:
+        raise CoordinatorError(
+            Errors.INCONSISTENT_GROUP_PROTOCOL,
+            f"Group {group.group_id} is a streams group: it takes no classic members.")
+
+    def _unknown(self, group: Any, req: Any) -> NoReturn:
+        raise CoordinatorError(
+            Errors.UNKNOWN_MEMBER_ID,
+            f"Member {getattr(req, 'member_id', '')} is not a classic member of streams group "
+            f"{group.group_id}.")
+
+    sync = heartbeat = leave = _unknown
+
+
+_CLASSIC_HOST = ClassicRequestsRefused()
+
+
+def _source_topics(group: StreamsGroup) -> set[str]:
+    """The topics the group reads (its subtopologies' sources, internal ones included)."""
+    t = group.topology
+    if t is None:
+        return set()
+    return {n for s in t.subtopologies for n in
+            (*s.source_topics, *(x.name for x in s.repartition_source_topics))}
 
 
 def _check_member(group: StreamsGroup, member_id: str, epoch: int) -> None:
@@ -116,10 +145,10 @@ ROW = GroupType(
     check_offset_fetch=_check_fetch,
     is_empty=lambda g: not g.members,
     tombstones=streams_group.group_tombstones,
-    subscribed_topics=lambda g, image, strict: set(),
+    subscribed_topics=lambda g, image, strict: _source_topics(g),
     describe_classic=lambda shard, g, history: describe_as_classic(g, history),
     list_protocol_type=lambda g: "streams",
-    classic_host=lambda shard: ClassicRequestsRefused(),
+    classic_host=lambda shard: _CLASSIC_HOST,
     admin=AdminDescribe(lambda gid: sm.StreamsGroupDescribeRequest(group_ids=[gid]),
                         _admin_view),
     heartbeat=sm.StreamsGroupHeartbeatRequest,
