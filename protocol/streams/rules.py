@@ -428,11 +428,12 @@ class StreamsGroupRules(ModernRules):
         for group in groups:
             if group.topology is None:
                 continue
-            before = group.configured
             group.configured = None
             after = self.configured(group)
-            if group.members and (after != before or metadata_hash(
-                    group.topology, self.ctx.image) != group.metadata_hash):
+            validated = after.topology_epoch if after.ready else -1
+            if group.members and (
+                    validated != group.validated_topology_epoch
+                    or metadata_hash(group.topology, self.ctx.image) != group.metadata_hash):
                 self.epochs.mark(group.group_id, "topic metadata changed")
 
     def replay(self, record: Record) -> None:
@@ -449,6 +450,8 @@ class StreamsGroupRules(ModernRules):
         before = group.members.get(getattr(key, "member_id", None) or "")
         group.replay(record)
         self.sessions.after_replay(group, record, before)
+        if type(key) is StreamsGroupTopologyKey and record.value is not None:
+            group.configured = configure(record.value, self.ctx.image)
 
 
 def _check_tasks(configured, owned: Tasks | None) -> None:

@@ -406,3 +406,17 @@ def test_replaying_the_log_rebuilds_the_same_groups():
         fresh.replay(r)
     assert fresh.groups == s.groups
     s.handle(members[0].leave() and sm.StreamsGroupDescribeRequest([GID]))
+
+
+def test_a_reloaded_group_shows_its_state_and_unchanged_metadata_bumps_nothing():
+    s = shard()
+    a = StreamsMember(s, "a")
+    ready(s, a)
+    fresh = GroupCoordinatorShard(config=s.config, metadata=s.image, now_ms=s.now_ms)
+    for r in s.log:
+        fresh.replay(r)
+    assert fresh.groups[GID].state == "stable"
+    assert fresh.update_metadata(s.image).records == []
+    grown = fresh.update_metadata(image(input=6))
+    assert fresh.groups[GID].group_epoch == s.groups[GID].group_epoch + 1
+    assert grown.records
