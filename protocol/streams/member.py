@@ -25,6 +25,7 @@ from protocol.partitions import from_pairs, pairs
 from protocol.streams.records import (
     StreamsGroupCurrentMemberAssignmentValue,
     StreamsGroupMemberMetadataValue,
+    TaskEpoch,
 )
 
 __all__ = ["JOIN_EPOCH", "LEAVE_EPOCH", "STATIC_LEAVE_EPOCH", "StreamsGroupMember",
@@ -141,8 +142,16 @@ class StreamsGroupMember(ModernMember):
         """The member with a new current assignment (every role)."""
         a, s, w = tasks.maps()
         pa, ps, pw = pending.maps()
-        value = Current(member_epoch, previous_member_epoch, int(state), a, s, w, pa, ps, pw)
+        known = self.task_epochs()
+        epochs = tuple(TaskEpoch(sub, p, known.get((sub, p), member_epoch))
+                       for sub, p in sorted(tasks.active | pending.active))
+        value = Current(member_epoch, previous_member_epoch, int(state), a, s, w, pa, ps, pw,
+                        epochs)
         return replace(self, current=value)
+
+    def task_epochs(self) -> dict[tuple[str, int], int]:
+        """Each active task held (or pending revocation) -> the epoch it was given at."""
+        return {(e.subtopology_id, e.partition): e.epoch for e in self.current.active_task_epochs}
 
     def away(self) -> StreamsGroupMember:
         """A static member's temporary leave (epoch -2): it keeps every task and its place."""

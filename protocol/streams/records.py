@@ -134,6 +134,16 @@ class StreamsGroupTargetAssignmentMemberValue:
 
 
 @dataclass(frozen=True)
+class TaskEpoch:
+    """The member epoch at which a member was given an active task (Kafka's AssignmentEpochs):
+    a commit at an older epoch may land for the task's partitions only from this epoch on."""
+
+    subtopology_id: str
+    partition: int
+    epoch: int
+
+
+@dataclass(frozen=True)
 class StreamsGroupCurrentMemberAssignmentKey:
     TYPE: ClassVar[int] = 22
     group_id: str
@@ -151,6 +161,7 @@ class StreamsGroupCurrentMemberAssignmentValue:
     active_tasks_pending_revocation: TaskMap = field(default_factory=dict)
     standby_tasks_pending_revocation: TaskMap = field(default_factory=dict)
     warmup_tasks_pending_revocation: TaskMap = field(default_factory=dict)
+    active_task_epochs: tuple[TaskEpoch, ...] = ()
 
 
 # The group's own record first (its tombstone deletes the group and, in compaction, the rest).

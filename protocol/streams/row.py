@@ -10,7 +10,7 @@ LeaveGroup UNKNOWN_MEMBER_ID; a consumer, Connect or share heartbeat GROUP_ID_NO
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
 from protocol import messages as m
@@ -57,29 +57,45 @@ def _source_topics(group: StreamsGroup) -> set[str]:
             (*s.source_topics, *(x.name for x in s.repartition_source_topics))}
 
 
-def _check_member(group: StreamsGroup, member_id: str, epoch: int) -> None:
+def _check_member(group: StreamsGroup, member_id: str, epoch: int,
+                  older_ok: bool = False) -> Any:
     member = group.members.get(member_id)
     if member is None:
         raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID,
                                f"Member {member_id} is not a member of group {group.group_id}.")
-    if epoch != member.member_epoch:
+    if epoch > member.member_epoch or (epoch < member.member_epoch and not older_ok):
         raise CoordinatorError(
             Errors.STALE_MEMBER_EPOCH,
             f"The received member epoch {epoch} does not match the expected member epoch "
             f"{member.member_epoch}.")
+    return member
 
 
-def validate_commit(group: StreamsGroup, req: m.OffsetCommitRequest) -> None:
-    """Kafka's ``StreamsGroup.validateOffsetCommit``: an admin commit (epoch < 0) only to an
-    empty group; a member's at its epoch."""
-    if req.generation_id_or_member_epoch < 0 and not group.members:
+def validate_commit(group: StreamsGroup, req: m.OffsetCommitRequest
+                    ) -> Callable[[str, int], bool] | None:
+    """Kafka 4.4's ``StreamsGroup.validateOffsetCommit``: an admin commit (epoch < 0) only to
+    an empty group; a member's at its epoch (every partition may land), never at a newer one
+    (STALE_MEMBER_EPOCH); at an older epoch, only the partitions of active tasks it has held
+    since that epoch or before (KAFKA-19779: a commit racing a rebalance that did not move
+    its tasks), the others STALE_MEMBER_EPOCH one by one."""
+    epoch = req.generation_id_or_member_epoch
+    if epoch < 0 and not group.members:
         return None
-    _check_member(group, req.member_id, req.generation_id_or_member_epoch)
-    return None
+    member = _check_member(group, req.member_id, epoch, older_ok=True)
+    if epoch == member.member_epoch:
+        return None
+    held = member.task_epochs()
+    readers = group.configured.readers if group.configured is not None else {}
+
+    def may_land(topic_id: str, partition: int) -> bool:
+        return any(held.get((sub, partition), epoch + 1) <= epoch
+                   for sub in readers.get(topic_id, ()))
+
+    return may_land
 
 
 def _check_fetch(group: StreamsGroup, req: m.OffsetFetchRequest) -> None:
-    if req.member_epoch >= 0:
+    if req.member_id or req.member_epoch >= 0:
         _check_member(group, req.member_id or "", req.member_epoch)
 
 

@@ -61,6 +61,8 @@ class ConfiguredTopology:
     # subtopology -> its input topic names (sources and repartition sources): what endpoints
     # of interactive queries name per task
     inputs: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # input topic id -> the subtopologies reading it (which tasks a committed partition is of)
+    readers: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def ready(self) -> bool:
@@ -167,7 +169,14 @@ def _configure(topology: StreamsGroupTopologyValue, image: MetadataImage) -> Con
             topology.epoch, stateful=stateful, status=Status.MISSING_INTERNAL_TOPICS,
             detail=f"Internal topics are missing: [{', '.join(to_create)}]",
             to_create=to_create, inputs=inputs)
-    return ConfiguredTopology(topology.epoch, tasks, stateful, inputs=inputs)
+    readers: dict[str, list[str]] = {}
+    for sub, names in inputs.items():
+        for n in names:
+            t = image.topic_by_name(n)
+            if t is not None:
+                readers.setdefault(t.topic_id, []).append(sub)
+    return ConfiguredTopology(topology.epoch, tasks, stateful, inputs=inputs,
+                              readers={k: tuple(v) for k, v in readers.items()})
 
 
 def _creatable(info: TopicInfo, partitions: int, defaults: tuple[KeyValue, ...]) -> CreatableTopic:

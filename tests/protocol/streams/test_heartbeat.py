@@ -367,20 +367,31 @@ def test_describe_shows_the_topology_members_and_their_tasks():
     assert missing.error_code == Errors.GROUP_ID_NOT_FOUND
 
 
-def test_offset_commits_are_checked_against_the_members_epoch():
+def test_offset_commits_are_checked_against_the_members_epoch_task_by_task():
     from protocol import messages as m
     s = shard()
-    a = StreamsMember(s, "a")
+    a, b = StreamsMember(s, "a"), StreamsMember(s, "b")
     ready(s, a)
+    first = a.epoch
+    b.join()
+    for _ in range(5):
+        a.heartbeat()
+        b.heartbeat()
+    assert a.epoch > first and s.groups[GID].state == "stable"
 
-    def commit(epoch, member="a"):
-        return s.handle(m.OffsetCommitRequest(GID, epoch, member, topics=[
-            m.OffsetCommitRequestTopic("input", [m.OffsetCommitRequestPartition(0, 5)])],
+    def commit(member, epoch, partition):
+        resp = s.handle(m.OffsetCommitRequest(GID, epoch, member, topics=[
+            m.OffsetCommitRequestTopic("input", [m.OffsetCommitRequestPartition(partition, 5)])],
         )).response
+        return resp.topics[0].partitions[0].error_code
 
-    assert commit(a.epoch).topics[0].partitions[0].error_code == Errors.NONE
-    assert commit(a.epoch - 1).topics[0].partitions[0].error_code == Errors.STALE_MEMBER_EPOCH
-    assert commit(a.epoch, "x").topics[0].partitions[0].error_code == Errors.UNKNOWN_MEMBER_ID
+    kept, moved = a.active["0"][0], b.active["0"][0]
+    assert commit("a", a.epoch, moved) == Errors.NONE  # at its epoch, as Kafka: no task check
+    assert commit("a", a.epoch + 1, kept) == Errors.STALE_MEMBER_EPOCH
+    assert commit("a", first, kept) == Errors.NONE  # held since the older epoch
+    assert commit("a", first, moved) == Errors.STALE_MEMBER_EPOCH  # no longer its task
+    assert commit("b", b.epoch - 1, moved) == Errors.STALE_MEMBER_EPOCH  # given it later
+    assert commit("x", 1, kept) == Errors.UNKNOWN_MEMBER_ID
 
 
 def test_a_session_timeout_removes_the_member():
