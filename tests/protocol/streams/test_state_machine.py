@@ -12,6 +12,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from protocol.config import CoordinatorConfig, GroupConfig
 from protocol.shard import GroupCoordinatorShard
+from protocol.streams import messages as sm
 from tests.protocol.streams.driver import StreamsMember, topology
 from tests.protocol.streams.test_heartbeat import GID, LoggingShard, image
 
@@ -39,8 +40,13 @@ class StreamsGroupMachine(RuleBasedStateMachine):
         if mid not in self.joined:
             return
         mm = self.members[mid]
-        if stale:  # report tasks it no longer reports revoked yet: the coordinator waits
-            mm.heartbeat(active_tasks=[], standby_tasks=[], warmup_tasks=[])
+        group = self.shard.groups.get(GID)
+        held = group.members.get(mid) if group is not None else None
+        if stale and held is not None:  # still holding what it is asked to revoke: it waits
+            owned = held.tasks | held.pending
+            a, st_, w = owned.maps()
+            mm.heartbeat(active_tasks=sm.task_ids(a), standby_tasks=sm.task_ids(st_),
+                         warmup_tasks=sm.task_ids(w))
         else:
             resp = mm.heartbeat()
             if resp.error_code != 0:
