@@ -32,6 +32,7 @@ from protocol.errors import CoordinatorError, Errors, invalid_request
 from protocol.modern.rules import Admitted, ModernRules
 from protocol.records import Record
 from protocol.streams import messages as sm
+from protocol.streams.describe import describe_groups
 from protocol.streams.group import GROUP_TYPE, StreamsGroup
 from protocol.streams.member import (
     JOIN_EPOCH,
@@ -213,7 +214,6 @@ class StreamsGroupRules(ModernRules):
         return resp
 
     def describe(self, req: sm.StreamsGroupDescribeRequest) -> sm.StreamsGroupDescribeResponse:
-        from protocol.streams.describe import describe_groups
         return describe_groups(self, req)
 
     # ------------------------------------------------------------------ the group
