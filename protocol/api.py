@@ -36,6 +36,8 @@ from protocol.consumer.describe import describe_groups
 from protocol.errors import Errors
 from protocol.listing import list_groups
 from protocol.share import admin as share_admin
+from protocol.streams import messages as streams
+from protocol.streams import wire as streams_wire
 from protocol.wire import classic, consumer, offsets
 from protocol.wire import share as share_wire
 from protocol.wire import share_admin as share_admin_wire
@@ -120,6 +122,7 @@ _CONNECT_DESCRIBED = PerGroupReply("groups", m.ConnectDescribedGroup)
 _CLASSIC_DESCRIBED = PerGroupReply("groups", m.DescribeGroupsResponseGroup)
 _DELETED = PerGroupReply("results", m.DeletableGroupResult)
 _SHARE_DESCRIBED = PerGroupReply("groups", m.ShareDescribedGroup)
+_STREAMS_DESCRIBED = PerGroupReply("groups", streams.StreamsDescribedGroup)
 
 # fmt: off
 ROWS: tuple[Api, ...] = (
@@ -173,6 +176,12 @@ ROWS: tuple[Api, ...] = (
            share_admin_wire.alter_offsets_request, share_admin_wire.alter_offsets_response),
     _kafka(92,  _V(0, 0),  m.DeleteShareGroupOffsetsRequest,        m.DeleteShareGroupOffsetsResponse,        "group_id",     share_admin.delete_offsets,
            share_admin_wire.delete_offsets_request, share_admin_wire.delete_offsets_response),
+    # Streams groups (KIP-1071): Kafka's keys 88-89 (protocol/streams/wire.py; the gateway
+    # creates the internal topics a heartbeat's reply names).
+    _kafka(88,  _V(0, 0),  streams.StreamsGroupHeartbeatRequest,    streams.StreamsGroupHeartbeatResponse,    "group_id",     None,
+           streams_wire.heartbeat_request, streams_wire.heartbeat_response),
+    _kafka(89,  _V(0, 0),  streams.StreamsGroupDescribeRequest,     streams.StreamsGroupDescribeResponse,     "group_ids",    lambda s, r: s.streams.describe(r),
+           streams_wire.describe_request, streams_wire.describe_response, _STREAMS_DESCRIBED),
     # The gateway's own: the broker it plays. Produce is listed because clients refuse a broker
     # that lacks it; it is answered with an error (``protocol.wire.stream``).
     _gateway(0,  _V(3, 11), "Produce"),

@@ -77,6 +77,17 @@ class CoordinatorConfig:
     # default, latest): where a share-partition read for the first time starts.
     group_share_auto_offset_reset: str = "latest"
     # Offsets
+    # Streams groups (KIP-1071, Kafka 4.4's group.streams.* keys and defaults).
+    group_streams_session_timeout_ms: int = 45_000
+    group_streams_min_session_timeout_ms: int = 45_000
+    group_streams_max_session_timeout_ms: int = 60_000
+    group_streams_heartbeat_interval_ms: int = 5_000
+    group_streams_min_heartbeat_interval_ms: int = 5_000
+    group_streams_max_heartbeat_interval_ms: int = 15_000
+    group_streams_num_standby_replicas: int = 0
+    group_streams_max_standby_replicas: int = 2
+    group_streams_initial_rebalance_delay_ms: int = 3_000
+    group_streams_max_size: int = INT32_MAX
     offsets_retention_minutes: int = 7 * 24 * 60
     offsets_retention_check_interval_ms: int = 600_000
     offset_metadata_max_bytes: int = 4096
@@ -163,6 +174,10 @@ class GroupConfig:
     share_record_lock_duration_ms: int | None = None
     share_delivery_count_limit: int | None = None
     share_auto_offset_reset: str | None = None
+    streams_session_timeout_ms: int | None = None
+    streams_heartbeat_interval_ms: int | None = None
+    streams_num_standby_replicas: int | None = None
+    streams_initial_rebalance_delay_ms: int | None = None
 
     def __post_init__(self) -> None:
         if self.share_auto_offset_reset not in (None, "latest", "earliest"):
@@ -189,6 +204,23 @@ class GroupConfig:
             (self.share_record_lock_duration_ms, "share.record.lock.duration.ms",
              b.group_share_min_record_lock_duration_ms, b.group_share_max_record_lock_duration_ms),
             (self.share_delivery_count_limit, "share.delivery.count.limit", 2, 10),
+        ]
+
+    def type_bounds(self, broker: CoordinatorConfig) -> list[tuple[int | None, str, int, int]]:
+        """(value, Kafka name, low, high) of each int config of the share and streams types:
+        Kafka's GroupConfig bounds, which the controller checks before it keeps a config."""
+        b = broker
+        return [
+            *self.share_bounds(broker),
+            (self.streams_session_timeout_ms, "streams.session.timeout.ms",
+             b.group_streams_min_session_timeout_ms, b.group_streams_max_session_timeout_ms),
+            (self.streams_heartbeat_interval_ms, "streams.heartbeat.interval.ms",
+             b.group_streams_min_heartbeat_interval_ms,
+             b.group_streams_max_heartbeat_interval_ms),
+            (self.streams_num_standby_replicas, "streams.num.standby.replicas", 0,
+             b.group_streams_max_standby_replicas),
+            (self.streams_initial_rebalance_delay_ms, "streams.initial.rebalance.delay.ms", 0,
+             INT32_MAX),
         ]
 
     def share_starts_at_earliest(self, broker: CoordinatorConfig) -> bool:

@@ -12,7 +12,7 @@ others see. Adding a group type: write its package and its row there, list the r
 give its requests their rows in the API table (``protocol/api.py``).
 
 Rows are in the order the shard visits types (metadata, end of turn, state tables): consumer,
-classic, connect, share.
+classic, connect, share, streams.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from protocol.consumer.row import ROW as CONSUMER
 from protocol.group_row import Group, GroupType
 from protocol.records import SHARD_SCHEMAS
 from protocol.share.row import ROW as SHARE
+from protocol.streams.row import ROW as STREAMS
 
 __all__ = [
     "ALL_STATES",
@@ -39,7 +40,7 @@ __all__ = [
     "type_of",
 ]
 
-GROUP_TYPES: tuple[GroupType, ...] = (CONSUMER, CLASSIC, CONNECT, SHARE)
+GROUP_TYPES: tuple[GroupType, ...] = (CONSUMER, CLASSIC, CONNECT, SHARE, STREAMS)
 BY_NAME: dict[str, GroupType] = {row.name: row for row in GROUP_TYPES}
 BY_RECORD_KEY: dict[type, GroupType] = {k: row for row in GROUP_TYPES for k in row.record_keys}
 ALL_STATES: tuple[str, ...] = tuple(dict.fromkeys(s for row in GROUP_TYPES for s in row.states))

@@ -1,9 +1,10 @@
 """Every request and response Cohort speaks, as dataclasses mirroring the seeds' JSON schemas.
 
 Each group type's messages live in its own room (``consumer/messages``, ``classic/messages``,
-``connect/messages``, ``offsets/messages``, ``share/messages``); this module re-exports all of
-them, so ``from protocol import messages as m`` reaches every one, and holds the few that belong
-to no single room (ListGroups, the fallback reply). Topic ids are strings (Kafka's are UUIDs).
+``connect/messages``, ``offsets/messages``, ``share/messages``, ``streams/messages``); this
+module re-exports all of them, so ``from protocol import messages as m`` reaches every one, and
+holds the few that belong to no single room (ListGroups, the fallback reply). Topic ids are
+strings (Kafka's are UUIDs).
 """
 
 from __future__ import annotations
@@ -129,6 +130,21 @@ from protocol.share.messages import (  # noqa: F401
     ShareOffsetsEnd,
     ShareOffsetsResponsePartition,
     ShareOffsetsTopic,
+)
+from protocol.streams.messages import (  # noqa: F401
+    CreatableTopic,
+    EndpointToPartitions,
+    StreamsAssignment,
+    StreamsDescribedGroup,
+    StreamsDescribedMember,
+    StreamsGroupDescribeRequest,
+    StreamsGroupDescribeResponse,
+    StreamsGroupHeartbeatRequest,
+    StreamsGroupHeartbeatResponse,
+    StreamsStatus,
+    StreamsTopology,
+    TaskIds,
+    TaskOffset,
 )
 from protocol.types import Int16, Int32
 

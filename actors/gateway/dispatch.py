@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 
 from actors.gateway import group_handlers as groups
 from actors.gateway import share_handlers as shares
+from actors.gateway import streams_handlers as streams
 from actors.gateway import topic_handlers as brokers
 from actors.gateway.core import GatewayCore, WireRequest
 from protocol.api import BY_API_KEY
@@ -82,6 +83,8 @@ BY_NAME: dict[str, Handler] = {
     "DescribeShareGroupOffsets": shares.describe_share_group_offsets,
     "AlterShareGroupOffsets": shares.alter_share_group_offsets,
     "DeleteShareGroupOffsets": shares.delete_share_group_offsets,
+    "StreamsGroupHeartbeat": streams.streams_group_heartbeat,
+    "StreamsGroupDescribe": streams.streams_group_describe,
 }
 
 

@@ -522,7 +522,7 @@ def _check_group_config(cfg: GroupConfig, broker: CoordinatorConfig) -> None:
          broker.group_consumer_max_heartbeat_interval_ms),
         (cfg.connect_scheduled_rebalance_max_delay_ms, "connect.scheduled.rebalance.max.delay.ms",
          0, 2**31 - 1),
-        *cfg.share_bounds(broker),
+        *cfg.type_bounds(broker),
     ]
     for value, key, low, high in checks:
         if value is None:

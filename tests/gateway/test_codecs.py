@@ -26,7 +26,8 @@ from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
 import tests.gateway.kip848
-import tests.gateway.kip932  # noqa: F401
+import tests.gateway.kip932
+import tests.gateway.kip1071  # noqa: F401
 from actors.gateway.dispatch import _api_versions_reply
 from protocol.api import BY_API_KEY
 from protocol.wire.codec import (

@@ -123,8 +123,21 @@ def share_group(shard: RecordingShard) -> Callable[[], None]:
     return lambda: _ok(shard.handle(m.ShareGroupHeartbeatRequest(GID, "s1", -1)).response)
 
 
+def streams_group(shard: RecordingShard) -> Callable[[], None]:
+    """A streams member of a one-subtopology topology reading ``foo``, holding its tasks."""
+    from tests.protocol.streams.driver import StreamsMember, topology
+
+    member = StreamsMember(shard, "k1", group_id=GID, topology=topology("foo"))
+    _ok(member.join())
+    shard.tick(shard.now_ms + 3_000)  # the initial rebalance delay ends
+    for _ in range(3):
+        _ok(member.heartbeat())
+    assert member.active
+    return lambda: _ok(member.leave())
+
+
 BUILDERS = {"consumer": consumer_group, "classic": classic_group, "connect": connect_group,
-            "share": share_group}
+            "share": share_group, "streams": streams_group}
 
 
 def _ok(resp):

@@ -86,11 +86,11 @@ def described(parts: list[m.DescribedTopicPartitions]) -> dict:
 # ---------------------------------------------------------------------- tests
 
 
-def test_an_empty_shard_gives_seven_empty_tables_with_their_schemas():
+def test_an_empty_shard_gives_eight_empty_tables_with_their_schemas():
     tables = shard_tables(GroupCoordinatorShard())
     assert tuple(tables) == TABLES == (
         "groups", "members", "target_assignment", "current_assignment", "offsets", "rebalances",
-        "connect_assignment",
+        "connect_assignment", "streams_tasks",
     )
     for name, table in tables.items():
         assert table.schema == SCHEMAS[name]
@@ -312,3 +312,23 @@ def test_a_group_type_without_a_writer_still_exports_its_groups_rows(monkeypatch
     }
     assert tables["members"].num_rows == 0
     assert tables["target_assignment"].num_rows == 0
+
+
+def test_a_streams_group_exports_its_members_and_every_task_by_role():
+    from protocol.metadata import MetadataImage, TopicMetadata
+    from tests.protocol.streams.driver import StreamsMember
+
+    shard = GroupCoordinatorShard(metadata=MetadataImage([TopicMetadata("i", "input", 2)]))
+    member = StreamsMember(shard, "a")
+    member.join()
+    shard.tick(3_000)
+    for _ in range(3):
+        member.heartbeat()
+    tables = shard_tables(shard)
+    groups = tables["groups"].to_pylist()
+    assert [(g["group_id"], g["group_type"], g["state"]) for g in groups] == [
+        ("app", "streams", "stable")]
+    tasks = tables["streams_tasks"].to_pylist()
+    assert sorted((t["kind"], t["role"], t["partition"]) for t in tasks) == [
+        ("current", "active", 0), ("current", "active", 1),
+        ("target", "active", 0), ("target", "active", 1)]

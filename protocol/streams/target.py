@@ -1,0 +1,76 @@
+"""Step 2 of a streams group's turn: its epoch bump and its target (``modern.epochs``).
+
+The group record a bump writes carries what the bump was computed at: the topics' metadata
+hash, the topology epoch found ready (-1: none) and the assignment configs
+(``num.standby.replicas``). The target is the sticky task assignor's (``assignors.streams``)
+over the configured topology, each member's current target and its reported task offsets;
+every member's target is empty while the topology is not ready and while the initial
+rebalance delay of a group that was empty runs (Kafka 4.2, ASSIGNMENT_DELAYED).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from assignors.streams import AssignmentMemberSpec, GroupSpec, StickyTaskAssignor, TaskId
+from protocol.modern.epochs import EpochTurn, Targets
+from protocol.streams.group import GROUP_TYPE, StreamsGroup
+from protocol.streams.records import (
+    StreamsGroupMetadataValue,
+    StreamsGroupTargetAssignmentMemberValue,
+)
+from protocol.streams.topology import metadata_hash
+
+
+class StreamsEpochs(EpochTurn):
+    """The streams groups a turn changed, and what settling them writes."""
+
+    group_type = GROUP_TYPE
+    rules: Any  # the StreamsGroupRules: the configured topology and the assignment configs
+
+    def group_value(self, group: StreamsGroup, epoch: int) -> StreamsGroupMetadataValue:
+        configured = self.rules.configured(group)
+        validated = configured.topology_epoch if configured is not None and configured.ready \
+            else -1
+        return StreamsGroupMetadataValue(
+            epoch, metadata_hash(group.topology, self.ctx.image), validated,
+            self.rules.assignment_configs(group.group_id))
+
+    def client_side(self, group: StreamsGroup) -> bool:
+        return False
+
+    def compute_targets(self, group: StreamsGroup) -> Targets:
+        empty = StreamsGroupTargetAssignmentMemberValue()
+        configured = self.rules.configured(group)
+        delayed = group.delay_until_ms is not None and self.ctx.now_ms < group.delay_until_ms
+        if delayed or configured is None or not configured.ready or not group.members:
+            return {mid: empty for mid in sorted(group.members)}
+        specs = {}
+        for mid, mm in sorted(group.members.items()):
+            t = group.target.get(mid, empty)
+            offsets = group.task_offsets.get(mid, ([], []))
+            specs[mid] = AssignmentMemberSpec(
+                instance_id=mm.instance_id, rack_id=mm.rack_id,
+                active_tasks=_sets(t.active_tasks), standby_tasks=_sets(t.standby_tasks),
+                warmup_tasks=_sets(t.warmup_tasks), process_id=mm.process_id,
+                client_tags={kv.key: kv.value for kv in mm.metadata.client_tags},
+                task_offsets={TaskId(o.subtopology_id, o.partition): o.offset
+                              for o in offsets[0]},
+                task_end_offsets={TaskId(o.subtopology_id, o.partition): o.offset
+                                  for o in offsets[1]})
+        configs = {kv.key: kv.value for kv in self.rules.assignment_configs(group.group_id)}
+        result = StickyTaskAssignor().assign(GroupSpec(specs, configs), configured)
+        out = {}
+        for mid in specs:
+            a = result.members.get(mid)
+            out[mid] = empty if a is None else StreamsGroupTargetAssignmentMemberValue(
+                _maps(a.active_tasks), _maps(a.standby_tasks), _maps(a.warmup_tasks))
+        return out
+
+
+def _sets(tasks: dict) -> dict[str, frozenset[int]]:
+    return {s: frozenset(ps) for s, ps in tasks.items()}
+
+
+def _maps(tasks) -> dict[str, tuple[int, ...]]:
+    return {s: tuple(sorted(ps)) for s, ps in sorted(tasks.items()) if ps}
