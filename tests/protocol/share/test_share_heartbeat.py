@@ -168,7 +168,8 @@ def test_a_malformed_heartbeat_is_invalid_request_and_changes_nothing(req):
 def test_a_share_heartbeat_on_a_consumer_group_is_group_id_not_found():
     shard = new_shard()
     shard.handle(m.ConsumerGroupHeartbeatRequest("cg", "", 0, rebalance_timeout_ms=5000,
-                                                 subscribed_topic_names=["orders"]))
+                                                 subscribed_topic_names=["orders"],
+                                                 topic_partitions=[]))
     resp = heartbeat(shard, "a", 0, ["orders"], group="cg")
     assert resp.error_code == Errors.GROUP_ID_NOT_FOUND
 
@@ -177,7 +178,8 @@ def test_requests_of_other_group_types_to_a_share_group_are_refused_as_kafka_doe
     shard = new_shard()
     join(shard, "a")
     consumer = shard.handle(m.ConsumerGroupHeartbeatRequest(
-        GROUP, "", 0, rebalance_timeout_ms=5000, subscribed_topic_names=["orders"])).response
+        GROUP, "", 0, rebalance_timeout_ms=5000, subscribed_topic_names=["orders"],
+        topic_partitions=[])).response
     assert consumer.error_code == Errors.GROUP_ID_NOT_FOUND
     classic = shard.handle(m.JoinGroupRequest(
         group_id=GROUP, member_id="", protocol_type="consumer", session_timeout_ms=10_000,
