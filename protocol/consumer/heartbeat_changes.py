@@ -24,12 +24,10 @@ def is_full(req: m.ConsumerGroupHeartbeatRequest) -> bool:
 
 
 def assignment_changed(before: ConsumerGroupMember | None, after: ConsumerGroupMember) -> bool:
-    return (
-        before is None
-        or before.member_epoch != after.member_epoch
-        or before.assigned_partitions != after.assigned_partitions
-        or before.partitions_pending_revocation != after.partitions_pending_revocation
-    )
+    """Whether a reply carries the assignment although the request did not ask for it:
+    Kafka's rule (``hasAssignedPartitionsChanged``), the partitions the member may own moved.
+    A new epoch alone, or a revocation acknowledged, is told by the epoch field."""
+    return before is None or before.assigned_partitions != after.assigned_partitions
 
 
 _TRIGGERS: tuple[Callable[[ConsumerGroupMember], object], ...] = (
