@@ -19,7 +19,7 @@ from __future__ import annotations
 from protocol import messages as m
 from protocol.classic.group import JOIN_REASONS
 from protocol.group_states import kafka_state_name
-from protocol.wire.ids import kafka_error
+from protocol.wire.ids import kafka_client_host, kafka_error
 
 # KIP-394: JoinGroup versions below this get their member id without a round trip.
 MEMBER_ID_REQUIRED_SINCE = 4
@@ -52,7 +52,7 @@ def join_request(body: dict, client_id: str, client_host: str) -> m.JoinGroupReq
                    for p in body.get("protocols", [])],
         reason=join_reason(body.get("reason")),
         client_id=client_id or "",
-        client_host=client_host,
+        client_host=kafka_client_host(client_host),
     )
 
 

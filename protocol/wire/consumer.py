@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from protocol import messages as m
 from protocol.group_states import kafka_state_name
-from protocol.wire.ids import kafka_error, topic_uuid
+from protocol.wire.ids import kafka_client_host, kafka_error, topic_uuid
 
 if TYPE_CHECKING:  # a type only: the API table imports this module, the shard the table
     from protocol.wire.topics import TopicIndex
@@ -56,7 +56,7 @@ def heartbeat_request(body: dict, index: TopicIndex, client_id: str,
             for tp in owned
         ],
         client_id=client_id or "",
-        client_host=client_host,
+        client_host=kafka_client_host(client_host),
     )
 
 
@@ -109,7 +109,7 @@ def _member(x: m.DescribedMember) -> dict:
         "client_id": x.client_id,
         "client_host": x.client_host,
         "subscribed_topic_names": list(x.subscribed_topic_names),
-        "subscribed_topic_regex": x.subscribed_topic_regex,
+        "subscribed_topic_regex": x.subscribed_topic_regex or "",  # Kafka: "" when none
         "assignment": _assignment(x.assignment),
         "target_assignment": _assignment(x.target_assignment),
         "member_type": MEMBER_TYPE_CONSUMER,

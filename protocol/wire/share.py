@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from protocol import messages as m
 from protocol.wire import consumer
-from protocol.wire.ids import kafka_error, topic_uuid
+from protocol.wire.ids import kafka_client_host, kafka_error, topic_uuid
 
 if TYPE_CHECKING:  # a type only: the API table imports this module
     from protocol.wire.topics import TopicIndex
@@ -40,7 +40,7 @@ def heartbeat_request(body: dict, client_id: str = "",
         rack_id=body.get("rack_id"),
         subscribed_topic_names=None if names is None else list(names),
         client_id=client_id or "",
-        client_host=client_host,
+        client_host=kafka_client_host(client_host),
     )
 
 
