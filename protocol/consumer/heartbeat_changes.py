@@ -1,8 +1,9 @@
 """What a heartbeat changes about its member, and which changes matter.
 
 A heartbeat's null fields mean "unchanged"; the rest are applied to the member. Some changes
-trigger a rebalance (seed 000: subscription, regex, rack, assignors); some replies must carry
-the assignment (a full heartbeat, or one whose member's assignment moved).
+trigger a rebalance (subscription, regex, assignors: seed 000's trigger chapter is elided, and
+Kafka 4.4 does not rebalance for a member's new rack); some replies must carry the assignment
+(a full heartbeat, or one whose member's assigned partitions moved).
 """
 
 from __future__ import annotations
@@ -33,14 +34,13 @@ def assignment_changed(before: ConsumerGroupMember | None, after: ConsumerGroupM
 _TRIGGERS: tuple[Callable[[ConsumerGroupMember], object], ...] = (
     lambda x: x.subscribed_topic_names,
     lambda x: x.subscribed_topic_regex,
-    lambda x: x.rack_id,
     lambda x: x.server_assignor,
     lambda x: x.client_assignors,
 )
 
 
 def subscription_changed(a: ConsumerGroupMember, b: ConsumerGroupMember) -> bool:
-    """Seed 000's member-side rebalance triggers: subscription, regex, rack, assignors."""
+    """The member-side rebalance triggers: subscription, regex, assignors (not the rack)."""
     return any(f(a) != f(b) for f in _TRIGGERS)
 
 
