@@ -62,7 +62,7 @@ def join_response(resp: m.JoinGroupResponse) -> dict:
         "error_code": kafka_error(resp.error_code),
         "generation_id": resp.generation_id,
         "protocol_type": resp.protocol_type,
-        "protocol_name": resp.protocol_name or "",
+        "protocol_name": resp.protocol_name or None,  # Kafka: null until a protocol is chosen
         "leader": resp.leader or "",
         "skip_assignment": resp.skip_assignment,
         "member_id": resp.member_id or "",
