@@ -14,9 +14,9 @@ A row (``GroupType``) holds, for one type:
 - ``timer_key``: the base type of its timer keys; ``rules`` (shard -> its rules object, which
   answers ``on_timer`` and ``on_metadata``; a KIP-848-style type's ``epoch_turn`` ends each
   turn);
-- the lifecycle answers: ``validate_offset_commit`` (refuse, or return the KIP-848 member whose
-  partitions bound the commit), ``check_offset_fetch``, ``is_empty`` (DeleteGroups),
-  ``is_dead``, ``tombstones`` (the records that delete it), ``offsets_deletable``,
+- the lifecycle answers: ``validate_offset_commit`` (refuse, or return which partitions the
+  commit may write: KIP-1251's per-partition check), ``check_offset_fetch``, ``is_empty``
+  (DeleteGroups), ``is_dead``, ``tombstones`` (the records that delete it), ``offsets_deletable``,
   ``subscribed_topics`` (offsets of these never expire, nor may be deleted),
   ``may_expire_offsets``, ``offsets_empty_since_ms``;
 - the shapes others see: ``describe_classic`` (DescribeGroups), ``list_protocol_type``
@@ -49,7 +49,6 @@ from protocol.connect.group import ConnectGroup
 from protocol.connect.timers import ConnectTimer
 from protocol.consumer import group as consumer_group
 from protocol.consumer.group import ConsumerGroup
-from protocol.consumer.member import ConsumerGroupMember
 from protocol.consumer.timers import ConsumerTimer
 from protocol.errors import CoordinatorError, Errors
 from protocol.metadata import MetadataImage
@@ -105,8 +104,9 @@ class GroupType:
     rules: Callable[[Shard], Any]
     # shard -> the function that applies one of its records to that shard (bound once)
     replayer: Callable[[Shard], Callable[[Record], None]]
-    # Refuse the commit (CoordinatorError), or return the member bounding its partitions.
-    validate_offset_commit: Callable[[Group, m.OffsetCommitRequest], ConsumerGroupMember | None]
+    # Refuse the commit (CoordinatorError), or return which partitions it may write (None: all).
+    validate_offset_commit: Callable[[Group, m.OffsetCommitRequest],
+                                     Callable[[str, int], bool] | None]
     is_empty: Callable[[Group], bool]
     tombstones: Callable[[Group], list[Record]]
     # Topics subscribed by its members; ``strict``: None unless every subscription is known.

@@ -100,18 +100,30 @@ def decode_partition_map(wire: Any, path: str) -> dict[str, tuple[int, ...]]:
 
 
 def _compile_dataclass_decoder(cls: type) -> Callable[[Any, str], Any]:
-    """Generate ``decode(wire, path)`` for one record dataclass (see the module docstring)."""
+    """Generate ``decode(wire, path)`` for one record dataclass (see the module docstring).
+
+    A class whose last ``OPTIONAL_TAIL`` fields were added after logs were written with fewer
+    accepts those older values too: the missing fields take their defaults. Any other count
+    of fields is refused, as before."""
     assert "__slots__" not in cls.__dict__ and not hasattr(cls, "__post_init__"), cls
     hints = typing.get_type_hints(cls)
-    names = [f.name for f in dataclasses.fields(cls)]
+    fields = dataclasses.fields(cls)
+    names = [f.name for f in fields]
     count = len(names)
+    least = count - getattr(cls, "OPTIONAL_TAIL", 0)
     env: dict[str, Any] = {"RecordDecodeError": RecordDecodeError, "cls": cls}
     env["new"] = object.__new__
+    needs = f"{count}" if least == count else f"{least} to {count}"
     body = [
         "def decode(wire, path):",
-        f"    if type(wire) is not list or len(wire) != {count}:",
-        f"        raise RecordDecodeError(f'{{path}}: {cls.__name__} needs {count} fields')",
+        f"    if type(wire) is not list or not {least} <= len(wire) <= {count}:",
+        f"        raise RecordDecodeError(f'{{path}}: {cls.__name__} needs {needs} fields')",
     ]
+    if least < count:
+        env["TAIL"] = [to_wire(f.default if f.default is not dataclasses.MISSING
+                               else f.default_factory()) for f in fields[least:]]
+        body += [f"    if len(wire) < {count}:",
+                 f"        wire = [*wire, *TAIL[len(wire) - {least}:]]"]
     if count:
         body.append(f"    {''.join(f'v{i}, ' for i in range(count))}= wire")
     for i, name in enumerate(names):

@@ -167,9 +167,9 @@ async def offset_commit(core: GatewayCore, req: WireRequest) -> dict:
     denied = {t["name"] for t in body.get("topics", []) if not core.may(req, "READ", TOPIC,
                                                                         t["name"])}
     if not denied:  # the hot path: every topic allowed, the reply is the partition's
-        return req.api.encode(await core.router.call(req.api.decode(body)), body)
+        return req.api.encode(await core.router.call(req.api.decode(body, req.version)), body)
     allowed = {**body, "topics": [t for t in body.get("topics", []) if t["name"] not in denied]}
-    reply = req.api.encode(await core.router.call(req.api.decode(allowed)),
+    reply = req.api.encode(await core.router.call(req.api.decode(allowed, req.version)),
                            allowed) if allowed["topics"] else {"topics": []}
     refused = offsets.commit_refused(
         {"topics": [t for t in body.get("topics", []) if t["name"] in denied]},

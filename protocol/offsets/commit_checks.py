@@ -6,10 +6,13 @@ group                              rule
 none, no offsets                   generation < 0: simple commit; else ILLEGAL_GENERATION
 simple (offsets, no object)        an EMPTY classic group with no members (below)
 consumer group (KIP-848)           epoch < 0 and no members: simple commit; else the member
-                                   must exist (UNKNOWN_MEMBER_ID) and its epoch match
-                                   (STALE_MEMBER_EPOCH; ILLEGAL_GENERATION for a classic
-                                   member inside the group); partitions it does not own are
-                                   refused one by one with STALE_MEMBER_EPOCH
+                                   must exist (UNKNOWN_MEMBER_ID); a classic member inside
+                                   the group commits at its epoch (ILLEGAL_GENERATION); a
+                                   consumer member at its epoch or, per partition, at an
+                                   older epoch no lower than the partition's assignment epoch
+                                   (KIP-1251: a partition it does not hold, or got later, is
+                                   refused with STALE_MEMBER_EPOCH; an epoch above its own
+                                   refuses the whole commit)
 classic group                      DEAD: COORDINATOR_NOT_AVAILABLE; generation < 0 and
                                    EMPTY: simple commit; a member id, instance id or
                                    generation >= 0: the member must exist (UNKNOWN_MEMBER_ID,
@@ -22,6 +25,8 @@ classic group                      DEAD: COORDINATOR_NOT_AVAILABLE; generation <
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from protocol import messages as m
 from protocol.classic import group as cg
 from protocol.classic.group import ClassicGroup
@@ -29,13 +34,32 @@ from protocol.consumer.group import ConsumerGroup
 from protocol.consumer.member import ConsumerGroupMember
 from protocol.errors import CoordinatorError, Errors
 
+# (topic id, partition) -> whether the commit may write it; None: every partition may.
+PartitionCheck = Callable[[str, int], bool]
 
-def validate_consumer_commit(
-    group: ConsumerGroup, req: m.OffsetCommitRequest
-) -> ConsumerGroupMember | None:
-    if req.generation_id_or_member_epoch < 0 and not group.members:
+
+def validate_consumer_commit(group: ConsumerGroup, req: m.OffsetCommitRequest
+                             ) -> PartitionCheck | None:
+    """Kafka's ``ConsumerGroup.validateOffsetCommit`` with KIP-1251's assignment epochs: a
+    commit is accepted when ``assignmentEpoch(partition) <= clientEpoch <= memberEpoch``."""
+    epoch = req.generation_id_or_member_epoch
+    if epoch < 0 and not group.members:
         return None  # a simple (admin) commit to an empty group
-    return check_member_epoch(group, req.member_id, req.generation_id_or_member_epoch)
+    member = group.members.get(req.member_id)
+    if (member is not None and not member.is_classic
+            and req.api_version < m.OFFSET_COMMIT_MEMBER_EPOCH_VERSION):
+        raise CoordinatorError(
+            Errors.UNSUPPORTED_VERSION,
+            "OffsetCommit version 9 or above must be used by members using the consumer "
+            "group protocol.",
+        )
+    if member is None or member.is_classic or epoch >= member.member_epoch:
+        check_member_epoch(group, req.member_id, epoch)
+        return None
+    return lambda topic_id, partition: (
+        owns(member, topic_id, partition)
+        and member.assignment_epoch(topic_id, partition) <= epoch
+    )
 
 
 def check_member_epoch(group: ConsumerGroup, member_id: str, epoch: int) -> ConsumerGroupMember:

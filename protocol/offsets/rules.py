@@ -31,11 +31,6 @@ subscriptions all decode may expire anything, as Kafka's ``offsetExpirationCondi
 
 Where Cohort differs from Kafka, on purpose:
 
-- A commit for a missing group with generation >= 0 is ILLEGAL_GENERATION (Kafka's answer to
-  OffsetCommit < v9; v9+ answers GROUP_ID_NOT_FOUND). Cohort's requests carry no version.
-- Partitions a KIP-848 member does not own (neither assigned nor pending revocation) are
-  refused with STALE_MEMBER_EPOCH: Cohort's reading of "the member may only commit what it
-  holds at its epoch". Kafka checks the epoch only.
 - Metadata size is counted in UTF-8 bytes (Kafka counts Java ``String.length()`` chars).
 - A negative offset is refused (INVALID_COMMIT_OFFSET_SIZE); Kafka's broker stores it and only
   its client refuses it, but a stored -1 would read back as "no offset".
@@ -58,11 +53,14 @@ from collections.abc import Iterable, Iterator
 
 from protocol import messages as m
 from protocol.classic import group as cg
-from protocol.consumer.member import ConsumerGroupMember
 from protocol.context import ShardContext
 from protocol.errors import CoordinatorError, Errors
 from protocol.group_types import type_of
-from protocol.offsets.commit_checks import owns, refused_commit, validate_classic_commit
+from protocol.offsets.commit_checks import (
+    PartitionCheck,
+    refused_commit,
+    validate_classic_commit,
+)
 from protocol.offsets.timers import OffsetsTimer, RetentionCheck
 from protocol.records import OffsetCommitKey, OffsetCommitValue, Record
 from protocol.types import INT_BOUNDS
@@ -94,7 +92,7 @@ class OffsetRules:
         try:
             if not req.group_id:
                 raise CoordinatorError(Errors.INVALID_GROUP_ID, "The group id is empty.")
-            owner = self._validate_commit(req)
+            may_write = self._validate_commit(req)
         except CoordinatorError as e:
             return refused_commit(req, e)
         expire_ms = (
@@ -110,7 +108,7 @@ class OffsetRules:
         for topic in req.topics:
             answers = []
             for p in topic.partitions:
-                error = self._partition_error(topic.name, p, owner)
+                error = self._partition_error(topic.name, p, may_write)
                 if error == Errors.NONE:
                     latest[topic.name, p.partition_index] = p
                 answers.append(m.OffsetCommitResponsePartition(p.partition_index, error))
@@ -126,8 +124,8 @@ class OffsetRules:
             self.ctx.emit(Record(OffsetCommitKey(req.group_id, topic_name, partition), value))
         return m.OffsetCommitResponse(topics=topics)
 
-    def _validate_commit(self, req: m.OffsetCommitRequest) -> ConsumerGroupMember | None:
-        """Refuse the request, or return the KIP-848 member whose partitions bound it."""
+    def _validate_commit(self, req: m.OffsetCommitRequest) -> PartitionCheck | None:
+        """Refuse the request, or return which of its partitions it may write (None: all)."""
         gid, generation = req.group_id, req.generation_id_or_member_epoch
         group = self.ctx.groups.get(gid)
         if group is not None:
@@ -135,18 +133,21 @@ class OffsetRules:
         if gid in self.offsets:
             validate_classic_commit(cg.EMPTY, None, req)  # the simple group
         elif generation >= 0:
+            # Kafka's answer, by the version the client spoke.
+            new = req.api_version >= m.OFFSET_COMMIT_MEMBER_EPOCH_VERSION
             raise CoordinatorError(
-                Errors.ILLEGAL_GENERATION, f"Group {gid} does not exist (generation {generation})."
+                Errors.GROUP_ID_NOT_FOUND if new else Errors.ILLEGAL_GENERATION,
+                f"Group {gid} does not exist (generation {generation}).",
             )
         return None
 
     def _partition_error(
-        self, topic: str, p: m.OffsetCommitRequestPartition, owner: ConsumerGroupMember | None
+        self, topic: str, p: m.OffsetCommitRequestPartition, may_write: PartitionCheck | None
     ) -> Errors:
         meta = self.ctx.image.topic_by_name(topic)
         if meta is None or not 0 <= p.partition_index < meta.num_partitions:
             return Errors.UNKNOWN_TOPIC_OR_PARTITION
-        if owner is not None and not owns(owner, meta.topic_id, p.partition_index):
+        if may_write is not None and not may_write(meta.topic_id, p.partition_index):
             return Errors.STALE_MEMBER_EPOCH
         metadata = p.committed_metadata or ""
         if len(metadata.encode("utf-8")) > self.ctx.config.offset_metadata_max_bytes:
