@@ -59,10 +59,12 @@ class MembershipRules:
         host = self.ctx.classic_host(group) if group is not None else None
         if host is not None:  # classic members of a group of another type
             return host.leave(group, req)
-        if group is None:
-            raise CoordinatorError(
-                Errors.UNKNOWN_MEMBER_ID, f"Group {req.group_id} has no members."
-            )
+        if group is None:  # Kafka: the request succeeds, each member is unknown
+            return m.LeaveGroupResponse(members=[
+                m.LeaveGroupResponseMember(x.member_id, x.group_instance_id,
+                                           Errors.UNKNOWN_MEMBER_ID)
+                for x in req.members
+            ])
         results = []
         left: list[tuple[ClassicMember, str | None]] = []
         for identity in req.members:
