@@ -10,9 +10,10 @@ consumer group (KIP-848)           epoch < 0 and no members: simple commit; else
                                    the group commits at its epoch (ILLEGAL_GENERATION); a
                                    consumer member at its epoch or, per partition, at an
                                    older epoch no lower than the partition's assignment epoch
-                                   (KIP-1251: a partition it does not hold, or got later, is
-                                   refused with STALE_MEMBER_EPOCH; an epoch above its own
-                                   refuses the whole commit)
+                                   (KIP-1251: a partition it does not hold, or got later,
+                                   refuses every known partition of the commit with
+                                   STALE_MEMBER_EPOCH, as Kafka; so does an epoch above its
+                                   own)
 classic group                      DEAD: COORDINATOR_NOT_AVAILABLE; generation < 0 and
                                    EMPTY: simple commit; a member id, instance id or
                                    generation >= 0: the member must exist (UNKNOWN_MEMBER_ID,

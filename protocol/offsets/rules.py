@@ -105,10 +105,11 @@ class OffsetRules:
         # replay; only that last one is written here, for the same state: a request naming one
         # partition 460,000 times is one record, not 460,000 (every entry is still answered).
         latest: dict[tuple[str, int], m.OffsetCommitRequestPartition] = {}
+        stale = may_write is not None and self._any_stale(req, may_write)
         for topic in req.topics:
             answers = []
             for p in topic.partitions:
-                error = self._partition_error(topic.name, p, may_write)
+                error = self._partition_error(topic.name, p, stale)
                 if error == Errors.NONE:
                     latest[topic.name, p.partition_index] = p
                 answers.append(m.OffsetCommitResponsePartition(p.partition_index, error))
@@ -141,13 +142,26 @@ class OffsetRules:
             )
         return None
 
-    def _partition_error(
-        self, topic: str, p: m.OffsetCommitRequestPartition, may_write: PartitionCheck | None
-    ) -> Errors:
+    def _any_stale(self, req: m.OffsetCommitRequest, may_write: PartitionCheck) -> bool:
+        """Whether a known partition of the commit fails its member's epoch check: Kafka then
+        refuses every known partition of it (STALE_MEMBER_EPOCH), writing none."""
+        image = self.ctx.image
+        for topic in req.topics:
+            meta = image.topic_by_name(topic.name)
+            if meta is None:
+                continue
+            for p in topic.partitions:
+                if (0 <= p.partition_index < meta.num_partitions
+                        and not may_write(meta.topic_id, p.partition_index)):
+                    return True
+        return False
+
+    def _partition_error(self, topic: str, p: m.OffsetCommitRequestPartition,
+                         stale: bool) -> Errors:
         meta = self.ctx.image.topic_by_name(topic)
         if meta is None or not 0 <= p.partition_index < meta.num_partitions:
             return Errors.UNKNOWN_TOPIC_OR_PARTITION
-        if may_write is not None and not may_write(meta.topic_id, p.partition_index):
+        if stale:
             return Errors.STALE_MEMBER_EPOCH
         metadata = p.committed_metadata or ""
         if len(metadata.encode("utf-8")) > self.ctx.config.offset_metadata_max_bytes:

@@ -316,6 +316,25 @@ def test_a_commit_below_a_partitions_assignment_epoch_or_of_one_not_held_is_refu
     assert res.records == [] and committed(shard) == {}
 
 
+def test_one_partition_refused_by_its_assignment_epoch_refuses_the_whole_commit_as_kafka():
+    shard = new_shard()
+    a = Member(shard, "A")
+    a.join()
+    b = Member(shard, "B")
+    b.join()
+    for _ in range(3):
+        a.heartbeat()
+        b.heartbeat()
+    (kept, *_) = a.owned["foo-id"]
+    (given_up,) = b.owned["foo-id"]
+    res = commit(shard, {("foo", kept): 1, ("foo", given_up): 1, ("foo", 9): 1},
+                 epoch=a.epoch - 1, member="A")
+    assert partition_errors(res.response) == {("foo", kept): Errors.STALE_MEMBER_EPOCH,
+                                              ("foo", given_up): Errors.STALE_MEMBER_EPOCH,
+                                              ("foo", 9): Errors.UNKNOWN_TOPIC_OR_PARTITION}
+    assert res.records == []
+
+
 def test_a_commit_with_a_newer_member_epoch_is_refused_with_stale_member_epoch():
     shard = new_shard()
     (a,) = consumer_group(shard, "A")
