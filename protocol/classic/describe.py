@@ -16,8 +16,8 @@ def describe_classic_group(
     group: ClassicGroup, history: list[m.RebalanceCause]
 ) -> m.DescribeGroupsResponseGroup:
     """The DescribeGroups entry of ``group``, with why it rebalanced (``history``). As Kafka's,
-    only a STABLE group shows its protocol and its members' metadata and assignments: in any
-    other state they are a generation's work in progress."""
+    only a STABLE group shows its protocol and its members' metadata (in any other state they
+    are a generation's work in progress); assignments are what the members hold."""
     stable = group.state == cg.STABLE
     return m.DescribeGroupsResponseGroup(
         group_id=group.group_id,
@@ -31,7 +31,7 @@ def describe_classic_group(
                 client_id=mem.client_id,
                 client_host=mem.client_host,
                 member_metadata=mem.metadata_for(group.protocol_name) if stable else b"",
-                member_assignment=mem.assignment if stable else b"",
+                member_assignment=mem.assignment,
             )
             for mem in group.members.values()
         ],

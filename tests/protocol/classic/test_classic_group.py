@@ -561,9 +561,9 @@ def test_the_protocol_is_chosen_by_votes_among_the_protocols_all_members_support
     assert bench.describe().protocol_data == chosen
 
 
-def test_describe_shows_members_metadata_and_assignments_only_once_stable():
-    """As Kafka's describe: a generation's metadata and assignments are shown only once the
-    group is STABLE; while it completes a rebalance the members are listed bare."""
+def test_describe_shows_members_metadata_only_once_stable():
+    """As Kafka's describe: a generation's metadata is shown only once the group is STABLE;
+    while it completes a rebalance the members are listed without it."""
     bench = Bench()
     a = bench.consumer("a")
     a.join()
