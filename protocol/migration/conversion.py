@@ -22,6 +22,7 @@ from protocol.classic.consumer_protocol import (
     PROTOCOL_TYPE,
     Assignment,
     ConsumerProtocolError,
+    answer_version,
     decode_assignment,
     decode_subscription,
     encode_assignment,
@@ -147,7 +148,10 @@ class Migration(ConversionDriver[ConsumerGroup]):
         return metadata, {t: tuple(sorted(ps)) for t, ps in sorted(assigned.items())}
 
     def classic_assignment(self, member: ConsumerGroupMember, protocol_name: str) -> bytes:
-        return encode_assignment(Assignment(self.ctx.image.named(member.assigned_partitions)))
+        meta = member.metadata.classic_member_metadata
+        version = answer_version(meta.supported_protocols if meta else (), protocol_name)
+        return encode_assignment(Assignment(self.ctx.image.named(member.assigned_partitions)),
+                                 version)
 
     def tombstones(self, group: ConsumerGroup) -> list[Record]:
         return group_tombstones(group)
