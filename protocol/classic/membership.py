@@ -109,6 +109,10 @@ class MembershipRules:
             history = [m.RebalanceCause(**vars(c)) for c in self.ctx.history.of(gid)]
             if group is not None:  # in its type's shape (the group-type table's row)
                 out.append(self.ctx.describe_classic(group, history))
+            elif gid in self.ctx.offset_only_groups():  # Kafka's simple group
+                out.append(m.DescribeGroupsResponseGroup(
+                    group_id=gid, group_state=cg.EMPTY, generation_id=0,
+                    rebalance_history=history))
             else:
                 out.append(
                     m.DescribeGroupsResponseGroup(

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from protocol import messages as m
 from protocol.classic.group import JOIN_REASONS
+from protocol.errors import Errors
 from protocol.group_states import kafka_state_name
 from protocol.wire.ids import kafka_client_host, kafka_error
 
@@ -131,6 +132,13 @@ def describe_groups_response(resp: m.DescribeGroupsResponse) -> dict:
 
 
 def describe_group_entry(g: m.DescribeGroupsResponseGroup) -> dict:
+    """A DescribeGroups entry as Kafka answers it up to v5 (the versions served): a group that
+    does not exist, or is not a classic group (Kafka describes only those), is NONE and
+    ``Dead`` with nothing else; Cohort's own callers see other types in the classic shape."""
+    if g.group_type != "classic" or g.error_code == Errors.GROUP_ID_NOT_FOUND:
+        return {"error_code": 0, "error_message": None, "group_id": g.group_id,
+                "group_state": "Dead", "protocol_type": "", "protocol_data": "", "members": [],
+                "authorized_operations": g.authorized_operations}
     return {
         "error_code": kafka_error(g.error_code),
         "error_message": g.error_message,

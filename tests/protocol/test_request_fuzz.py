@@ -860,12 +860,6 @@ RULES = [
         INVALID,
         "MemberEpoch must be >= 0",
     ),
-    (
-        "list-unknown-state",
-        lambda shard: m.ListGroupsRequest(states_filter=["stable", "bogus"]),
-        INVALID,
-        None,  # ListGroups replies carry no message
-    ),
 ]
 
 
