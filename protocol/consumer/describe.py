@@ -62,6 +62,7 @@ def _member(
         target_assignment=m.DescribedAssignment(described(group.target_of(member.member_id))),
         member_state=member.state.label,
         pending_topic_partitions=described(group.pending_of(member)),
+        classic=member.is_classic,
     )
 
 
