@@ -36,8 +36,9 @@ Where Cohort differs from Kafka, on purpose:
   its client refuses it, but a stored -1 would read back as "no offset".
 - ``retention_time_ms`` <= 0 means the broker's retention (Kafka: only -1 does; 0 or below
   would expire at once). An explicit expiry is capped at int64's maximum.
-- OffsetDelete does not check that the topic still exists, so offsets of a deleted topic can
-  still be deleted (Cohort does not drop them when the topic goes, as Kafka does).
+- Offsets of a deleted topic are not dropped when the topic goes (Kafka drops them); they
+  expire by retention. OffsetDelete answers a topic the image does not know
+  UNKNOWN_TOPIC_OR_PARTITION, as Kafka does.
 - OffsetDelete on a non-empty classic group counts the subscriptions that decode; Kafka
   treats a group with any undecodable one as subscribed to nothing.
 - An OffsetFetch's member check runs when a non-empty member id or an epoch >= 0 is given
@@ -213,10 +214,13 @@ class OffsetRules:
         topics = []
         for topic in req.topics:
             answers = []
+            known = self.ctx.image.topic_by_name(topic.name) is not None
             for p in topic.partitions:
                 error = Errors.NONE
                 tp = (topic.name, p.partition_index)
-                if topic.name in subscribed:
+                if not known:
+                    error = Errors.UNKNOWN_TOPIC_OR_PARTITION
+                elif topic.name in subscribed:
                     error = Errors.GROUP_SUBSCRIBED_TO_TOPIC
                 elif tp in committed and tp not in deleted:
                     deleted.add(tp)
