@@ -2,9 +2,11 @@
 
 Group configs are the controller's ``GroupConfig`` (settable before the group exists, kept
 after it is deleted); on the wire they are Kafka's dotted names. Describe lists each with its
-effective value, marked GROUP_CONFIG when the group overrides it and DEFAULT_CONFIG when the
-broker's value applies. Alter takes SET and DELETE; the list operations (APPEND, SUBTRACT) do
-not apply to integer configs and are refused with INVALID_CONFIG, as Kafka refuses them.
+effective value, marked GROUP_CONFIG when the group overrides it, STATIC_BROKER_CONFIG when the
+broker's value applies and was set (differs from Kafka's default, as a ``server.properties``
+line would), DEFAULT_CONFIG otherwise. Alter takes SET and DELETE; the list operations (APPEND,
+SUBTRACT) do not apply to integer configs and are refused with INVALID_CONFIG, as Kafka
+refuses them.
 Topics have no configs here (described as an empty list); broker configs likewise.
 """
 
@@ -20,7 +22,8 @@ from protocol.wire.topics import TopicIndex
 # ConfigResource.Type
 TOPIC, BROKER, GROUP = 2, 4, 32
 # DescribeConfigsResponse.ConfigSource
-DEFAULT_CONFIG, GROUP_CONFIG = 5, 8
+STATIC_BROKER_CONFIG, DEFAULT_CONFIG, GROUP_CONFIG = 4, 5, 8
+_KAFKA_DEFAULTS = CoordinatorConfig()
 # ConfigDef.Type STRING and INT as DescribeConfigs v3+ reports them
 CONFIG_TYPE_STRING = 2
 CONFIG_TYPE_INT = 3
@@ -47,9 +50,12 @@ def describe_group(name: str, current: GroupConfig, broker: CoordinatorConfig,
         if keys is not None and key not in keys:
             continue
         value = getattr(current, field_name)
-        source = GROUP_CONFIG if value is not None else DEFAULT_CONFIG
+        source = GROUP_CONFIG
         if value is None:
-            value = getattr(broker, f"group_{field_name}")
+            key_name = f"group_{field_name}"
+            value = getattr(broker, key_name)
+            set_here = value != getattr(_KAFKA_DEFAULTS, key_name)
+            source = STATIC_BROKER_CONFIG if set_here else DEFAULT_CONFIG
         configs.append({"name": key, "value": str(value), "read_only": False,
                         "config_source": source, "is_sensitive": False, "synonyms": [],
                         "config_type": _config_type(field_name), "documentation": None})
