@@ -19,6 +19,7 @@ class ShareEpochs(EpochTurn):
     """The share groups an event changed, and what settling them writes."""
 
     group_type = GROUP_TYPE
+    first_epoch = 1  # Kafka 4.3's KAFKA-20268: a new share group's first member gets epoch 2
 
     def group_value(self, group: ShareGroup, epoch: int) -> ShareGroupMetadataValue:
         return ShareGroupMetadataValue(epoch)
