@@ -34,6 +34,9 @@ class JoinRules:
         check_types(req)
         self._validate(req)
         existing = self.ctx.groups.get(req.group_id)
+        if (existing is not None and existing.group_type == "consumer"
+                and self.ctx.migration.drop_if_empty(existing)):
+            existing = None  # an empty consumer group gives way to a new classic one
         host = self.ctx.classic_host(existing) if existing is not None else None
         if host is not None:  # classic members of a group of another type
             return host.join(existing, req)

@@ -85,6 +85,16 @@ class Migration(ConversionDriver[ConsumerGroup]):
         self.check_upgrade(group)
         self.upgrade(group)
 
+    def drop_if_empty(self, group: ConsumerGroup) -> bool:
+        """A classic JoinGroup naming an empty consumer group: the group goes (its offsets
+        stay, under their own keys) and the join starts a new classic group, as Kafka's
+        coordinator does when the policy allows a downgrade. Returns whether it went."""
+        if group.members or not self._allows("downgrade"):
+            return False
+        for record in self.tombstones(group):
+            self.ctx.emit(record)
+        return True
+
     def convert_members(self, group: ClassicGroup) -> list[ConvertedMember]:
         taken: set[tuple[str, int]] = set()
         out = []
@@ -147,11 +157,14 @@ class Migration(ConversionDriver[ConsumerGroup]):
         )
         return metadata, {t: tuple(sorted(ps)) for t, ps in sorted(assigned.items())}
 
-    def classic_assignment(self, member: ConsumerGroupMember, protocol_name: str) -> bytes:
+    def classic_assignment(self, group: ConsumerGroup, member: ConsumerGroupMember,
+                           protocol_name: str) -> bytes:
+        """The member's target as its classic assignment, as Kafka downgrades (a partition it
+        was still waiting for is its own in the classic group, which rebalances at once)."""
         meta = member.metadata.classic_member_metadata
         version = answer_version(meta.supported_protocols if meta else (), protocol_name)
-        return encode_assignment(Assignment(self.ctx.image.named(member.assigned_partitions)),
-                                 version)
+        target = self.ctx.image.named(group.target_of(member.member_id))
+        return encode_assignment(Assignment(target), version)
 
     def tombstones(self, group: ConsumerGroup) -> list[Record]:
         return group_tombstones(group)

@@ -7,8 +7,10 @@ asks a subclass for those differences through a few named hooks (see ``Conversio
 
 What it guarantees, for every group type:
 - an upgrade is refused, and nothing changes, unless the policy allows it, the classic group
-  speaks the type's embedded protocol, passes the type's own check, has room for the joiner
-  and is stable (checked in that order: Kafka's order, then Cohort's stability rule);
+  speaks the type's embedded protocol, passes the type's own check and has room for the joiner
+  (Kafka's order). A group in the middle of a rebalance converts too, as Kafka 4.4's does:
+  the JoinGroups and SyncGroups it holds are answered REBALANCE_IN_PROGRESS, and those members
+  rejoin as classic members of the new group;
 - a conversion is one event: a tombstone of the old representation, then the records of the
   new one, so the log never holds the group twice and replay rebuilds the same state;
 - upgrade: the generation becomes the group epoch, and what each classic member holds becomes
@@ -89,14 +91,6 @@ class ConversionDriver(Generic[G]):
                 Errors.GROUP_MAX_SIZE_REACHED,
                 f"Group {group.group_id} is larger than {self.max_size_key}.",
             )
-        if group.state != cg.STABLE:
-            # Cohort's choice (Kafka answers GROUP_ID_NOT_FOUND, fatal to its client): the
-            # assignment of a rebalancing group is not settled, so try again shortly.
-            raise CoordinatorError(
-                Errors.REBALANCE_IN_PROGRESS,
-                f"Classic group {group.group_id} is "
-                f"{group.state}; it converts to the new protocol once stable: retry.",
-            )
 
     def _refusal(self, group: ClassicGroup) -> tuple[Errors, str] | None:
         """Kafka's two reasons a classic group is not this type's (GROUP_ID_NOT_FOUND)."""
@@ -111,6 +105,7 @@ class ConversionDriver(Generic[G]):
     def upgrade(self, group: ClassicGroup) -> None:
         """The classic group becomes the modern one, at its generation, in one event."""
         gid, epoch = group.group_id, group.generation_id
+        self._end_waits(group)
         converted = self.convert_members(group)
         metadata_key, target_key, current_key = self.member_keys
         self.ctx.emit(Record(GroupMetadataKey(gid), None))
@@ -120,6 +115,20 @@ class ConversionDriver(Generic[G]):
             self.ctx.emit(Record(current_key(gid, c.member_id), c.current))
         for record in self.group_records(gid, epoch):
             self.ctx.emit(record)
+
+    def _end_waits(self, group: ClassicGroup) -> None:
+        """The JoinGroups and SyncGroups a rebalancing group holds are answered
+        REBALANCE_IN_PROGRESS (Kafka's ``completeAllJoinFutures`` / ``...SyncFutures``): their
+        members rejoin the converted group as its classic members."""
+        message = f"Group {group.group_id} is converting to the {self.label} protocol: rejoin."
+        for member in group.members.values():
+            for pending in (member.awaiting_join, member.awaiting_sync):
+                if pending is not None:
+                    reply = self.ctx.error_reply(pending, Errors.REBALANCE_IN_PROGRESS, message)
+                    if hasattr(reply, "member_id"):
+                        reply.member_id = member.member_id
+                    self.ctx.complete(pending, reply)
+            member.awaiting_join = member.awaiting_sync = None
 
     # ------------------------------------------------------------------ downgrade
 
@@ -165,7 +174,7 @@ class ConversionDriver(Generic[G]):
         classic.protocol_name = classic.select_protocol()
         for member in members:
             classic.members[member.member_id].assignment = self.classic_assignment(
-                member, classic.protocol_name
+                modern, member, classic.protocol_name
             )
         # The modern group's records go; its metadata tombstone takes the rest with it.
         for record in self.tombstones(modern):
@@ -187,7 +196,7 @@ class ConversionDriver(Generic[G]):
         is applied before the next is made, so a hook may read the group built so far)."""
         raise NotImplementedError
 
-    def classic_assignment(self, member: Any, protocol_name: str) -> bytes:
+    def classic_assignment(self, group: G, member: Any, protocol_name: str) -> bytes:
         raise NotImplementedError
 
     def tombstones(self, group: G) -> list[Record]:

@@ -267,13 +267,21 @@ def test_conversion_is_persisted_so_a_reload_sees_the_consumer_group():
     assert snapshot(fresh) == snapshot(shard)
 
 
-def test_a_classic_group_that_is_rebalancing_is_not_converted_yet():
+def test_a_classic_group_that_is_rebalancing_converts_and_its_held_joins_are_told_to_rejoin():
+    """Kafka 4.4 converts a group mid-rebalance: what the group holds is answered
+    REBALANCE_IN_PROGRESS, and those members rejoin as classic members of the new group."""
     shard = classic_group_at_generation_22()
     Classic(shard, "B", "b", 22).leave()  # B's leave starts a rebalance
-    before = shard.groups["g"]
-    resp = shard.handle(Member(shard, "A2", instance_id="a").join_request()).response
-    assert resp.error_code == Errors.REBALANCE_IN_PROGRESS
-    assert shard.groups["g"] is before
+    c = shard.handle(m.JoinGroupRequest(
+        group_id="g", member_id="C", group_instance_id="c", protocol_type="consumer",
+        session_timeout_ms=10_000, protocols=[m.JoinGroupRequestProtocol(
+            "range", shard.groups["g"].members["C"].protocols[0][1])]))
+    assert c.response is None  # C's rejoin waits for the others
+    result = shard.handle(Member(shard, "A2", instance_id="a").join_request())
+    assert result.response.error_code == Errors.NONE
+    assert shard.groups["g"].group_type == "consumer"
+    (held,) = [r for q, r in result.replies if type(q) is m.JoinGroupRequest]
+    assert held.error_code == Errors.REBALANCE_IN_PROGRESS and held.member_id == "C"
 
 
 def test_a_classic_group_of_another_protocol_type_is_not_a_consumer_group():
@@ -356,3 +364,19 @@ def test_a_classic_restart_of_the_last_new_protocol_member_converts_the_group_ba
     group = shard.groups["g"]
     assert isinstance(group, ClassicGroup) and group.state == "preparing_rebalance"
     assert group.static_members["a"] in group.members
+
+
+def test_a_classic_join_to_an_empty_consumer_group_starts_a_new_classic_group():
+    """As Kafka: the empty consumer group goes (its offsets stay) and the join is a classic
+    group's first, at generation 1 once its join phase ends."""
+    shard = GroupCoordinatorShard(metadata=image(foo=6))
+    a = Member(shard, "A")
+    a.join()
+    a.leave()
+    assert shard.groups["g"].group_type == "consumer" and not shard.groups["g"].members
+    shard.handle(m.JoinGroupRequest(
+        group_id="g", member_id="", group_instance_id="c", protocol_type="consumer",
+        session_timeout_ms=10_000, protocols=[m.JoinGroupRequestProtocol(
+            "range", encode_subscription(Subscription(["foo"])))]))
+    group = shard.groups["g"]
+    assert isinstance(group, ClassicGroup) and group.generation_id == 0
