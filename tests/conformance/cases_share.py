@@ -15,7 +15,9 @@ from tests.conformance.requests import (
     cg_heartbeat,
     join,
     join_group,
+    share_ack,
     share_describe,
+    share_fetch,
     share_heartbeat,
     share_join,
 )
@@ -135,4 +137,34 @@ def _other_types() -> list[Script]:
     ]
 
 
-CASES: list[Script] = [*_shapes(), *_errors(), *_other_types()]
+def _fetches() -> list[Script]:
+    """ShareFetch / ShareAcknowledge and their errors (the share-partitions' leader: the
+    bootstrap broker on both). Compared by error codes only (``requests.fetch_errors``)."""
+    return [
+        script("a member's first share fetch opens its session",
+               sj("a"), settled("a"), share_fetch("a", 0)),
+        script("a share session's next fetch at the next epoch",
+               sj("a"), settled("a"), share_fetch("a", 0), share_fetch("a", 1)),
+        script("a share fetch at an epoch that skips one",
+               sj("a"), settled("a"), share_fetch("a", 0), share_fetch("a", 5)),
+        script("a share fetch at a later epoch without a session",
+               sj("a"), settled("a"), share_fetch("a", 3)),
+        script("a share fetch that closes its session",
+               sj("a"), settled("a"), share_fetch("a", 0), share_fetch("a", -1)),
+        # Not compared (docs/decisions.md, "Differential conformance"): a fetch by a member
+        # the group does not know, or for a group that does not exist, is NONE on Kafka's
+        # share-partition leader and UNKNOWN_MEMBER_ID / GROUP_ID_NOT_FOUND on Cohort's.
+        script("a share fetch of an unknown topic",
+               sj("a"), settled("a"), share_fetch("a", 0, {"cf-missing": [0]})),
+        script("a share acknowledge at epoch 0 is refused",
+               sj("a"), settled("a"), share_ack("a", 0)),
+        script("a share acknowledge of an offset never acquired",
+               sj("a"), settled("a"), share_fetch("a", 0), share_ack("a", 1)),
+        script("a share acknowledge without a session",
+               sj("a"), settled("a"), share_ack("a", 2)),
+        script("a share acknowledge that closes its session",
+               sj("a"), settled("a"), share_fetch("a", 0), share_ack("a", -1, offsets={})),
+    ]
+
+
+CASES: list[Script] = [*_shapes(), *_errors(), *_other_types(), *_fetches()]

@@ -26,7 +26,7 @@ from kio.schema.errors import ErrorCode
 DROPPED = frozenset({"throttle_time", "error_message"})
 MEMBER_ID_KEYS = frozenset({"member_id", "leader"})
 EPOCH_KEYS = frozenset({"member_epoch", "group_epoch", "assignment_epoch", "generation_id"})
-ERROR_KEYS = frozenset({"error_code", "error", "topic_config_error_code"})
+ERROR_KEYS = frozenset({"error_code", "error", "topic_config_error_code", "acknowledge_error_code"})
 
 
 def error_name(code: int) -> str:

@@ -103,6 +103,48 @@ def share_describe(alias: str = "admin", groups: list | None = None, **kw: Any) 
     return _step(alias, "ShareGroupDescribe", body, kw)
 
 
+def share_fetch(alias: str, epoch: int, partitions: dict[str, list[int]] | None = None,
+                **kw: Any) -> Step:
+    """ShareFetch of ``partitions`` (cf-foo's by default) in share session epoch ``epoch``,
+    waiting for nothing; compared by its error codes only (Kafka's topic is empty, Cohort's
+    stream synthetic: what is acquired differs by construction, whether it may be does not)."""
+    partitions = {FOO: [0, 1, 2]} if partitions is None else partitions
+    body = {"group_id": GROUP, "member_id": Id(alias), "share_session_epoch": epoch,
+            "max_wait": 0, "min_bytes": 0, "max_bytes": 1 << 20, "max_records": 10,
+            "batch_size": 10, "forgotten_topics_data": [],
+            "topics": [{"topic_id": Topic(t), "partitions": [
+                {"partition_index": p, "acknowledgement_batches": []} for p in ps]}
+                for t, ps in partitions.items()]}
+    kw.setdefault("record", False)
+    kw.setdefault("view", fetch_errors)
+    return _step(alias, "ShareFetch", body, kw)
+
+
+def share_ack(alias: str, epoch: int, offsets: dict[str, dict[int, int]] | None = None,
+              **kw: Any) -> Step:
+    """ShareAcknowledge (ACCEPT) of one offset per partition ({topic: {partition: offset}})."""
+    offsets = {FOO: {0: 0}} if offsets is None else offsets
+    body = {"group_id": GROUP, "member_id": Id(alias), "share_session_epoch": epoch,
+            "topics": [{"topic_id": Topic(t), "partitions": [
+                {"partition_index": p, "acknowledgement_batches": [
+                    {"first_offset": o, "last_offset": o, "acknowledge_types": [1]}]}
+                for p, o in parts.items()]} for t, parts in offsets.items()]}
+    kw.setdefault("record", False)
+    kw.setdefault("view", fetch_errors)
+    return _step(alias, "ShareAcknowledge", body, kw)
+
+
+def fetch_errors(reply: dict) -> dict:
+    """A ShareFetch / ShareAcknowledge reply's errors: the request's and each partition's
+    that is not NONE (a partition with nothing to say is left out of Kafka's reply and in
+    Cohort's, whose stream always has records: which partitions appear is data, not rules)."""
+    return {"error_code": reply["error_code"], "partitions": sorted(
+        (t["topic_id"], p["partition_index"], p["error_code"],
+         p.get("acknowledge_error_code", "NONE"))
+        for t in reply.get("responses", []) for p in t["partitions"]
+        if p["error_code"] != "NONE" or p.get("acknowledge_error_code", "NONE") != "NONE")}
+
+
 # ------------------------------------------------------------------------ classic groups
 
 CONSUMER = "consumer"

@@ -34,10 +34,13 @@ API_KEYS = {
     "ConsumerGroupDescribe": 69,
     "ShareGroupHeartbeat": 76,
     "ShareGroupDescribe": 77,
+    "ShareFetch": 78,
+    "ShareAcknowledge": 79,
 }
 # APIs a client sends to any broker, not to the group's coordinator.
 TO_BOOTSTRAP = frozenset({"Metadata", "ListGroups", "DescribeConfigs",
-                          "IncrementalAlterConfigs", "CreateTopics", "FindCoordinator"})
+                          "IncrementalAlterConfigs", "CreateTopics", "FindCoordinator",
+                          "ShareFetch", "ShareAcknowledge"})  # these: the partitions' leader
 
 
 # ------------------------------------------------------------------------ placeholders
