@@ -47,6 +47,7 @@ def _join_cases(v: int) -> list[Script]:
     }
     if v == 0:  # SubscribedTopicRegex came in v1: a v0 join cannot carry one
         bad_joins = {k: f for k, f in bad_joins.items() if "subscribed_topic_regex" not in f}
+        bad_joins["a member id of its own"] = {"member_id": Id("a")}
     return [script(f"v{v} join with {what}", join("a", version=v, **fields,
                                                    **_resolved_later(fields)))
             for what, fields in bad_joins.items()]
