@@ -159,12 +159,13 @@ class Migration(ConversionDriver[ConsumerGroup]):
 
     def classic_assignment(self, group: ConsumerGroup, member: ConsumerGroupMember,
                            protocol_name: str) -> bytes:
-        """The member's target as its classic assignment, as Kafka downgrades (a partition it
-        was still waiting for is its own in the classic group, which rebalances at once)."""
+        """What the member holds as its classic assignment. Kafka gives its target instead
+        (docs/decisions.md, "Differential conformance": a partition another member still
+        revokes would then be owned twice, which the upgrade chaos test catches)."""
         meta = member.metadata.classic_member_metadata
         version = answer_version(meta.supported_protocols if meta else (), protocol_name)
-        target = self.ctx.image.named(group.target_of(member.member_id))
-        return encode_assignment(Assignment(target), version)
+        held = self.ctx.image.named(member.assigned_partitions)
+        return encode_assignment(Assignment(held), version)
 
     def tombstones(self, group: ConsumerGroup) -> list[Record]:
         return group_tombstones(group)
