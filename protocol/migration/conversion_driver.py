@@ -7,10 +7,10 @@ asks a subclass for those differences through a few named hooks (see ``Conversio
 
 What it guarantees, for every group type:
 - an upgrade is refused, and nothing changes, unless the policy allows it, the classic group
-  speaks the type's embedded protocol, passes the type's own check and has room for the joiner
-  (Kafka's order). A group in the middle of a rebalance converts too, as Kafka 4.4's does:
-  the JoinGroups and SyncGroups it holds are answered REBALANCE_IN_PROGRESS, and those members
-  rejoin as classic members of the new group;
+  speaks the type's embedded protocol, passes the type's own check, has room for the joiner
+  and is stable (checked in that order: Kafka's order, then Cohort's stability rule: Kafka 4.4
+  converts a rebalancing group too, which lets a partition be owned twice by Cohort's classic
+  clients, ``TestUpgradeChaos``);
 - a conversion is one event: a tombstone of the old representation, then the records of the
   new one, so the log never holds the group twice and replay rebuilds the same state;
 - upgrade: the generation becomes the group epoch, and what each classic member holds becomes
@@ -91,6 +91,15 @@ class ConversionDriver(Generic[G]):
                 Errors.GROUP_MAX_SIZE_REACHED,
                 f"Group {group.group_id} is larger than {self.max_size_key}.",
             )
+        if group.state != cg.STABLE:
+            # Cohort's rule (Kafka 4.4 converts a rebalancing group and answers what it holds
+            # REBALANCE_IN_PROGRESS): the assignment of a rebalancing group is not settled, and
+            # converting it lets a partition be owned twice (TestUpgradeChaos). Try again soon.
+            raise CoordinatorError(
+                Errors.REBALANCE_IN_PROGRESS,
+                f"Classic group {group.group_id} is "
+                f"{group.state}; it converts to the new protocol once stable: retry.",
+            )
 
     def _refusal(self, group: ClassicGroup) -> tuple[Errors, str] | None:
         """Kafka's two reasons a classic group is not this type's (GROUP_ID_NOT_FOUND)."""
@@ -105,7 +114,6 @@ class ConversionDriver(Generic[G]):
     def upgrade(self, group: ClassicGroup) -> None:
         """The classic group becomes the modern one, at its generation, in one event."""
         gid, epoch = group.group_id, group.generation_id
-        self._end_waits(group)
         converted = self.convert_members(group)
         metadata_key, target_key, current_key = self.member_keys
         self.ctx.emit(Record(GroupMetadataKey(gid), None))
@@ -115,20 +123,6 @@ class ConversionDriver(Generic[G]):
             self.ctx.emit(Record(current_key(gid, c.member_id), c.current))
         for record in self.group_records(gid, epoch):
             self.ctx.emit(record)
-
-    def _end_waits(self, group: ClassicGroup) -> None:
-        """The JoinGroups and SyncGroups a rebalancing group holds are answered
-        REBALANCE_IN_PROGRESS (Kafka's ``completeAllJoinFutures`` / ``...SyncFutures``): their
-        members rejoin the converted group as its classic members."""
-        message = f"Group {group.group_id} is converting to the {self.label} protocol: rejoin."
-        for member in group.members.values():
-            for pending in (member.awaiting_join, member.awaiting_sync):
-                if pending is not None:
-                    reply = self.ctx.error_reply(pending, Errors.REBALANCE_IN_PROGRESS, message)
-                    if hasattr(reply, "member_id"):
-                        reply.member_id = member.member_id
-                    self.ctx.complete(pending, reply)
-            member.awaiting_join = member.awaiting_sync = None
 
     # ------------------------------------------------------------------ downgrade
 

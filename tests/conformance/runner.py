@@ -67,6 +67,9 @@ def _group_of(body: dict) -> str | None:
 
 
 class _Play:
+    """One script on one system: its connections (one per alias and broker), the replies it
+    parked, what it learnt (``Context``) and how it renames (``Names``)."""
+
     def __init__(self, system: System, script: Script, groups: list[str]) -> None:
         self.system = system
         self.script = script

@@ -98,10 +98,6 @@ class Connection:
             raise ValueError(f"reply to correlation {got}, expected {correlation}")
         return body
 
-    @property
-    def in_flight(self) -> int:
-        return len(self._waiting)
-
     def call(self, api_key: int, version: int, body: dict) -> dict:
         self.send(api_key, version, body)
         return self.receive()

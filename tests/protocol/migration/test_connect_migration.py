@@ -212,14 +212,12 @@ def test_a_duplicated_unit_in_classic_assignments_goes_to_one_worker_only():
     assert group_of(shard).owner_of(("sink", -1)) == "A"
 
 
-def test_a_rebalancing_classic_group_converts_as_a_stable_one_does():
-    """One rule for both migrations, Kafka 4.4's: a classic group converts mid-rebalance too
-    (the requests it holds are answered REBALANCE_IN_PROGRESS and rejoin)."""
+def test_a_rebalancing_classic_group_is_answered_rebalance_in_progress_and_kept():
     shard = fresh_shard()
     classic_connect_group(shard, WORK, state="completing_rebalance")
     result = new_worker_join(shard)
-    assert result.response.error_code == Errors.NONE
-    assert not isinstance(group_of(shard), ClassicGroup)
+    assert result.response.error_code == Errors.REBALANCE_IN_PROGRESS
+    assert result.records == [] and isinstance(group_of(shard), ClassicGroup)
 
 
 @pytest.mark.parametrize(

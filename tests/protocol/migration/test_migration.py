@@ -267,21 +267,14 @@ def test_conversion_is_persisted_so_a_reload_sees_the_consumer_group():
     assert snapshot(fresh) == snapshot(shard)
 
 
-def test_a_classic_group_that_is_rebalancing_converts_and_its_held_joins_are_told_to_rejoin():
-    """Kafka 4.4 converts a group mid-rebalance: what the group holds is answered
-    REBALANCE_IN_PROGRESS, and those members rejoin as classic members of the new group."""
+def test_a_classic_group_that_is_rebalancing_is_not_converted_yet():
+    """Cohort's rule, not Kafka 4.4's (docs/decisions.md, "Online migration")."""
     shard = classic_group_at_generation_22()
     Classic(shard, "B", "b", 22).leave()  # B's leave starts a rebalance
-    c = shard.handle(m.JoinGroupRequest(
-        group_id="g", member_id="C", group_instance_id="c", protocol_type="consumer",
-        session_timeout_ms=10_000, protocols=[m.JoinGroupRequestProtocol(
-            "range", shard.groups["g"].members["C"].protocols[0][1])]))
-    assert c.response is None  # C's rejoin waits for the others
-    result = shard.handle(Member(shard, "A2", instance_id="a").join_request())
-    assert result.response.error_code == Errors.NONE
-    assert shard.groups["g"].group_type == "consumer"
-    (held,) = [r for q, r in result.replies if type(q) is m.JoinGroupRequest]
-    assert held.error_code == Errors.REBALANCE_IN_PROGRESS and held.member_id == "C"
+    before = shard.groups["g"]
+    resp = shard.handle(Member(shard, "A2", instance_id="a").join_request()).response
+    assert resp.error_code == Errors.REBALANCE_IN_PROGRESS
+    assert shard.groups["g"] is before
 
 
 def test_a_classic_group_of_another_protocol_type_is_not_a_consumer_group():
