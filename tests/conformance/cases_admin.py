@@ -25,6 +25,7 @@ from tests.conformance.requests import (
 from tests.conformance.script import BAR, FOO, GROUP, GROUP2, Script, script
 
 ADMIN_COMMIT = {"member_id": "", "generation_id_or_member_epoch": -1}
+GROUP_CONFIG = 8  # DescribeConfigs' source of a group's own config
 # The group configs both define (Kafka 4.4 has more: docs/decisions.md, "Differential
 # conformance"; Cohort has Connect's scheduled rebalance delay).
 BOTH_DEFINE = ["consumer.heartbeat.interval.ms", "consumer.session.timeout.ms",
@@ -136,8 +137,20 @@ def _deletes() -> list[Script]:
     ]
 
 
+def _set(reply: dict) -> bool:
+    """``until``: the described config is the group's own (Kafka applies a change through its
+    metadata log, a moment after IncrementalAlterConfigs answers)."""
+    return all(c["config_source"] == GROUP_CONFIG for c in reply["results"][0]["configs"])
+
+
+def _unset(reply: dict) -> bool:
+    """``until``: the described config is no longer the group's own."""
+    return all(c["config_source"] != GROUP_CONFIG for c in reply["results"][0]["configs"])
+
+
 def _configs() -> list[Script]:
     session, interval = "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"
+    share_interval = "share.heartbeat.interval.ms"
     return [
         script("describe configs of a group with none set",
                describe_configs(names=[session, interval])),
@@ -146,10 +159,11 @@ def _configs() -> list[Script]:
         script("describe configs naming an unknown config",
                describe_configs(names=["no.such.config"])),
         script("set a group's session timeout and describe it",
-               alter_configs(changes={session: "5000"}), describe_configs(names=[session])),
+               alter_configs(changes={session: "5000"}),
+               describe_configs(names=[session], until=_set)),
         script("set a group's heartbeat interval and see it in the heartbeat",
-               alter_configs(changes={interval: "200"}), join("a"),
-               describe_configs(names=[interval])),
+               alter_configs(changes={interval: "200"}),
+               describe_configs(names=[interval], until=_set), join("a")),
         script("set a session timeout below the broker's minimum",
                alter_configs(changes={session: "10"}), describe_configs(names=[session])),
         script("set a session timeout above the broker's maximum",
@@ -158,8 +172,10 @@ def _configs() -> list[Script]:
                alter_configs(changes={session: "soon"})),
         script("set an unknown group config", alter_configs(changes={"no.such.config": "1"})),
         script("delete a group config returns it to the default",
-               alter_configs(changes={session: "5000"}), alter_configs(changes={session: None}),
-               describe_configs(names=[session])),
+               alter_configs(changes={session: "5000"}),
+               describe_configs(names=[session], until=_set),
+               alter_configs(changes={session: None}),
+               describe_configs(names=[session], until=_unset)),
         script("append to a group config is refused",
                alter_configs(changes={session: "5000"}, op=2)),
         script("subtract from a group config is refused",
@@ -168,18 +184,18 @@ def _configs() -> list[Script]:
                alter_configs(changes={session: "5000"}, validate_only=True),
                describe_configs(names=[session])),
         script("set a share group's heartbeat interval",
-               alter_configs(changes={"share.heartbeat.interval.ms": "200"}),
-               share_join("a"), describe_configs(names=["share.heartbeat.interval.ms"])),
+               alter_configs(changes={share_interval: "200"}),
+               describe_configs(names=[share_interval], until=_set), share_join("a")),
         script("set a share group's auto offset reset",
                alter_configs(changes={"share.auto.offset.reset": "earliest"}),
-               describe_configs(names=["share.auto.offset.reset"])),
+               describe_configs(names=["share.auto.offset.reset"], until=_set)),
         script("set a bad share auto offset reset",
                alter_configs(changes={"share.auto.offset.reset": "sometime"})),
         script("set configs of a group with an empty name",
                alter_configs(changes={session: "5000"}, group="")),
         script("a live group's session timeout changes",
                join("a"), alter_configs(changes={session: "6000"}),
-               describe_configs(names=[session])),
+               describe_configs(names=[session], until=_set)),
     ]
 
 
