@@ -6,10 +6,9 @@ an unknown state or type matches nothing (Kafka answers an empty list, not an er
 from __future__ import annotations
 
 from protocol import messages as m
-from protocol.classic.group import EMPTY
 from protocol.context import ShardContext
 from protocol.group_states import state_key
-from protocol.group_types import type_of
+from protocol.group_types import SIMPLE_GROUP_STATE, SIMPLE_GROUPS, type_of
 from protocol.validation import check_types
 
 
@@ -20,7 +19,7 @@ def list_groups(ctx: ShardContext, req: m.ListGroupsRequest) -> m.ListGroupsResp
     entries = [
         (gid, type_of(g).list_protocol_type(g), g.state, g.group_type)
         for gid, g in ctx.groups.items()
-    ] + [(gid, "", EMPTY, "classic") for gid in ctx.offset_only_groups()]
+    ] + [(gid, "", SIMPLE_GROUP_STATE, SIMPLE_GROUPS.name) for gid in ctx.offset_only_groups()]
     return m.ListGroupsResponse(groups=[
         m.ListedGroup(*entry) for entry in sorted(entries)
         if not (states and state_key(entry[2]) not in states)
