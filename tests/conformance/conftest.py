@@ -63,9 +63,10 @@ def kafka_config(c: CoordinatorConfig, partitions: int) -> dict[str, object]:
 
 
 @pytest.fixture(scope="session")
-def reference_kafka():
+def kafka_as_cohort():
     """Apache Kafka 4.4 configured as the session's Cohort (this directory's own broker: the
-    suite-wide one keeps Kafka's defaults for the tests that want them)."""
+    suite-wide ``reference_kafka`` keeps Kafka's defaults for the tests that want them, and is
+    not asked for here, so the session does not start it too)."""
     kafka = ReferenceKafka(config=kafka_config(RAY_TEST_CONFIG, RAY_TEST_PARTITIONS),
                            ready_timeout_s=KAFKA_READY_S).start()
     try:
@@ -82,8 +83,8 @@ class Systems:
 
 
 @pytest.fixture(scope="session")
-def systems(reference_kafka, cluster, gateway):  # noqa: F811 - the imported fixture
-    kafka = System("kafka", reference_kafka.bootstrap)
+def systems(kafka_as_cohort, cluster, gateway):  # noqa: F811 - the imported fixture
+    kafka = System("kafka", kafka_as_cohort.bootstrap)
     cohort = System("cohort", gateway)
     create_topics_on_kafka(kafka, TOPICS)
     known = {t.name for t in cluster.topics()}
@@ -99,8 +100,6 @@ def systems(reference_kafka, cluster, gateway):  # noqa: F811 - the imported fix
 
 
 # ------------------------------------------------------------------------------ summary
-
-
 
 
 def pytest_terminal_summary(terminalreporter) -> None:
