@@ -280,4 +280,6 @@ def error_response(req: object, error: Errors, message: str | None) -> object:
     resp.error_code = error
     if hasattr(resp, "error_message"):
         resp.error_message = message
+    if type(req) is m.JoinGroupRequest and type(req.member_id) is str:
+        resp.member_id = req.member_id  # Kafka's JoinGroup refusals name the member
     return resp

@@ -74,6 +74,7 @@ class MigrationPort(Protocol):
 
     def before_consumer_heartbeat(self, req: m.ConsumerGroupHeartbeatRequest) -> None: ...
     def maybe_downgrade(self, group: ConsumerGroup) -> bool: ...
+    def drop_if_empty(self, group: ConsumerGroup) -> bool: ...
 
 
 class ConnectPort(Protocol):
@@ -135,6 +136,10 @@ class ShardContext(Protocol):
 
     def describe_classic(self, group, history: list) -> m.DescribeGroupsResponseGroup:
         """``group`` as DescribeGroups shows it, in its type's shape."""
+
+    def offset_only_groups(self) -> set[str]:
+        """Groups known only by their committed offsets (Kafka's simple groups: an EMPTY
+        classic group with no protocol type, as Kafka's describe and list show them)."""
 
     def error_reply(self, request: object, error: Errors, message: str | None) -> object:
         """The reply ``request`` expects, carrying ``error`` (for ended waits)."""

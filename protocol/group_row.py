@@ -97,7 +97,8 @@ class GroupType:
     # shard -> the function that applies one of its records to that shard (bound once)
     replayer: Callable[[Shard], Callable[[Record], None]]
     # Refuse the commit (CoordinatorError), or say which of its partitions may land: (topic id,
-    # partition) -> bool, the others refused with STALE_MEMBER_EPOCH; None: every one.
+    # partition) -> bool (KIP-1251's per-partition check; one known partition refused refuses
+    # the commit's every known partition with STALE_MEMBER_EPOCH, as Kafka); None: every one.
     validate_offset_commit: Callable[
         [Group, m.OffsetCommitRequest], Callable[[str, int], bool] | None
     ]

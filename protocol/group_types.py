@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from protocol.classic.group import EMPTY as CLASSIC_EMPTY
 from protocol.classic.row import ROW as CLASSIC
 from protocol.connect.row import ROW as CONNECT
 from protocol.consumer.row import ROW as CONSUMER
@@ -35,6 +36,7 @@ __all__ = [
     "GROUP_TYPES",
     "RECORD_SCHEMAS",
     "SIMPLE_GROUPS",
+    "SIMPLE_GROUP_STATE",
     "GroupType",
     "group_counts",
     "type_of",
@@ -62,6 +64,8 @@ GROUP_TOMBSTONE_SCOPE: dict[int, frozenset[int]] = {
 # without group management) has no group object; the tools show it as Kafka does, an empty
 # group of this row.
 SIMPLE_GROUPS: GroupType = CLASSIC
+# ... and in this state (ListGroups and DescribeGroups show it EMPTY, as Kafka does).
+SIMPLE_GROUP_STATE: str = CLASSIC_EMPTY
 
 
 def type_of(group: Group) -> GroupType:

@@ -72,6 +72,7 @@ from protocol.consumer.messages import (  # noqa: F401
 )
 from protocol.errors import Errors
 from protocol.offsets.messages import (  # noqa: F401
+    OFFSET_COMMIT_MEMBER_EPOCH_VERSION,
     DeletableGroupResult,
     DeleteGroupsRequest,
     DeleteGroupsResponse,

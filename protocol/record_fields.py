@@ -111,14 +111,19 @@ def _compile_dataclass_decoder(cls: type) -> Callable[[Any, str], Any]:
     added = getattr(cls, "ADDED_FIELDS", 0)
     env: dict[str, Any] = {"RecordDecodeError": RecordDecodeError, "cls": cls}
     env["new"] = object.__new__
-    env["LATER"] = [f.default for f in fields[count - added:]]
-    assert all(d is not dataclasses.MISSING for d in env["LATER"]), cls
+    later = fields[count - added:]
+    assert all(f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+               for f in later), cls
+    # Their defaults as a record holds them, so the shorter record decodes as a whole one.
+    env["LATER"] = [to_wire(f.default if f.default is not dataclasses.MISSING
+                            else f.default_factory()) for f in later]
     counts = f"len(wire) != {count}" if not added else \
         f"not {count - added} <= len(wire) <= {count}"
+    needs = f"{count}" if not added else f"{count - added} to {count}"
     body = [
         "def decode(wire, path):",
         f"    if type(wire) is not list or {counts}:",
-        f"        raise RecordDecodeError(f'{{path}}: {cls.__name__} needs {count} fields')",
+        f"        raise RecordDecodeError(f'{{path}}: {cls.__name__} needs {needs} fields')",
     ]
     if added:
         body += [f"    if len(wire) < {count}:",

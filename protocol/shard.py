@@ -262,7 +262,13 @@ class GroupCoordinatorShard:
 
     def describe_classic(self, group, history: list) -> m.DescribeGroupsResponseGroup:
         """``group`` as DescribeGroups shows it, in its row's shape."""
-        return type_of(group).describe_classic(self, group, history)
+        entry = type_of(group).describe_classic(self, group, history)
+        entry.group_type = group.group_type
+        return entry
+
+    def offset_only_groups(self) -> set[str]:
+        """Groups known only by their committed offsets (Kafka's simple groups)."""
+        return self.offsets.offsets.keys() - self.groups.keys()
 
     def error_reply(self, request: object, error: Errors, message: str | None) -> object:
         """The reply ``request`` expects, carrying ``error``: for waits the rules end."""

@@ -26,6 +26,10 @@ RAY_TEST_CONFIG = CoordinatorConfig(
     group_consumer_heartbeat_interval_ms=300,
     group_consumer_min_heartbeat_interval_ms=100,
     group_consumer_max_heartbeat_interval_ms=5_000,
+    # Cohort's short interval for a member with a step waiting is its own (decisions.md,
+    # "Heartbeat"), off under Kafka's defaults; off here too, so that tests/conformance compares
+    # every heartbeat reply with Apache Kafka's configured alike.
+    group_consumer_reconciliation_heartbeat_interval_ms=300,
     group_min_session_timeout_ms=1_000,
     group_initial_rebalance_delay_ms=300,
     group_connect_session_timeout_ms=4_000,

@@ -295,7 +295,7 @@ class Listener:
             loop = asyncio.get_running_loop()
             batch = self._batch = _Batch([], loop.create_future())
             loop.call_soon(self._submit_batch, batch)
-        batch.requests.append(req.api.decode(body))
+        batch.requests.append(req.api.decode(body, req.version))
         return Pending(batch.done, functools.partial(_encode_commit, req, len(batch.requests) - 1))
 
     def _submit_batch(self, batch: _Batch) -> None:

@@ -211,13 +211,13 @@ async def offset_commit(core: GatewayCore, req: WireRequest) -> dict:
               if not core.may(req, "READ", TOPIC, n)}
     api = req.api
     if not denied:  # the hot path: every topic allowed, the reply is the partition's
-        reply = await core.router.call(await pure(api.decode, body))
+        reply = await core.router.call(await pure(api.decode, body, req.version))
         return await pure(api.encode, reply, body)
     allowed = {**body, "topics": [t for t in body.get("topics", []) if t["name"] not in denied]}
     reply = {"topics": []}
     if allowed["topics"]:
-        reply = await pure(api.encode, await core.router.call(await pure(api.decode, allowed)),
-                           allowed)
+        reply = await pure(api.encode, await core.router.call(
+            await pure(api.decode, allowed, req.version)), allowed)
     refused = offsets.commit_refused(
         {"topics": [t for t in body.get("topics", []) if t["name"] in denied]},
         Errors.TOPIC_AUTHORIZATION_FAILED)

@@ -224,8 +224,8 @@ async def _alter_group(core: GatewayCore, name: str, ops: list[dict], validate_o
                        ) -> dict:
     try:
         new = configs.altered_group_config(await core.controller.group_config.remote(name), ops)
-        if not name:
-            raise CoordinatorError(Errors.INVALID_GROUP_ID, "The group id must not be empty.")
+        if not name:  # Kafka's answer to a GROUP resource without a name
+            raise CoordinatorError(Errors.INVALID_REQUEST, "The group id must not be empty.")
         _check_group_config(new, core.config)
     except configs.ConfigRefused as e:
         return configs.alter_result(configs.GROUP, name, e.error, e.message)

@@ -133,11 +133,11 @@ class ClassicGroup:
         self.state_timestamp_ms = now_ms
 
     def add(self, member: ClassicMember) -> None:
+        if not self.members:  # an empty group takes its first joiner's protocol type
+            self.protocol_type = member.protocol_type
         self.members[member.member_id] = member
         if member.group_instance_id is not None:
             self.static_members[member.group_instance_id] = member.member_id
-        if self.protocol_type is None:
-            self.protocol_type = member.protocol_type
         if self.leader_id is None:
             self.leader_id = member.member_id
 
@@ -154,8 +154,8 @@ class ClassicGroup:
             # Prefer a member already waiting in the join phase: it can lead at once.
             waiting = [mid for mid, mem in self.members.items() if mem.awaiting_join is not None]
             self.leader_id = (waiting or list(self.members) or [None])[0]
-        if not self.members:
-            self.protocol_type = None
+        # An empty group keeps its protocol type (Kafka's describe and list still show it)
+        # until its next first joiner brings one.
         return member
 
     def replace_static(self, old_id: str, new_id: str) -> ClassicMember:

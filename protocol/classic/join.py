@@ -34,6 +34,12 @@ class JoinRules:
         check_types(req)
         self._validate(req)
         existing = self.ctx.groups.get(req.group_id)
+        if (existing is not None and existing.group_type == "consumer" and not req.member_id
+                and req.protocol_type and req.protocols
+                and self.ctx.migration.drop_if_empty(existing)):
+            # A new member's join to an empty consumer group: it gives way to a new classic
+            # group (only a join that will be accepted drops it: a refusal leaves no trace).
+            existing = None
         host = self.ctx.classic_host(existing) if existing is not None else None
         if host is not None:  # classic members of a group of another type
             return host.join(existing, req)

@@ -59,10 +59,12 @@ class MembershipRules:
         host = self.ctx.classic_host(group) if group is not None else None
         if host is not None:  # classic members of a group of another type
             return host.leave(group, req)
-        if group is None:
-            raise CoordinatorError(
-                Errors.UNKNOWN_MEMBER_ID, f"Group {req.group_id} has no members."
-            )
+        if group is None:  # Kafka: the request succeeds, each member is unknown
+            return m.LeaveGroupResponse(members=[
+                m.LeaveGroupResponseMember(x.member_id, x.group_instance_id,
+                                           Errors.UNKNOWN_MEMBER_ID)
+                for x in req.members
+            ])
         results = []
         left: list[tuple[ClassicMember, str | None]] = []
         for identity in req.members:
@@ -107,6 +109,10 @@ class MembershipRules:
             history = [m.RebalanceCause(**vars(c)) for c in self.ctx.history.of(gid)]
             if group is not None:  # in its type's shape (the group-type table's row)
                 out.append(self.ctx.describe_classic(group, history))
+            elif gid in self.ctx.offset_only_groups():  # Kafka's simple group
+                out.append(m.DescribeGroupsResponseGroup(
+                    group_id=gid, group_state=cg.EMPTY, generation_id=0,
+                    rebalance_history=history))
             else:
                 out.append(
                     m.DescribeGroupsResponseGroup(

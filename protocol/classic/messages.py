@@ -164,6 +164,9 @@ class DescribeGroupsResponseGroup:
     generation_id: Int32 = -1
     leader: str = ""
     rebalance_history: list[RebalanceCause] = field(default_factory=list)
+    # The group's type: a group of another type is shown in the classic shape to Cohort's own
+    # callers; Kafka's wire says such a group is not found (``protocol.wire.classic``).
+    group_type: str = "classic"
 
 
 @dataclass

@@ -41,6 +41,8 @@ class Rebalances:
         """Start (or restart) a join phase, remembering why."""
         gid = group.group_id
         if group.state == cg.COMPLETING_REBALANCE:
+            for each in group.members.values():  # Kafka's resetAndPropagateAssignmentWithError
+                each.assignment = b""
             self.fail_pending_syncs(group)
         self.ctx.timers.cancel(SyncDeadline(gid))
         was_empty = group.state == cg.EMPTY
@@ -90,9 +92,9 @@ class Rebalances:
         group.protocol_name = group.select_protocol()
         if group.leader_id not in group.members:
             group.leader_id = next(iter(group.members))
+        # Members keep their last assignment until the leader's SyncGroup brings new ones (a
+        # rebalance interrupting this phase clears them: ``prepare``), as Kafka's do.
         group.transition_to(cg.COMPLETING_REBALANCE, self.ctx.now_ms)
-        for member in group.members.values():
-            member.assignment = b""
         group.topics = self.subscribed_topics(group)
         self.persist(group)
         for member in group.members.values():

@@ -138,19 +138,22 @@ def offsets_empty_since_ms(group: ClassicGroup) -> int | None:
 def describe_classic_group(
     group: ClassicGroup, history: list[m.RebalanceCause]
 ) -> m.DescribeGroupsResponseGroup:
-    """The DescribeGroups entry of ``group``, with why it rebalanced (``history``)."""
+    """The DescribeGroups entry of ``group``, with why it rebalanced (``history``). As Kafka's,
+    only a STABLE group shows its protocol and its members' metadata (in any other state they
+    are a generation's work in progress); assignments are what the members hold."""
+    stable = group.state == cg.STABLE
     return m.DescribeGroupsResponseGroup(
         group_id=group.group_id,
         group_state=group.state,
         protocol_type=group.protocol_type or "",
-        protocol_data=group.protocol_name or "",
+        protocol_data=(group.protocol_name or "") if stable else "",
         members=[
             m.DescribedGroupMember(
                 member_id=mem.member_id,
                 group_instance_id=mem.group_instance_id,
                 client_id=mem.client_id,
                 client_host=mem.client_host,
-                member_metadata=mem.metadata_for(group.protocol_name),
+                member_metadata=mem.metadata_for(group.protocol_name) if stable else b"",
                 member_assignment=mem.assignment,
             )
             for mem in group.members.values()

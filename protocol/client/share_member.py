@@ -6,8 +6,8 @@ Two request streams, one in flight each, as Kafka's share consumer keeps them:
   client-generated member id, keep the epoch the replies give, leave at -1. The assignment is
   the partitions the member may fetch; members share partitions, so there is nothing to revoke
   before acknowledging (unlike KIP-848): a partition no longer assigned is simply not fetched.
-  Fenced (UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH): rejoin at epoch 0; the coordinator has
-  released whatever the member held, so it forgets it too.
+  Fenced (UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, or GROUP_ID_NOT_FOUND once joined): rejoin at
+  epoch 0; the coordinator has released whatever the member held, so it forgets it too.
 * ShareFetch of the assigned partitions, carrying the acknowledgements of what it processed
   (piggybacked, as the real client does in explicit mode); each reply's acquired ranges are the
   records to process. The last fetch on leaving closes the session (``close_session``): its
@@ -88,7 +88,10 @@ class ShareMemberClient:
             self.state = "stopped"
             self._event(now_s, "left", epoch=LEAVE_EPOCH)
             return
-        if resp.error_code in FENCED:
+        if resp.error_code in FENCED or (resp.error_code == Errors.GROUP_ID_NOT_FOUND
+                                         and self.epoch > JOIN_EPOCH):
+            # A joined member whose group is gone (deleted while it was away: Kafka's answer
+            # to a heartbeat with an epoch) starts over, as a fenced one does.
             self._fenced(now_s)
             return
         if resp.error_code != Errors.NONE:

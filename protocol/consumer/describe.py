@@ -54,10 +54,14 @@ def _member(
         client_host=member.client_host,
         subscribed_topic_names=list(member.subscribed_topic_names),
         subscribed_topic_regex=member.subscribed_topic_regex,
-        assignment=m.DescribedAssignment(described(member.assigned_partitions)),
+        # What the member holds now, partitions it is still revoking included (Kafka's
+        # describe shows both; the target shows where it is going).
+        assignment=m.DescribedAssignment(described(
+            pm.union(member.assigned_partitions, member.partitions_pending_revocation))),
         target_assignment=m.DescribedAssignment(described(group.target_of(member.member_id))),
         member_state=member.state.label,
         pending_topic_partitions=described(group.pending_of(member)),
+        classic=member.is_classic,
     )
 
 

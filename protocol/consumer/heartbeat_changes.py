@@ -1,9 +1,10 @@
 """What a heartbeat changes about its member, and which changes matter.
 
 A heartbeat's null fields mean "unchanged"; the rest are applied to the member. Some changes
-trigger a rebalance (seed 000: subscription, regex, rack, assignors; and a regex subscriber's
-view of the topics, which every heartbeat states); some replies must carry the assignment (a
-full heartbeat, or one whose member's assignment moved).
+trigger a rebalance (subscription, regex, assignors, and a regex subscriber's view of the
+topics, which every heartbeat states: seed 000's trigger chapter is elided, and Kafka 4.4 does
+not rebalance for a member's new rack); some replies must carry the assignment (a full
+heartbeat, or one whose member's assigned partitions moved).
 """
 
 from __future__ import annotations
@@ -25,26 +26,24 @@ def is_full(req: m.ConsumerGroupHeartbeatRequest) -> bool:
 
 
 def assignment_changed(before: ConsumerGroupMember | None, after: ConsumerGroupMember) -> bool:
-    return (
-        before is None
-        or before.member_epoch != after.member_epoch
-        or before.assigned_partitions != after.assigned_partitions
-        or before.partitions_pending_revocation != after.partitions_pending_revocation
-    )
+    """Whether a reply carries the assignment although the request did not ask for it:
+    Kafka's rule (``hasAssignedPartitionsChanged``), the partitions the member may own moved.
+    A new epoch alone, or a revocation acknowledged, is told by the epoch field."""
+    return before is None or before.assigned_partitions != after.assigned_partitions
 
 
 _TRIGGERS: tuple[Callable[[ConsumerGroupMember], object], ...] = (
     lambda x: x.subscribed_topic_names,
     lambda x: x.subscribed_topic_regex,
     lambda x: x.topic_view,
-    lambda x: x.rack_id,
     lambda x: x.server_assignor,
     lambda x: x.client_assignors,
 )
 
 
 def subscription_changed(a: ConsumerGroupMember, b: ConsumerGroupMember) -> bool:
-    """Seed 000's member-side rebalance triggers: subscription, regex, rack, assignors."""
+    """The member-side rebalance triggers: subscription, regex, topic view, assignors (not the
+    rack)."""
     return any(f(a) != f(b) for f in _TRIGGERS)
 
 

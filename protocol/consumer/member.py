@@ -18,6 +18,7 @@ from protocol import partitions as pm
 from protocol.consumer.records import (
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataValue,
+    PartitionEpochs,
 )
 from protocol.modern.member import (
     JOIN_EPOCH,
@@ -101,8 +102,50 @@ class ConsumerGroupMember(ModernMember):
             "partitions_pending_revocation": pm.from_pairs(pending),
         }
 
+    def moved_units(
+        self,
+        state: int,
+        assigned: Set,
+        pending: Set,
+        member_epoch: int,
+        previous_member_epoch: int,
+    ) -> ConsumerGroupMember:
+        """The kernel's move, and each held partition's assignment epoch (KIP-1251): a
+        partition the member kept keeps the epoch it got it at; a new one is got at
+        ``member_epoch``."""
+        moved = super().moved_units(state, assigned, pending, member_epoch, previous_member_epoch)
+        known = self._epochs_by_unit()
+        held, own = self.held_units(), self.member_epoch
+        epochs = {
+            unit: known.get(unit, own) if unit in held else member_epoch
+            for unit in assigned | pending
+        }
+        return replace(moved, current=replace(moved.current,
+                                              assignment_epochs=_pack_epochs(epochs)))
+
+    def assignment_epoch(self, topic_id: str, partition: int) -> int:
+        """The member epoch at which the member got a partition it holds (its epoch when the
+        record says nothing of it)."""
+        for entry in self.current.assignment_epochs:
+            if entry.topic_id == topic_id and partition in entry.partitions:
+                return entry.epoch
+        return self.member_epoch
+
+    def _epochs_by_unit(self) -> dict[tuple[str, int], int]:
+        return {(e.topic_id, p): e.epoch for e in self.current.assignment_epochs
+                for p in e.partitions}
+
     def moved(self, **changes: Any) -> ConsumerGroupMember:
         """The member with some of its current-assignment fields changed."""
         if "state" in changes:
             changes["state"] = int(changes["state"])
         return replace(self, current=replace(self.current, **changes))
+
+
+def _pack_epochs(epochs: dict[tuple[str, int], int]) -> tuple[PartitionEpochs, ...]:
+    """``{(topic_id, partition): epoch}`` as the record keeps it: one entry per topic and
+    epoch, sorted, so equal state is equal bytes."""
+    grouped: dict[tuple[str, int], list[int]] = {}
+    for (topic_id, partition), epoch in epochs.items():
+        grouped.setdefault((topic_id, epoch), []).append(partition)
+    return tuple(PartitionEpochs(t, e, tuple(sorted(ps))) for (t, e), ps in sorted(grouped.items()))

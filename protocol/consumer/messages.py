@@ -199,6 +199,7 @@ class DescribedMember:
     # Cohort's additions (not in Kafka's describe): the reconciler's view of the member.
     member_state: str = "stable"
     pending_topic_partitions: list[DescribedTopicPartitions] = field(default_factory=list)
+    classic: bool = False  # speaks the classic protocol (online migration): member_type 0
 
 
 @dataclass

@@ -98,6 +98,15 @@ class ConsumerGroupCurrentMemberAssignmentKey:
     member_id: str
 
 @dataclass(frozen=True)
+class PartitionEpochs:
+    """Partitions of one topic that a member got at one member epoch (KIP-1251)."""
+
+    topic_id: str
+    epoch: int
+    partitions: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class ConsumerGroupCurrentMemberAssignmentValue:
     member_epoch: int
     previous_member_epoch: int
@@ -107,6 +116,13 @@ class ConsumerGroupCurrentMemberAssignmentValue:
     error: int = 0
     metadata_version: int = 0
     metadata_bytes: bytes = b""
+    # KIP-1251 (Kafka 4.3): the member epoch at which the member got each partition it holds
+    # (and kept since), which bounds the epochs its commits of that partition may carry. A
+    # partition not listed (a record written before this field) counts as got at the
+    # member's epoch.
+    assignment_epochs: tuple[PartitionEpochs, ...] = ()
+
+    ADDED_FIELDS: ClassVar[int] = 1  # assignment_epochs: records written before it lack it
 
 
 # key class -> value class, the group's own record first

@@ -53,20 +53,33 @@ def _replay(shard: Shard, record: Record) -> None:
 def validate_commit(
     group: ConsumerGroup, req: m.OffsetCommitRequest
 ) -> Callable[[str, int], bool] | None:
-    """Kafka's ``ConsumerGroup.validateOffsetCommit``: epoch < 0 and no members, a simple
-    commit (every partition may land); else the member must exist (UNKNOWN_MEMBER_ID) at its
-    epoch (STALE_MEMBER_EPOCH; ILLEGAL_GENERATION for a classic member inside the group), and
-    only the partitions it holds may land (the others: STALE_MEMBER_EPOCH, one by one)."""
-    member = validate_consumer_commit(group, req)
-    return None if member is None else partial(owns, member)
-
-
-def validate_consumer_commit(
-    group: ConsumerGroup, req: m.OffsetCommitRequest
-) -> ConsumerGroupMember | None:
-    if req.generation_id_or_member_epoch < 0 and not group.members:
+    """Kafka's ``ConsumerGroup.validateOffsetCommit`` with KIP-1251's assignment epochs (Kafka
+    4.3): epoch < 0 and no members, a simple commit (every partition may land); else the member
+    must exist (UNKNOWN_MEMBER_ID); a classic member inside the group commits at its epoch
+    (ILLEGAL_GENERATION); a consumer member needs OffsetCommit v9 (UNSUPPORTED_VERSION below)
+    and commits at its epoch or, per partition, at an older epoch no lower than the partition's
+    assignment epoch (``assignmentEpoch(partition) <= clientEpoch <= memberEpoch``): a partition
+    it does not hold, or got later, refuses every known partition of the commit with
+    STALE_MEMBER_EPOCH, as Kafka (the offsets rules ask the returned check of each); so does an
+    epoch above its own."""
+    epoch = req.generation_id_or_member_epoch
+    if epoch < 0 and not group.members:
         return None  # a simple (admin) commit to an empty group
-    return check_member_epoch(group, req.member_id, req.generation_id_or_member_epoch)
+    member = group.members.get(req.member_id)
+    if (member is not None and not member.is_classic
+            and req.api_version < m.OFFSET_COMMIT_MEMBER_EPOCH_VERSION):
+        raise CoordinatorError(
+            Errors.UNSUPPORTED_VERSION,
+            "OffsetCommit version 9 or above must be used by members using the consumer "
+            "group protocol.",
+        )
+    if member is None or member.is_classic or epoch >= member.member_epoch:
+        check_member_epoch(group, req.member_id, epoch)
+        return None
+    return lambda topic_id, partition: (
+        owns(member, topic_id, partition)
+        and member.assignment_epoch(topic_id, partition) <= epoch
+    )
 
 
 def check_member_epoch(group: ConsumerGroup, member_id: str, epoch: int) -> ConsumerGroupMember:

@@ -190,11 +190,9 @@ class ConsumerGroupRules(ModernRules):
         self, group: ConsumerGroup | None, req: m.ConsumerGroupHeartbeatRequest
     ) -> m.ConsumerGroupHeartbeatResponse:
         member = self.leave(group, req)
-        assert group is not None
+        # No interval: a member that left has nothing to heartbeat for (Kafka's reply is 0).
         return m.ConsumerGroupHeartbeatResponse(
-            member_id=member.member_id,
-            member_epoch=req.member_epoch,
-            heartbeat_interval_ms=self.sessions.heartbeat_interval_ms(group.group_id),
+            member_id=member.member_id, member_epoch=req.member_epoch, heartbeat_interval_ms=0
         )
 
     def fence(self, group: ConsumerGroup, member_id: str, reason: str = "member removed") -> None:

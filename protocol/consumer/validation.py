@@ -3,7 +3,10 @@
 Run before anything else, so a refused heartbeat changes nothing (invariant 6). The list is the
 seeds' request-validation rules (seed 004 states them; seed 000 elides the consumer copy),
 plus what Kafka 4 adds: a member may bring its own id on join, a temporary static leave needs
-an instance id, and a rejoin may not claim to own partitions.
+an instance id, and a (re)join states its owned partitions as an empty list, never null.
+Nothing more: what Kafka 4.4 accepts beyond the seeds' rules (an empty topic name, a later
+heartbeat's rebalance timeout of 0, an owned partition below 0) Cohort accepts too
+(tests/conformance compares each rule with Kafka's answer).
 """
 
 from __future__ import annotations
@@ -31,16 +34,12 @@ def validate_heartbeat(req: m.ConsumerGroupHeartbeatRequest, config: Coordinator
         raise invalid_request("RackId can't be empty.")
     if req.member_epoch == STATIC_LEAVE_EPOCH and req.instance_id is None:
         raise invalid_request("InstanceId can't be null when MemberEpoch is -2.")
-    if req.rebalance_timeout_ms != -1 and req.rebalance_timeout_ms <= 0:
-        raise invalid_request("RebalanceTimeoutMs must be -1 (unchanged) or larger than zero.")
     if req.member_epoch == JOIN_EPOCH:
         _validate_join(req)
     if req.subscribed_topic_names is not None and req.subscribed_topic_regex is not None:
         raise invalid_request(
             "SubscribedTopicNames and SubscribedTopicRegex cannot be used together."
         )
-    if req.subscribed_topic_names is not None and any(not n for n in req.subscribed_topic_names):
-        raise invalid_request("SubscribedTopicNames can't contain an empty topic name.")
     if req.subscribed_topic_regex is not None:
         try:
             compile_topic_regex(req.subscribed_topic_regex)
@@ -53,8 +52,6 @@ def validate_heartbeat(req: m.ConsumerGroupHeartbeatRequest, config: Coordinator
     for tp in req.topic_partitions or ():
         if not tp.topic_id:
             raise invalid_request("TopicPartitions.TopicId can't be empty.")
-        if any(p < 0 for p in tp.partitions):
-            raise invalid_request("TopicPartitions.Partitions must be >= 0.")
 
 
 def _validate_join(req: m.ConsumerGroupHeartbeatRequest) -> None:
@@ -64,5 +61,5 @@ def _validate_join(req: m.ConsumerGroupHeartbeatRequest) -> None:
         raise invalid_request(
             "SubscribedTopicNames or SubscribedTopicRegex must be set in the first heartbeat."
         )
-    if req.topic_partitions:
+    if req.topic_partitions is None or req.topic_partitions:
         raise invalid_request("TopicPartitions must be empty when (re-)joining.")

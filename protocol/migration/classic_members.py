@@ -21,6 +21,7 @@ from protocol.classic.consumer_protocol import (
     Assignment,
     ConsumerProtocolError,
     Subscription,
+    answer_version,
     decode_subscription,
     encode_assignment,
 )
@@ -119,8 +120,15 @@ class ClassicMembersOfConsumerGroup(
     def sync_assignment(
         self, member: ConsumerGroupMember, req: m.SyncGroupRequest, joined: cim.Joined | None
     ) -> tuple[str | None, bytes]:
-        assigned = self.ctx.image.named(member.assigned_partitions)
-        return req.protocol_name, encode_assignment(Assignment(assigned))
+        return req.protocol_name, self._assignment_bytes(member, req.protocol_name)
+
+    def _assignment_bytes(self, member: ConsumerGroupMember, name: str | None) -> bytes:
+        """The member's partitions as a ConsumerProtocolAssignment, in the version of the
+        subscription it joined with (as Kafka answers)."""
+        meta = member.metadata.classic_member_metadata
+        version = answer_version(meta.supported_protocols if meta else (), name)
+        return encode_assignment(Assignment(self.ctx.image.named(member.assigned_partitions)),
+                                 version)
 
     # ------------------------------------------------------------------ phase, describe
 
@@ -144,9 +152,7 @@ class ClassicMembersOfConsumerGroup(
                     group_instance_id=mem.instance_id,
                     client_id=mem.client_id,
                     client_host=mem.client_host,
-                    member_assignment=encode_assignment(
-                        Assignment(self.ctx.image.named(mem.assigned_partitions))
-                    ),
+                    member_assignment=self._assignment_bytes(mem, None),
                 )
                 for mem in group.members.values()
             ],

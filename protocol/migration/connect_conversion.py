@@ -151,7 +151,8 @@ class ConnectMigration(ConversionDriver[ConnectGroup]):
         entries = tuple(ConnectorEntry(n, c) for n, c in sorted(connectors_now.items()))
         yield Record(ConnectGroupMetadataKey(group_id), ConnectGroupMetadataValue(epoch, entries))
 
-    def classic_assignment(self, member: ConnectWorkerMember, protocol_name: str) -> bytes:
+    def classic_assignment(self, group: ConnectGroup, member: ConnectWorkerMember,
+                           protocol_name: str) -> bytes:
         # The whole set the worker may run (pending revocations too: it may not have stopped
         # them yet), as its assignment; the classic leader moves work from here.
         version = VERSION_OF.get(protocol_name, 1)

@@ -22,6 +22,7 @@ from protocol.classic.consumer_protocol import (
     PROTOCOL_TYPE,
     Assignment,
     ConsumerProtocolError,
+    answer_version,
     decode_assignment,
     decode_subscription,
     encode_assignment,
@@ -82,6 +83,16 @@ class Migration(ConversionDriver[ConsumerGroup]):
             return
         self.check_upgrade(group)
         self.upgrade(group)
+
+    def drop_if_empty(self, group: ConsumerGroup) -> bool:
+        """A classic JoinGroup naming an empty consumer group: the group goes (its offsets
+        stay, under their own keys) and the join starts a new classic group, as Kafka's
+        coordinator does when the policy allows a downgrade. Returns whether it went."""
+        if group.members or not self._allows("downgrade"):
+            return False
+        for record in self.tombstones(group):
+            self.ctx.emit(record)
+        return True
 
     def convert_members(self, group: ClassicGroup) -> list[ConvertedMember]:
         taken: set[tuple[str, int]] = set()
@@ -145,8 +156,15 @@ class Migration(ConversionDriver[ConsumerGroup]):
         )
         return metadata, {t: tuple(sorted(ps)) for t, ps in sorted(assigned.items())}
 
-    def classic_assignment(self, member: ConsumerGroupMember, protocol_name: str) -> bytes:
-        return encode_assignment(Assignment(self.ctx.image.named(member.assigned_partitions)))
+    def classic_assignment(self, group: ConsumerGroup, member: ConsumerGroupMember,
+                           protocol_name: str) -> bytes:
+        """What the member holds as its classic assignment. Kafka gives its target instead
+        (docs/decisions.md, "Differential conformance": a partition another member still
+        revokes would then be owned twice, which the upgrade chaos test catches)."""
+        meta = member.metadata.classic_member_metadata
+        version = answer_version(meta.supported_protocols if meta else (), protocol_name)
+        held = self.ctx.image.named(member.assigned_partitions)
+        return encode_assignment(Assignment(held), version)
 
     def tombstones(self, group: ConsumerGroup) -> list[Record]:
         return group_tombstones(group)

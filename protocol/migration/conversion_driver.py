@@ -8,7 +8,9 @@ asks a subclass for those differences through a few named hooks (see ``Conversio
 What it guarantees, for every group type:
 - an upgrade is refused, and nothing changes, unless the policy allows it, the classic group
   speaks the type's embedded protocol, passes the type's own check, has room for the joiner
-  and is stable (checked in that order: Kafka's order, then Cohort's stability rule);
+  and is stable (checked in that order: Kafka's order, then Cohort's stability rule: Kafka 4.4
+  converts a rebalancing group too, which lets a partition be owned twice by Cohort's classic
+  clients, ``TestUpgradeChaos``);
 - a conversion is one event: a tombstone of the old representation, then the records of the
   new one, so the log never holds the group twice and replay rebuilds the same state;
 - upgrade: the generation becomes the group epoch, and what each classic member holds becomes
@@ -91,8 +93,9 @@ class ConversionDriver(Generic[G]):
                 f"Group {group.group_id} is larger than {self.max_size_key}.",
             )
         if group.state != cg.STABLE:
-            # Cohort's choice (Kafka answers GROUP_ID_NOT_FOUND, fatal to its client): the
-            # assignment of a rebalancing group is not settled, so try again shortly.
+            # Cohort's rule (Kafka 4.4 converts a rebalancing group and answers what it holds
+            # REBALANCE_IN_PROGRESS): the assignment of a rebalancing group is not settled, and
+            # converting it lets a partition be owned twice (TestUpgradeChaos). Try again soon.
             raise CoordinatorError(
                 Errors.REBALANCE_IN_PROGRESS,
                 f"Classic group {group.group_id} is "
@@ -166,7 +169,7 @@ class ConversionDriver(Generic[G]):
         classic.protocol_name = classic.select_protocol()
         for member in members:
             classic.members[member.member_id].assignment = self.classic_assignment(
-                member, classic.protocol_name
+                modern, member, classic.protocol_name
             )
         # The modern group's records go; its metadata tombstone takes the rest with it.
         for record in self.tombstones(modern):
@@ -188,7 +191,7 @@ class ConversionDriver(Generic[G]):
         is applied before the next is made, so a hook may read the group built so far)."""
         raise NotImplementedError
 
-    def classic_assignment(self, member: Any, protocol_name: str) -> bytes:
+    def classic_assignment(self, group: G, member: Any, protocol_name: str) -> bytes:
         raise NotImplementedError
 
     def tombstones(self, group: G) -> list[Record]:

@@ -10,6 +10,10 @@ from protocol.types import Int16, Int32, Int64
 
 # ------------------------------------------------------------------------------ offsets
 
+# OffsetCommit v9 carries KIP-848 member epochs; Kafka refuses older versions from members of
+# the new protocol and answers a missing group differently below it.
+OFFSET_COMMIT_MEMBER_EPOCH_VERSION = 9
+
 
 @dataclass
 class OffsetCommitRequestPartition:
@@ -34,6 +38,9 @@ class OffsetCommitRequest:
     group_instance_id: str | None = None
     retention_time_ms: Int64 = -1
     topics: list[OffsetCommitRequestTopic] = field(default_factory=list)
+    # The OffsetCommit version the client spoke: Kafka answers by it (a KIP-848 member needs
+    # v9, and a missing group is ILLEGAL_GENERATION before v9). Cohort's own callers speak v9.
+    api_version: Int16 = OFFSET_COMMIT_MEMBER_EPOCH_VERSION
 
 
 @dataclass

@@ -15,9 +15,10 @@ Who may commit is the group's row's rule (``protocol/group_types.py``; Kafka's
 ``validateOffsetCommit``): it refuses the request, or bounds the partitions that may land. A
 commit to a group id with no group object but offsets is the simple group's (the row
 ``SIMPLE_GROUPS``: an EMPTY classic group with no members); with neither, generation < 0 is a
-simple commit and anything else ILLEGAL_GENERATION. Every question that depends on the group's
-type (may it commit, is it empty, which topics it subscribes to, which records delete it) is
-asked of its row, never by testing its class.
+simple commit and anything else GROUP_ID_NOT_FOUND (ILLEGAL_GENERATION below OffsetCommit
+v9: Kafka answers by the version the client spoke). Every question that depends on the
+group's type (may it commit, is it empty, which topics it subscribes to, which records delete
+it) is asked of its row, never by testing its class.
 
 Then each partition on its own: a topic or partition the metadata image does not know is
 UNKNOWN_TOPIC_OR_PARTITION (Kafka checks this in ``KafkaApis``), metadata longer than
@@ -34,18 +35,14 @@ subscriptions all decode may expire anything, as Kafka's ``offsetExpirationCondi
 
 Where Cohort differs from Kafka, on purpose:
 
-- A commit for a missing group with generation >= 0 is ILLEGAL_GENERATION (Kafka's answer to
-  OffsetCommit < v9; v9+ answers GROUP_ID_NOT_FOUND). Cohort's requests carry no version.
-- Partitions a KIP-848 member does not own (neither assigned nor pending revocation) are
-  refused with STALE_MEMBER_EPOCH: Cohort's reading of "the member may only commit what it
-  holds at its epoch". Kafka checks the epoch only.
 - Metadata size is counted in UTF-8 bytes (Kafka counts Java ``String.length()`` chars).
 - A negative offset is refused (INVALID_COMMIT_OFFSET_SIZE); Kafka's broker stores it and only
   its client refuses it, but a stored -1 would read back as "no offset".
 - ``retention_time_ms`` <= 0 means the broker's retention (Kafka: only -1 does; 0 or below
   would expire at once). An explicit expiry is capped at int64's maximum.
-- OffsetDelete does not check that the topic still exists, so offsets of a deleted topic can
-  still be deleted (Cohort does not drop them when the topic goes, as Kafka does).
+- Offsets of a deleted topic are not dropped when the topic goes (Kafka drops them); they
+  expire by retention. OffsetDelete answers a topic the image does not know
+  UNKNOWN_TOPIC_OR_PARTITION, as Kafka does.
 - OffsetDelete on a non-empty classic group counts the subscriptions that decode; Kafka
   treats a group with any undecodable one as subscribed to nothing.
 - An OffsetFetch's member check runs when a non-empty member id or an epoch >= 0 is given
@@ -94,7 +91,7 @@ class OffsetRules:
         try:
             if not req.group_id:
                 raise CoordinatorError(Errors.INVALID_GROUP_ID, "The group id is empty.")
-            may_land = self._validate_commit(req)
+            may_write = self._validate_commit(req)
         except CoordinatorError as e:
             return refused_commit(req, e)
         expire_ms = (
@@ -107,10 +104,11 @@ class OffsetRules:
         # replay; only that last one is written here, for the same state: a request naming one
         # partition 460,000 times is one record, not 460,000 (every entry is still answered).
         latest: dict[tuple[str, int], m.OffsetCommitRequestPartition] = {}
+        stale = may_write is not None and self._any_stale(req, may_write)
         for topic in req.topics:
             answers = []
             for p in topic.partitions:
-                error = self._partition_error(topic.name, p, may_land)
+                error = self._partition_error(topic.name, p, stale)
                 if error == Errors.NONE:
                     latest[topic.name, p.partition_index] = p
                 answers.append(m.OffsetCommitResponsePartition(p.partition_index, error))
@@ -127,7 +125,7 @@ class OffsetRules:
         return m.OffsetCommitResponse(topics=topics)
 
     def _validate_commit(self, req: m.OffsetCommitRequest) -> Callable[[str, int], bool] | None:
-        """Refuse the request, or return which partitions may land (None: every one)."""
+        """Refuse the request, or return which of its partitions it may write (None: all)."""
         gid, generation = req.group_id, req.generation_id_or_member_epoch
         group = self.ctx.groups.get(gid)
         if group is not None:
@@ -135,19 +133,35 @@ class OffsetRules:
         if gid in self.offsets:
             SIMPLE_GROUPS.validate_offset_commit(None, req)  # the simple group
         elif generation >= 0:
+            # Kafka's answer, by the version the client spoke.
+            new = req.api_version >= m.OFFSET_COMMIT_MEMBER_EPOCH_VERSION
             raise CoordinatorError(
-                Errors.ILLEGAL_GENERATION, f"Group {gid} does not exist (generation {generation})."
+                Errors.GROUP_ID_NOT_FOUND if new else Errors.ILLEGAL_GENERATION,
+                f"Group {gid} does not exist (generation {generation}).",
             )
         return None
 
-    def _partition_error(
-        self, topic: str, p: m.OffsetCommitRequestPartition,
-        may_land: Callable[[str, int], bool] | None,
-    ) -> Errors:
+    def _any_stale(self, req: m.OffsetCommitRequest,
+                   may_write: Callable[[str, int], bool]) -> bool:
+        """Whether a known partition of the commit fails its member's epoch check: Kafka then
+        refuses every known partition of it (STALE_MEMBER_EPOCH), writing none."""
+        image = self.ctx.image
+        for topic in req.topics:
+            meta = image.topic_by_name(topic.name)
+            if meta is None:
+                continue
+            for p in topic.partitions:
+                if (0 <= p.partition_index < meta.num_partitions
+                        and not may_write(meta.topic_id, p.partition_index)):
+                    return True
+        return False
+
+    def _partition_error(self, topic: str, p: m.OffsetCommitRequestPartition,
+                         stale: bool) -> Errors:
         meta = self.ctx.image.topic_by_name(topic)
         if meta is None or not 0 <= p.partition_index < meta.num_partitions:
             return Errors.UNKNOWN_TOPIC_OR_PARTITION
-        if may_land is not None and not may_land(meta.topic_id, p.partition_index):
+        if stale:
             return Errors.STALE_MEMBER_EPOCH
         metadata = p.committed_metadata or ""
         if len(metadata.encode("utf-8")) > self.ctx.config.offset_metadata_max_bytes:
@@ -199,10 +213,13 @@ class OffsetRules:
         topics = []
         for topic in req.topics:
             answers = []
+            known = self.ctx.image.topic_by_name(topic.name) is not None
             for p in topic.partitions:
                 error = Errors.NONE
                 tp = (topic.name, p.partition_index)
-                if topic.name in subscribed:
+                if not known:
+                    error = Errors.UNKNOWN_TOPIC_OR_PARTITION
+                elif topic.name in subscribed:
                     error = Errors.GROUP_SUBSCRIBED_TO_TOPIC
                 elif tp in committed and tp not in deleted:
                     deleted.add(tp)

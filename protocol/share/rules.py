@@ -42,6 +42,7 @@ class ShareEpochs(EpochTurn):
     """The share groups an event changed, and what settling them writes."""
 
     group_type = GROUP_TYPE
+    first_epoch = 1  # Kafka 4.3's KAFKA-20268: a new share group's first member gets epoch 2
 
     def group_value(self, group: ShareGroup, epoch: int) -> ShareGroupMetadataValue:
         return ShareGroupMetadataValue(epoch)
@@ -91,13 +92,16 @@ class ShareGroupRules(ModernRules):
         (``complete``), so the heartbeats of one turn share one bump and one target."""
         validate_heartbeat(req)
         group = self.share_group(req.group_id, create=req.member_epoch == JOIN_EPOCH)
+        if group is None and req.member_epoch != JOIN_EPOCH:
+            # Share groups are not the seeds': Kafka's answer (seed 000's UNKNOWN_MEMBER_ID
+            # rule is for consumer groups).
+            raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND,
+                                   f"Group {req.group_id} not found.")
         if req.member_epoch == LEAVE_EPOCH:
             member = self.existing_member(group, req.group_id, req.member_id, None)
             self.fence(group, member.member_id, "member left the group")
-            return m.ShareGroupHeartbeatResponse(
-                member_id=req.member_id, member_epoch=LEAVE_EPOCH,
-                heartbeat_interval_ms=self.sessions.heartbeat_interval_ms(req.group_id),
-            )
+            return m.ShareGroupHeartbeatResponse(  # nothing to heartbeat for: interval 0
+                member_id=req.member_id, member_epoch=LEAVE_EPOCH, heartbeat_interval_ms=0)
         member = group.members.get(req.member_id) if group is not None else None
         if req.member_epoch != JOIN_EPOCH:
             member = self.existing_member(group, req.group_id, req.member_id, None)
@@ -240,5 +244,3 @@ def validate_heartbeat(req: m.ShareGroupHeartbeatRequest) -> None:
         raise invalid_request("RackId can't be empty.")
     if req.member_epoch == JOIN_EPOCH and not req.subscribed_topic_names:
         raise invalid_request("SubscribedTopicNames must be set in first request.")
-    if req.subscribed_topic_names is not None and any(not t for t in req.subscribed_topic_names):
-        raise invalid_request("SubscribedTopicNames can't contain an empty topic name.")

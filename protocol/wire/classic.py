@@ -18,8 +18,9 @@ from __future__ import annotations
 
 from protocol import messages as m
 from protocol.classic.group import JOIN_REASONS
+from protocol.errors import Errors
 from protocol.group_states import kafka_state_name
-from protocol.wire.ids import kafka_error
+from protocol.wire.ids import kafka_client_host, kafka_error
 
 # KIP-394: JoinGroup versions below this get their member id without a round trip.
 MEMBER_ID_REQUIRED_SINCE = 4
@@ -52,7 +53,7 @@ def join_request(body: dict, client_id: str, client_host: str) -> m.JoinGroupReq
                    for p in body.get("protocols", [])],
         reason=join_reason(body.get("reason")),
         client_id=client_id or "",
-        client_host=client_host,
+        client_host=kafka_client_host(client_host),
     )
 
 
@@ -62,7 +63,7 @@ def join_response(resp: m.JoinGroupResponse) -> dict:
         "error_code": kafka_error(resp.error_code),
         "generation_id": resp.generation_id,
         "protocol_type": resp.protocol_type,
-        "protocol_name": resp.protocol_name or "",
+        "protocol_name": resp.protocol_name or None,  # Kafka: null until a protocol is chosen
         "leader": resp.leader or "",
         "skip_assignment": resp.skip_assignment,
         "member_id": resp.member_id or "",
@@ -131,6 +132,13 @@ def describe_groups_response(resp: m.DescribeGroupsResponse) -> dict:
 
 
 def describe_group_entry(g: m.DescribeGroupsResponseGroup) -> dict:
+    """A DescribeGroups entry as Kafka answers it up to v5 (the versions served): a group that
+    does not exist, or is not a classic group (Kafka describes only those), is NONE and
+    ``Dead`` with nothing else; Cohort's own callers see other types in the classic shape."""
+    if g.group_type != "classic" or g.error_code == Errors.GROUP_ID_NOT_FOUND:
+        return {"error_code": 0, "error_message": None, "group_id": g.group_id,
+                "group_state": "Dead", "protocol_type": "", "protocol_data": "", "members": [],
+                "authorized_operations": g.authorized_operations}
     return {
         "error_code": kafka_error(g.error_code),
         "error_message": g.error_message,

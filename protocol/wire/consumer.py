@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING
 
 from protocol import messages as m
 from protocol.group_states import kafka_state_name
-from protocol.wire.ids import kafka_error, topic_uuid
+from protocol.wire.ids import kafka_client_host, kafka_error, topic_uuid
 
 if TYPE_CHECKING:  # a type only: the API table imports this module, the shard the table
     from protocol.wire.topics import TopicIndex
 
-# ConsumerGroupDescribe v1's member_type: the member speaks the new protocol.
+# ConsumerGroupDescribe v1's member_type: the member speaks the classic or the new protocol.
+MEMBER_TYPE_CLASSIC = 0
 MEMBER_TYPE_CONSUMER = 1
 MEMBER_TYPE_UNKNOWN = -1
 
@@ -56,7 +57,7 @@ def heartbeat_request(body: dict, index: TopicIndex, client_id: str,
             for tp in owned
         ],
         client_id=client_id or "",
-        client_host=client_host,
+        client_host=kafka_client_host(client_host),
     )
 
 
@@ -83,6 +84,8 @@ def describe_request(body: dict) -> m.ConsumerGroupDescribeRequest:
 
 
 def describe_entry(g: m.DescribedGroup) -> dict:
+    if g.error_code:
+        return refused_entry(g)
     return {
         "error_code": kafka_error(g.error_code),
         "error_message": g.error_message,
@@ -94,6 +97,15 @@ def describe_entry(g: m.DescribedGroup) -> dict:
         "members": [_member(x) for x in g.members],
         "authorized_operations": g.authorized_operations,
     }
+
+
+def refused_entry(g: m.DescribedGroup | m.ShareDescribedGroup) -> dict:
+    """A describe entry that carries an error: the group named and nothing else, as Kafka
+    sends it (state "", epochs 0; Cohort's own callers see its ``dead`` and -1)."""
+    return {"error_code": kafka_error(g.error_code), "error_message": g.error_message,
+            "group_id": g.group_id, "group_state": "", "group_epoch": 0,
+            "assignment_epoch": 0, "assignor_name": "", "members": [],
+            "authorized_operations": g.authorized_operations}
 
 
 def describe_response(resp: m.ConsumerGroupDescribeResponse) -> dict:
@@ -109,10 +121,10 @@ def _member(x: m.DescribedMember) -> dict:
         "client_id": x.client_id,
         "client_host": x.client_host,
         "subscribed_topic_names": list(x.subscribed_topic_names),
-        "subscribed_topic_regex": x.subscribed_topic_regex,
+        "subscribed_topic_regex": x.subscribed_topic_regex or "",  # Kafka: "" when none
         "assignment": _assignment(x.assignment),
         "target_assignment": _assignment(x.target_assignment),
-        "member_type": MEMBER_TYPE_CONSUMER,
+        "member_type": MEMBER_TYPE_CLASSIC if x.classic else MEMBER_TYPE_CONSUMER,
     }
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import ipaddress
 import uuid
 
 _ID_NAMESPACE = uuid.UUID("6b9d1e4c-3c1f-4d8e-9a51-2f0c7e3a8b10")
@@ -43,3 +44,19 @@ def kafka_error(code: int) -> int:
     """A Cohort error code as a Kafka client may read it."""
     code = int(code)
     return code if -1 <= code <= KAFKA_MAX_ERROR else UNKNOWN_SERVER_ERROR
+
+
+def kafka_client_host(address: str) -> str:
+    """A peer's address as Kafka shows a member's client host: Java's
+    ``InetAddress.toString()`` of an address without a host name, ``/127.0.0.1`` (IPv6 in
+    Java's uncompressed form, ``/0:0:0:0:0:0:0:1``). Describe replies and the admin tools show
+    it; Kafka's and Cohort's read the same."""
+    if not address:
+        return address
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return "/" + address
+    if ip.version == 6:
+        return "/" + ":".join(f"{int(group, 16):x}" for group in ip.exploded.split(":"))
+    return "/" + str(ip)

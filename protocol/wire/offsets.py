@@ -21,7 +21,10 @@ OFFSET_FETCH_BATCHED_SINCE = 8
 # --------------------------------------------------------------------------- OffsetCommit
 
 
-def commit_request(body: dict) -> m.OffsetCommitRequest:
+def commit_request(body: dict, version: int = m.OFFSET_COMMIT_MEMBER_EPOCH_VERSION
+                   ) -> m.OffsetCommitRequest:
+    """The commit as Cohort takes it, with the version the client spoke (Kafka answers by
+    it)."""
     return m.OffsetCommitRequest(
         group_id=body["group_id"],
         generation_id_or_member_epoch=body.get("generation_id_or_member_epoch", -1),
@@ -37,6 +40,7 @@ def commit_request(body: dict) -> m.OffsetCommitRequest:
             ])
             for t in body.get("topics", [])
         ],
+        api_version=version,
     )
 
 

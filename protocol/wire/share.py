@@ -17,8 +17,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from protocol import messages as m
+from protocol.group_states import kafka_state_name
 from protocol.wire import consumer
-from protocol.wire.ids import kafka_error, topic_uuid
+from protocol.wire.ids import kafka_client_host, kafka_error, topic_uuid
 
 if TYPE_CHECKING:  # a type only: the API table imports this module
     from protocol.wire.topics import TopicIndex
@@ -41,7 +42,7 @@ def heartbeat_request(body: dict, client_id: str = "",
         rack_id=body.get("rack_id"),
         subscribed_topic_names=None if names is None else list(names),
         client_id=client_id or "",
-        client_host=client_host,
+        client_host=kafka_client_host(client_host),
     )
 
 
@@ -70,11 +71,13 @@ def describe_response(resp: m.ShareGroupDescribeResponse) -> dict:
 
 
 def _described(g: m.ShareDescribedGroup) -> dict:
+    if g.error_code:
+        return consumer.refused_entry(g)
     return {
         "error_code": kafka_error(g.error_code),
         "error_message": g.error_message,
         "group_id": g.group_id,
-        "group_state": g.group_state,
+        "group_state": kafka_state_name(g.group_state) if g.group_state else "",
         "group_epoch": g.group_epoch,
         "assignment_epoch": g.assignment_epoch,
         "assignor_name": g.assignor_name,

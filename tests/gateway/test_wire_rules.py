@@ -15,7 +15,7 @@ from protocol.metadata import TopicMetadata
 from protocol.wire import classic, configs, consumer, offsets, stream, topics
 from protocol.wire.coordinator import find_coordinator_response
 from protocol.wire.framing import FrameError, FrameReader, frame
-from protocol.wire.ids import kafka_error, topic_uuid, uuid_topic_id
+from protocol.wire.ids import kafka_client_host, kafka_error, topic_uuid, uuid_topic_id
 from protocol.wire.topics import Node, TopicIndex
 
 NODE = Node(0, "127.0.0.1", 9092)
@@ -80,7 +80,7 @@ def test_a_v0_join_uses_the_session_timeout_as_rebalance_timeout():
                                 "protocols": [{"name": "range", "metadata": b"x"}]},
                                "client", "10.0.0.1")
     assert req.rebalance_timeout_ms == 6000 and req.reason is None
-    assert req.client_host == "10.0.0.1" and req.protocols[0].name == "range"
+    assert req.client_host == "/10.0.0.1" and req.protocols[0].name == "range"  # as Kafka shows
 
 
 def test_only_joins_from_v4_handle_member_id_required_themselves():
@@ -282,3 +282,10 @@ def test_produce_is_answered_with_a_clear_error_per_partition():
         {"index": 0, "records": b""}]}]})
     part = resp["responses"][0]["partition_responses"][0]
     assert part["error_code"] == 42 and "synthetic" in part["error_message"]
+
+
+def test_a_client_host_is_shown_as_kafka_shows_an_inet_address():
+    assert kafka_client_host("127.0.0.1") == "/127.0.0.1"
+    assert kafka_client_host("::1") == "/0:0:0:0:0:0:0:1"
+    assert kafka_client_host("fe80::1%eth0") == "/fe80:0:0:0:0:0:0:1"
+    assert kafka_client_host("") == ""

@@ -618,3 +618,14 @@ def test_peeking_at_bytes_that_are_no_record_is_refused(data):
 
     with pytest.raises(RecordDecodeError):
         peek_key(data)
+
+
+def test_a_current_assignment_written_before_assignment_epochs_decodes_without_them():
+    """KIP-1251's ``assignment_epochs`` came later: an older log's value (one field fewer)
+    still loads, with none recorded; one field fewer still is refused."""
+    value = ConsumerGroupCurrentMemberAssignmentValue(3, 2, 0, {"t": (0, 1)}, {"t": (2,)})
+    key = ConsumerGroupCurrentMemberAssignmentKey("g", "m")
+    old_key, (version, *fields) = _unpacked(encode_record(Record(key, value)))
+    assert decode_record(_packed([old_key, [version, *fields[:-1]]])) == Record(key, value)
+    with pytest.raises(RecordDecodeError, match="needs 8 to 9 fields"):
+        decode_record(_packed([old_key, [version, *fields[:-2]]]))

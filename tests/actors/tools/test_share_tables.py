@@ -11,12 +11,12 @@ def test_share_group_rows_say_what_describe_says():
     shard = new_shard()
     join(shard, "a")
     join(shard, "b")
-    heartbeat(shard, "a", 1, rack_id="r1")
+    heartbeat(shard, "a", 2, rack_id="r1")  # a new share group starts at 1 (KAFKA-20268)
     tables = shard_tables(shard)
     [group] = tables["groups"].to_pylist()
     assert (group["group_id"], group["group_type"], group["protocol_type"], group["state"],
             group["group_epoch"], group["assignor"], group["member_count"]) == (
-        GROUP, "share", "share", "stable", 2, "simple", 2)
+        GROUP, "share", "share", "stable", 3, "simple", 2)
     members = {r["member_id"]: r for r in tables["members"].to_pylist()}
     assert members["a"]["rack_id"] == "r1" and members["a"]["protocol"] == "share"
     assert members["b"]["subscribed_topics"] == ["orders"]

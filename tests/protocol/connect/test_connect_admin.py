@@ -46,7 +46,8 @@ def test_describe_of_a_consumer_group_id_says_it_is_not_a_connect_group():
     shard, _ = stable_group()
     shard.handle(
         m.ConsumerGroupHeartbeatRequest(
-            "cons", "c", 0, rebalance_timeout_ms=1000, subscribed_topic_names=["t"]
+            "cons", "c", 0, rebalance_timeout_ms=1000, subscribed_topic_names=["t"],
+            topic_partitions=[],
         )
     )
     (entry,) = shard.handle(m.ConnectGroupDescribeRequest(["cons"])).response.groups

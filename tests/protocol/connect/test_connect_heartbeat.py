@@ -375,7 +375,8 @@ def test_a_connect_heartbeat_for_a_consumer_group_id_is_group_id_not_found():
     shard = shard_with()
     shard.handle(
         m.ConsumerGroupHeartbeatRequest(
-            "cg", "c1", 0, rebalance_timeout_ms=1000, subscribed_topic_names=["t"]
+            "cg", "c1", 0, rebalance_timeout_ms=1000, subscribed_topic_names=["t"],
+            topic_partitions=[],
         )
     )
     refused(shard, join(), Errors.GROUP_ID_NOT_FOUND, "consumer group")
@@ -385,7 +386,8 @@ def test_a_consumer_heartbeat_for_a_connect_group_id_is_group_id_not_found():
     shard = shard_with()
     Worker(shard, "w1").join()
     req = m.ConsumerGroupHeartbeatRequest(
-        GROUP, "c1", 0, rebalance_timeout_ms=1000, subscribed_topic_names=["t"]
+        GROUP, "c1", 0, rebalance_timeout_ms=1000, subscribed_topic_names=["t"],
+        topic_partitions=[],
     )
     refused(shard, req, Errors.GROUP_ID_NOT_FOUND, "connect group")
 

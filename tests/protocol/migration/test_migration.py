@@ -262,6 +262,7 @@ def test_conversion_is_persisted_so_a_reload_sees_the_consumer_group():
 
 
 def test_a_classic_group_that_is_rebalancing_is_not_converted_yet():
+    """Cohort's rule, not Kafka 4.4's (docs/decisions.md, "Online migration")."""
     shard = classic_group_at_generation_22()
     Classic(shard, "B", "b", 22).leave()  # B's leave starts a rebalance
     before = shard.groups["g"]
@@ -350,3 +351,19 @@ def test_a_classic_restart_of_the_last_new_protocol_member_converts_the_group_ba
     group = shard.groups["g"]
     assert isinstance(group, ClassicGroup) and group.state == "preparing_rebalance"
     assert group.static_members["a"] in group.members
+
+
+def test_a_classic_join_to_an_empty_consumer_group_starts_a_new_classic_group():
+    """As Kafka: the empty consumer group goes (its offsets stay) and the join is a classic
+    group's first, at generation 1 once its join phase ends."""
+    shard = GroupCoordinatorShard(metadata=image(foo=6))
+    a = Member(shard, "A")
+    a.join()
+    a.leave()
+    assert shard.groups["g"].group_type == "consumer" and not shard.groups["g"].members
+    shard.handle(m.JoinGroupRequest(
+        group_id="g", member_id="", group_instance_id="c", protocol_type="consumer",
+        session_timeout_ms=10_000, protocols=[m.JoinGroupRequestProtocol(
+            "range", encode_subscription(Subscription(["foo"])))]))
+    group = shard.groups["g"]
+    assert isinstance(group, ClassicGroup) and group.generation_id == 0

@@ -159,14 +159,18 @@ def test_a_simple_commit_to_an_unknown_group_stores_offsets_without_creating_a_g
     assert committed(shard) == {("bar", 0): 20, ("foo", 0): 10, ("foo", 1): 11}
 
 
-def test_a_commit_with_a_generation_to_an_unknown_group_is_illegal_generation_on_every_partition():
+def test_a_commit_with_a_generation_to_an_unknown_group_is_group_id_not_found_everywhere():
+    """Kafka's answer from OffsetCommit v9; to older versions, ILLEGAL_GENERATION."""
     shard = new_shard()
     res = commit(shard, {("foo", 0): 10, ("bar", 1): 3}, epoch=4, member="m")
-    assert res.response.error_code == Errors.ILLEGAL_GENERATION
+    assert res.response.error_code == Errors.GROUP_ID_NOT_FOUND
     assert partition_errors(res.response) == {
-        ("foo", 0): Errors.ILLEGAL_GENERATION,
-        ("bar", 1): Errors.ILLEGAL_GENERATION,
+        ("foo", 0): Errors.GROUP_ID_NOT_FOUND,
+        ("bar", 1): Errors.GROUP_ID_NOT_FOUND,
     }
+    old = commit_request({("foo", 0): 10}, epoch=4, member="m")
+    old.api_version = 8
+    assert shard.handle(old).response.error_code == Errors.ILLEGAL_GENERATION
     assert res.records == [] and shard.offsets.offsets == {}
 
 
@@ -279,13 +283,57 @@ def test_a_member_commits_the_partitions_it_owns_at_its_epoch():
     assert committed(shard) == {("foo", 0): 1, ("foo", 2): 2}
 
 
-def test_a_commit_with_an_older_member_epoch_is_refused_with_stale_member_epoch():
+def test_a_commit_at_an_older_epoch_of_a_partition_kept_since_is_accepted():
+    """KIP-1251: assignmentEpoch(partition) <= clientEpoch <= memberEpoch."""
     shard = new_shard()
-    a, _ = consumer_group(shard, "A", "B")
-    assert a.epoch >= 2
-    res = commit(shard, {("foo", 0): 1}, epoch=a.epoch - 1, member="A")
-    assert res.response.error_code == Errors.STALE_MEMBER_EPOCH
-    assert partition_errors(res.response) == {("foo", 0): Errors.STALE_MEMBER_EPOCH}
+    a = Member(shard, "A")
+    a.join()
+    got_at = a.epoch
+    b = Member(shard, "B")
+    b.join()
+    for _ in range(3):
+        a.heartbeat()
+        b.heartbeat()
+    assert a.epoch > got_at and 0 in a.owned["foo-id"]
+    res = commit(shard, {("foo", 0): 1}, epoch=got_at, member="A")
+    assert partition_errors(res.response) == {("foo", 0): Errors.NONE}
+    assert committed(shard) == {("foo", 0): 1}
+
+
+def test_a_commit_below_a_partitions_assignment_epoch_or_of_one_not_held_is_refused():
+    shard = new_shard()
+    a = Member(shard, "A")
+    a.join()
+    b = Member(shard, "B")
+    b.join()
+    for _ in range(3):
+        a.heartbeat()
+        b.heartbeat()
+    (given_up,) = b.owned["foo-id"]  # A held it at its first epoch, B got it later
+    assert a.epoch >= 2 and b.epoch == a.epoch
+    res = commit(shard, {("foo", given_up): 1}, epoch=a.epoch - 1, member="A")
+    assert partition_errors(res.response) == {("foo", given_up): Errors.STALE_MEMBER_EPOCH}
+    res = commit(shard, {("foo", given_up): 1}, epoch=b.epoch - 1, member="B")
+    assert partition_errors(res.response) == {("foo", given_up): Errors.STALE_MEMBER_EPOCH}
+    assert res.records == [] and committed(shard) == {}
+
+
+def test_one_partition_refused_by_its_assignment_epoch_refuses_the_whole_commit_as_kafka():
+    shard = new_shard()
+    a = Member(shard, "A")
+    a.join()
+    b = Member(shard, "B")
+    b.join()
+    for _ in range(3):
+        a.heartbeat()
+        b.heartbeat()
+    (kept, *_) = a.owned["foo-id"]
+    (given_up,) = b.owned["foo-id"]
+    res = commit(shard, {("foo", kept): 1, ("foo", given_up): 1, ("foo", 9): 1},
+                 epoch=a.epoch - 1, member="A")
+    assert partition_errors(res.response) == {("foo", kept): Errors.STALE_MEMBER_EPOCH,
+                                              ("foo", given_up): Errors.STALE_MEMBER_EPOCH,
+                                              ("foo", 9): Errors.UNKNOWN_TOPIC_OR_PARTITION}
     assert res.records == []
 
 
@@ -321,19 +369,25 @@ def test_an_anonymous_commit_to_an_empty_consumer_group_is_accepted():
     assert committed(shard) == {("foo", 0): 1, ("bar", 1): 2}
 
 
-def test_a_member_may_not_commit_partitions_it_does_not_own():
+def test_a_consumer_member_must_commit_with_offset_commit_v9_or_later():
+    shard = new_shard()
+    (a,) = consumer_group(shard, "A")
+    req = commit_request({("foo", 0): 1}, epoch=a.epoch, member="A")
+    req.api_version = 8
+    res = shard.handle(req)
+    assert res.response.error_code == Errors.UNSUPPORTED_VERSION and res.records == []
+
+
+def test_a_member_at_its_epoch_may_commit_partitions_it_does_not_own_as_kafka():
+    """Kafka checks ownership only for a commit at an older epoch (KIP-1251)."""
     shard = new_shard()
     a, b = consumer_group(shard, "A", "B")
     mine = {("foo", p) for p in a.owned["foo-id"]}
     theirs = {("foo", p) for p in b.owned["foo-id"]}
     assert mine and theirs
     res = commit(shard, dict.fromkeys(mine | theirs | {("bar", 0)}, 7), epoch=a.epoch, member="A")
-    errors = partition_errors(res.response)
-    assert {tp for tp, e in errors.items() if e == Errors.NONE} == mine
-    assert {tp for tp, e in errors.items() if e == Errors.STALE_MEMBER_EPOCH} == theirs | {
-        ("bar", 0)
-    }
-    assert set(committed(shard)) == mine
+    assert set(partition_errors(res.response).values()) == {Errors.NONE}
+    assert set(committed(shard)) == mine | theirs | {("bar", 0)}
 
 
 def test_a_member_may_commit_partitions_it_is_revoking():

@@ -197,7 +197,7 @@ def test_a_session_timeout_releases_the_members_records():
     shard = two_members()
     fetch(shard, "b", ("orders", 0), end=2)
     shard.tick(29_000)
-    heartbeat(shard, "a", 1)
+    heartbeat(shard, "a", shard.groups[GROUP].members["a"].member_epoch)
     shard.tick(45_000)  # b's session ends before its lock
     assert "b" not in shard.groups[GROUP].members
     assert acquired(fetch(shard, "a", ("orders", 0), end=2)) == [(0, 1, 2)]

@@ -22,10 +22,12 @@ from tests.protocol.share.helpers import (
 ORD = tid("orders")
 
 
-def test_first_member_gets_every_partition_at_epoch_one():
+def test_first_member_gets_every_partition_at_epoch_two():
+    """A new group is at epoch 1 and its first member's join bumps it (Kafka 4.3's
+    KAFKA-20268; share groups are not the seeds')."""
     shard = new_shard()
     resp = join(shard, "a")
-    assert (resp.member_id, resp.member_epoch, resp.heartbeat_interval_ms) == ("a", 1, 5_000)
+    assert (resp.member_id, resp.member_epoch, resp.heartbeat_interval_ms) == ("a", 2, 5_000)
     assert assigned(resp) == {(ORD, 0), (ORD, 1), (ORD, 2)}
 
 
@@ -33,9 +35,9 @@ def test_members_split_partitions_and_share_them_when_they_outnumber_them():
     shard = new_shard()
     join(shard, "a")
     b = join(shard, "b")
-    assert b.member_epoch == 2 and assigned(b) == {(ORD, 1)}
-    a = heartbeat(shard, "a", 1)
-    assert a.member_epoch == 2 and assigned(a) == {(ORD, 0), (ORD, 2)}
+    assert b.member_epoch == 3 and assigned(b) == {(ORD, 1)}
+    a = heartbeat(shard, "a", 2)
+    assert a.member_epoch == 3 and assigned(a) == {(ORD, 0), (ORD, 2)}
     for mid in ("c", "d"):
         join(shard, mid)
     owners = {mid: assigned(heartbeat(shard, mid, 0, ["orders"])) for mid in "abcd"}
@@ -47,15 +49,15 @@ def test_members_split_partitions_and_share_them_when_they_outnumber_them():
 def test_a_steady_heartbeat_sends_no_assignment():
     shard = new_shard()
     join(shard, "a")
-    resp = heartbeat(shard, "a", 1)
-    assert resp.error_code == 0 and resp.assignment is None and resp.member_epoch == 1
+    resp = heartbeat(shard, "a", 2)
+    assert resp.error_code == 0 and resp.assignment is None and resp.member_epoch == 2
 
 
 def test_subscribing_to_a_new_topic_bumps_the_epoch_and_assigns_it():
     shard = new_shard()
     join(shard, "a")
-    resp = heartbeat(shard, "a", 1, ["orders", "audit"])
-    assert resp.member_epoch == 2
+    resp = heartbeat(shard, "a", 2, ["orders", "audit"])
+    assert resp.member_epoch == 3
     assert (tid("audit"), 0) in assigned(resp)
 
 
@@ -67,42 +69,43 @@ def test_a_topic_that_does_not_exist_yet_is_assigned_when_it_is_created():
 
     grown = MetadataImage([*image().topics(), TopicMetadata("T-later", "later", 2)])
     shard.update_metadata(grown)
-    resp = heartbeat(shard, "a", 1)
-    assert resp.member_epoch == 2 and assigned(resp) == {("T-later", 0), ("T-later", 1)}
+    resp = heartbeat(shard, "a", 2)
+    assert resp.member_epoch == 3 and assigned(resp) == {("T-later", 0), ("T-later", 1)}
 
 
 def test_growing_a_topic_rebalances_the_group():
     shard = new_shard()
     join(shard, "a")
     shard.update_metadata(image(orders=4))
-    resp = heartbeat(shard, "a", 1)
-    assert resp.member_epoch == 2 and (ORD, 3) in assigned(resp)
+    resp = heartbeat(shard, "a", 2)
+    assert resp.member_epoch == 3 and (ORD, 3) in assigned(resp)
 
 
 def test_a_stale_or_future_epoch_is_fenced_and_changes_nothing():
     shard = new_shard()
     join(shard, "a")
     join(shard, "b")
-    for epoch in (1, 5):
+    for epoch in (2, 5):
         result = shard.handle(m.ShareGroupHeartbeatRequest(GROUP, "b", epoch))
         assert result.response.error_code == Errors.FENCED_MEMBER_EPOCH
         assert result.records == []
-    assert heartbeat(shard, "b", 2).error_code == 0
+    assert heartbeat(shard, "b", 3).error_code == 0
 
 
 def test_a_fenced_member_rejoins_with_epoch_zero_under_its_id():
     shard = new_shard()
     join(shard, "a")
     resp = heartbeat(shard, "a", 0, ["orders"])
-    assert resp.error_code == 0 and resp.member_epoch == 1 and assigned(resp)
+    assert resp.error_code == 0 and resp.member_epoch == 2 and assigned(resp)
 
 
 def test_an_unknown_member_is_refused():
     shard = new_shard()
     join(shard, "a")
-    assert heartbeat(shard, "zz", 1).error_code == Errors.UNKNOWN_MEMBER_ID
+    assert heartbeat(shard, "zz", 2).error_code == Errors.UNKNOWN_MEMBER_ID
     assert heartbeat(shard, "zz", -1).error_code == Errors.UNKNOWN_MEMBER_ID
-    assert heartbeat(shard, "zz", 3, group="nope").error_code == Errors.UNKNOWN_MEMBER_ID
+    # A group that does not exist is Kafka's GROUP_ID_NOT_FOUND.
+    assert heartbeat(shard, "zz", 3, group="nope").error_code == Errors.GROUP_ID_NOT_FOUND
 
 
 def test_leaving_removes_the_member_and_rebalances_the_rest():
@@ -111,8 +114,8 @@ def test_leaving_removes_the_member_and_rebalances_the_rest():
     join(shard, "b")
     resp = heartbeat(shard, "b", -1)
     assert (resp.error_code, resp.member_epoch) == (0, -1)
-    a = heartbeat(shard, "a", 1)
-    assert a.member_epoch == 3 and assigned(a) == {(ORD, 0), (ORD, 1), (ORD, 2)}
+    a = heartbeat(shard, "a", 2)
+    assert a.member_epoch == 4 and assigned(a) == {(ORD, 0), (ORD, 1), (ORD, 2)}
     assert "b" not in shard.groups[GROUP].members
 
 
@@ -121,7 +124,7 @@ def test_a_member_that_stops_heartbeating_is_removed_after_the_session_timeout()
     join(shard, "a")
     join(shard, "b")
     shard.tick(40_000)
-    assert heartbeat(shard, "a", 1).member_epoch == 2
+    assert heartbeat(shard, "a", 2).member_epoch == 3
     shard.tick(45_000)
     assert set(shard.groups[GROUP].members) == {"a"}
     shard.tick(85_000)
@@ -150,13 +153,12 @@ def test_the_default_size_limit_is_two_hundred():
         m.ShareGroupHeartbeatRequest(GROUP, "a", -2),
         m.ShareGroupHeartbeatRequest(GROUP, "a", 0),
         m.ShareGroupHeartbeatRequest(GROUP, "a", 0, subscribed_topic_names=[]),
-        m.ShareGroupHeartbeatRequest(GROUP, "a", 0, subscribed_topic_names=[""]),
         m.ShareGroupHeartbeatRequest(GROUP, "a", 0, rack_id="", subscribed_topic_names=["x"]),
         m.ShareGroupHeartbeatRequest(GROUP, "a", "1"),  # type: ignore[arg-type]
         m.ShareGroupHeartbeatRequest(GROUP, "a", 2**31),
     ],
     ids=["empty group", "empty member", "epoch -2", "join without topics", "empty topics",
-         "empty topic name", "empty rack", "epoch not an int", "epoch out of int32"],
+         "empty rack", "epoch not an int", "epoch out of int32"],
 )
 def test_a_malformed_heartbeat_is_invalid_request_and_changes_nothing(req):
     shard = new_shard()
@@ -168,7 +170,8 @@ def test_a_malformed_heartbeat_is_invalid_request_and_changes_nothing(req):
 def test_a_share_heartbeat_on_a_consumer_group_is_group_id_not_found():
     shard = new_shard()
     shard.handle(m.ConsumerGroupHeartbeatRequest("cg", "", 0, rebalance_timeout_ms=5000,
-                                                 subscribed_topic_names=["orders"]))
+                                                 subscribed_topic_names=["orders"],
+                                                 topic_partitions=[]))
     resp = heartbeat(shard, "a", 0, ["orders"], group="cg")
     assert resp.error_code == Errors.GROUP_ID_NOT_FOUND
 
@@ -177,7 +180,8 @@ def test_requests_of_other_group_types_to_a_share_group_are_refused_as_kafka_doe
     shard = new_shard()
     join(shard, "a")
     consumer = shard.handle(m.ConsumerGroupHeartbeatRequest(
-        GROUP, "", 0, rebalance_timeout_ms=5000, subscribed_topic_names=["orders"])).response
+        GROUP, "", 0, rebalance_timeout_ms=5000, subscribed_topic_names=["orders"],
+        topic_partitions=[])).response
     assert consumer.error_code == Errors.GROUP_ID_NOT_FOUND
     classic = shard.handle(m.JoinGroupRequest(
         group_id=GROUP, member_id="", protocol_type="consumer", session_timeout_ms=10_000,
@@ -198,10 +202,10 @@ def test_requests_of_other_group_types_to_a_share_group_are_refused_as_kafka_doe
 def test_describe_shows_members_with_topic_names_and_the_simple_assignor():
     shard = new_shard()
     join(shard, "a")
-    heartbeat(shard, "a", 1, rack_id="r1", client_id="cli", client_host="/1.2.3.4")
+    heartbeat(shard, "a", 2, rack_id="r1", client_id="cli", client_host="/1.2.3.4")
     group = shard.handle(m.ShareGroupDescribeRequest([GROUP, "missing"])).response.groups
     assert (group[0].group_state, group[0].group_epoch, group[0].assignor_name) == (
-        "stable", 1, "simple")
+        "stable", 2, "simple")
     member = group[0].members[0]
     assert (member.rack_id, member.client_id, member.client_host) == ("r1", "cli", "/1.2.3.4")
     assert member.assignment.topic_partitions[0].topic_name == "orders"

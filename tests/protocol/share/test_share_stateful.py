@@ -115,8 +115,8 @@ class ShareGroupEvents(RuleBasedStateMachine):
             return
         resp = self._handle(m.ShareGroupHeartbeatRequest(GROUP, member,
                                                          self.epochs[member])).response
-        if resp.error_code == Errors.UNKNOWN_MEMBER_ID:  # its session ended
-            del self.epochs[member]
+        if resp.error_code in (Errors.UNKNOWN_MEMBER_ID, Errors.GROUP_ID_NOT_FOUND):
+            del self.epochs[member]  # its session ended (the group with it, maybe)
             return
         assert resp.error_code == 0, resp
         assert resp.member_epoch >= self.epochs[member]
@@ -125,7 +125,7 @@ class ShareGroupEvents(RuleBasedStateMachine):
     @rule(member=members)
     def leave(self, member: str) -> None:
         resp = self._handle(m.ShareGroupHeartbeatRequest(GROUP, member, -1)).response
-        assert resp.error_code in (0, Errors.UNKNOWN_MEMBER_ID)
+        assert resp.error_code in (0, Errors.UNKNOWN_MEMBER_ID, Errors.GROUP_ID_NOT_FOUND)
         self.epochs.pop(member, None)
         assert all(not self._held(member, p) for p in PARTITIONS)
 
