@@ -79,6 +79,7 @@ from actors.runtime.offload import (
     BIG,
     BIG_REQUEST_BYTES,
     BIG_REQUEST_ENTRIES,
+    big_bytes,
     big_request,
     off_loop,
     pure,
@@ -173,6 +174,8 @@ class Connection(Relaying, ConnectionDeadlines):
         self._idle.set()
         self._flowing.set()
         self._failed: str | None = None
+        # Bytes of ``offload.big_bytes`` held for the big frame being read or served.
+        self._reserved = 0
         writer.transport.set_write_buffer_limits(high=WRITE_HIGH_WATER_BYTES)
         self._loop = asyncio.get_running_loop()
         self._last_active = self._loop.time()
@@ -188,6 +191,11 @@ class Connection(Relaying, ConnectionDeadlines):
         try:
             while True:
                 await self._flowing.wait()  # replies unsent: read nothing more until sent
+                size = self.frames.next_size
+                if size is not None and size > BIG_REQUEST_BYTES and not self._reserved:
+                    # A big frame's body is read once the process has room for it: until
+                    # then this connection reads nothing (``offload.BIG_PENDING_BYTES``).
+                    self._reserved = await big_bytes().reserve(size)
                 data = await self.reader.read(READ_CHUNK_BYTES)
                 if not data:
                     return
@@ -195,7 +203,11 @@ class Connection(Relaying, ConnectionDeadlines):
                 for frame in self.frames.feed(data):
                     if self.reader.at_eof():
                         return  # the client has gone: what it left queued is not served
-                    await self._take(frame)
+                    try:
+                        await self._take(frame)
+                    finally:
+                        if len(frame) > BIG_REQUEST_BYTES:
+                            self._release_big()
         except (_Close, FrameError) as e:
             log.info("closing %s: %s", self.client_host, e)
             with contextlib.suppress(_Close):  # failed already: nothing more to answer
@@ -203,6 +215,7 @@ class Connection(Relaying, ConnectionDeadlines):
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
             pass  # the client went away, or the listener is stopping
         finally:
+            self._release_big()
             self._deadline.cancel()
             replier.cancel()
             self.writer.close()
@@ -221,6 +234,8 @@ class Connection(Relaying, ConnectionDeadlines):
         size = len(head.frame)
         if size > BIG_REQUEST_BYTES:  # decoded off the loop too (``offload``)
             async with big_request():
+                if self.reader.at_eof():
+                    return  # the client left while it waited its turn: nobody to answer
                 BIG.set(True)
                 await self._serve(head, await off_loop(self._decoded, head), alone=True)
             return
@@ -232,6 +247,11 @@ class Connection(Relaying, ConnectionDeadlines):
             return
         async with big_request():
             await self._serve(head, body, alone=True)
+
+    def _release_big(self) -> None:
+        if self._reserved:
+            big_bytes().release(self._reserved)
+            self._reserved = 0
 
     def _decoded(self, head: RequestHead) -> dict:
         try:
