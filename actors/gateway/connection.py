@@ -43,7 +43,11 @@ replies holds at most that buffer, ``MAX_IN_FLIGHT`` replies and one read's wort
 A big request (``actors.runtime.offload``: over 16 KiB, or holding 512 array entries) has its
 pure steps run off the event loop, one big request of the process at a time, and is served
 alone, never pipelined: it waits on a thread before it reaches its mailbox, and a request read
-after it must not overtake it.
+after it must not overtake it. A frame over 16 KiB has its body read only once the process's
+budget for big frames has room (``offload.BIG_PENDING_BYTES``, as Kafka's memory pool mutes a
+connection until ``queued.max.request.bytes`` has room): however many clients send big frames
+faster than they are served, the frames waiting hold at most that much; and one whose client
+left while it waited for its turn is dropped, not served.
 
 A connection owns the futures it made (the tasks running its requests, its own replies): when
 it fails, it cancels those and only stops waiting for the others (a ``Pending`` future may be
