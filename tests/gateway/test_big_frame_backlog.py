@@ -103,3 +103,26 @@ def test_big_frames_queued_behind_a_busy_turn_hold_at_most_the_budget_and_go_whe
             loop_task.cancel()
 
     asyncio.run(scenario())
+
+
+def test_the_big_frame_budget_grants_in_arrival_order_and_a_cancelled_waiter_holds_nothing():
+    async def ordered() -> None:
+        budget = offload.ByteBudget(10)
+        first = await budget.reserve(6)
+        big = asyncio.ensure_future(budget.reserve(50))  # more than the limit: all of it
+        small = asyncio.ensure_future(budget.reserve(1))  # fits, but waits its turn
+        await asyncio.sleep(0)
+        assert (budget.waiting, big.done(), small.done()) == (2, False, False)
+        budget.release(first)
+        assert await big == 10 and budget.held == 10 and not small.done()
+        cancelled = asyncio.ensure_future(budget.reserve(3))
+        await asyncio.sleep(0)
+        cancelled.cancel()
+        budget.release(10)
+        assert await small == 1
+        await asyncio.gather(cancelled, return_exceptions=True)
+        assert (budget.held, budget.waiting) == (1, 0)
+        budget.release(1)
+        assert budget.held == 0
+
+    asyncio.run(ordered())
