@@ -43,7 +43,11 @@ replies holds at most that buffer, ``MAX_IN_FLIGHT`` replies and one read's wort
 A big request (``actors.runtime.offload``: over 16 KiB, or holding 512 array entries) has its
 pure steps run off the event loop, one big request of the process at a time, and is served
 alone, never pipelined: it waits on a thread before it reaches its mailbox, and a request read
-after it must not overtake it.
+after it must not overtake it. A frame over 16 KiB has its body read only once the process's
+budget for big frames has room (``offload.BIG_PENDING_BYTES``, as Kafka's memory pool mutes a
+connection until ``queued.max.request.bytes`` has room): however many clients send big frames
+faster than they are served, the frames waiting hold at most that much; and one whose client
+left while it waited for its turn is dropped, not served.
 
 A connection owns the futures it made (the tasks running its requests, its own replies): when
 it fails, it cancels those and only stops waiting for the others (a ``Pending`` future may be
@@ -79,6 +83,7 @@ from actors.runtime.offload import (
     BIG,
     BIG_REQUEST_BYTES,
     BIG_REQUEST_ENTRIES,
+    big_bytes,
     big_request,
     off_loop,
     pure,
@@ -173,6 +178,8 @@ class Connection(Relaying, ConnectionDeadlines):
         self._idle.set()
         self._flowing.set()
         self._failed: str | None = None
+        # Bytes of ``offload.big_bytes`` held for the big frame being read or served.
+        self._reserved = 0
         writer.transport.set_write_buffer_limits(high=WRITE_HIGH_WATER_BYTES)
         self._loop = asyncio.get_running_loop()
         self._last_active = self._loop.time()
@@ -188,6 +195,11 @@ class Connection(Relaying, ConnectionDeadlines):
         try:
             while True:
                 await self._flowing.wait()  # replies unsent: read nothing more until sent
+                size = self.frames.next_size
+                if size is not None and size > BIG_REQUEST_BYTES and not self._reserved:
+                    # A big frame's body is read once the process has room for it: until
+                    # then this connection reads nothing (``offload.BIG_PENDING_BYTES``).
+                    self._reserved = await big_bytes().reserve(size)
                 data = await self.reader.read(READ_CHUNK_BYTES)
                 if not data:
                     return
@@ -195,7 +207,11 @@ class Connection(Relaying, ConnectionDeadlines):
                 for frame in self.frames.feed(data):
                     if self.reader.at_eof():
                         return  # the client has gone: what it left queued is not served
-                    await self._take(frame)
+                    try:
+                        await self._take(frame)
+                    finally:
+                        if len(frame) > BIG_REQUEST_BYTES:
+                            self._release_big()
         except (_Close, FrameError) as e:
             log.info("closing %s: %s", self.client_host, e)
             with contextlib.suppress(_Close):  # failed already: nothing more to answer
@@ -203,6 +219,7 @@ class Connection(Relaying, ConnectionDeadlines):
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
             pass  # the client went away, or the listener is stopping
         finally:
+            self._release_big()
             self._deadline.cancel()
             replier.cancel()
             self.writer.close()
@@ -221,6 +238,8 @@ class Connection(Relaying, ConnectionDeadlines):
         size = len(head.frame)
         if size > BIG_REQUEST_BYTES:  # decoded off the loop too (``offload``)
             async with big_request():
+                if self.reader.at_eof():
+                    return  # the client left while it waited its turn: nobody to answer
                 BIG.set(True)
                 await self._serve(head, await off_loop(self._decoded, head), alone=True)
             return
@@ -232,6 +251,11 @@ class Connection(Relaying, ConnectionDeadlines):
             return
         async with big_request():
             await self._serve(head, body, alone=True)
+
+    def _release_big(self) -> None:
+        if self._reserved:
+            big_bytes().release(self._reserved)
+            self._reserved = 0
 
     def _decoded(self, head: RequestHead) -> dict:
         try:

@@ -51,8 +51,17 @@ class FrameReader:
             if len(self._buf) < 4 + size:
                 return
             frame = bytes(self._buf[4 : 4 + size])
-            del self._buf[: 4 + size]
+            if len(self._buf) == 4 + size:
+                self._buf = bytearray()  # a big frame's buffer is not kept for the next
+            else:
+                del self._buf[: 4 + size]
             yield frame
+
+    @property
+    def next_size(self) -> int | None:
+        """The size of the frame begun in the buffer (checked already), or None until its
+        4-byte size has arrived: a listener may wait before reading a big frame's body."""
+        return _SIZE.unpack_from(self._buf, 0)[0] if len(self._buf) >= 4 else None
 
     @property
     def buffered(self) -> int:
