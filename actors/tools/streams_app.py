@@ -22,6 +22,7 @@ Pure subprocess and client code, no Ray.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -177,9 +178,7 @@ def ownership_timeline(processes: Iterable[StreamsProcess]) -> list[tuple[int, i
         for e in p.events():
             if e["event"] == "tasks":
                 changes.append((e["ms"], e["instance"], set(e["active"])))
-            elif e["event"] == "state" and e["state"] in NOT_PROCESSING:
-                changes.append((e["ms"], e["instance"], set()))
-            elif e["event"] == "closed":
+            elif (e["event"] == "state" and e["state"] in NOT_PROCESSING) or e["event"] == "closed":
                 changes.append((e["ms"], e["instance"], set()))
         if p.killed_ms is not None:
             changes.extend((p.killed_ms, i, set()) for i in p.instances)
@@ -295,10 +294,8 @@ def wait_for_counts(bootstrap: str, topic: str, partitions: int, expected: Count
     deadline = time.monotonic() + timeout_s
     try:
         while True:
-            try:
-                reader.poll()
-            except KafkaException:
-                pass  # a fetch through a restarting coordinator's gateway: read again
+            with contextlib.suppress(KafkaException):
+                reader.poll()  # a fetch may fail while a gateway restarts: read again
             if reader.distinct() == dict(expected):
                 return dict(reader.counts)
             if alive is not None:
