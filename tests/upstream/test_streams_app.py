@@ -47,9 +47,7 @@ def test_the_group_becomes_stable_with_every_task_active_on_one_instance(steady)
 
 def test_cohort_creates_the_repartition_and_changelog_topics_upstream(steady, upstream):
     assert_internal_topics_exist(steady)  # as Cohort's gateway shows them
-    steady_upstream = App.__new__(App)
-    steady_upstream.__dict__.update(steady.__dict__, bootstrap=upstream.bootstrap)
-    assert_internal_topics_exist(steady_upstream)  # and on the upstream itself
+    assert_internal_topics_exist(steady, upstream.bootstrap)  # and on the upstream itself
 
 
 def test_the_output_counts_are_exact_for_the_input(steady):
