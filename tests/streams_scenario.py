@@ -8,6 +8,7 @@ Every wait polls a condition with a deadline.
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -109,7 +110,9 @@ def describe(app: App, run_tool) -> str:
 
 
 def assert_describe_lists_members_and_tasks(app: App, text: str) -> None:
-    """Every live instance is a member in the tool's table, with the tasks it reported."""
+    """Every live instance is a member in the tool's table (one row, by its client id), its
+    ACTIVE column (``ACTIVE: 0:[0,1]; 1:[0]; TARGET-ACTIVE: ...``) naming the tasks it
+    reported."""
     held = app.held()
     lines = [line for line in text.splitlines() if line.startswith(app.id)]
     assert len(lines) == len(held), text
@@ -117,6 +120,15 @@ def assert_describe_lists_members_and_tasks(app: App, text: str) -> None:
         client = f"{app.id}-{instance}-"
         mine = [line for line in lines if client in line]
         assert len(mine) == 1, (client, text)
-        for task in active:
-            subtopology, partition = task.split("_")
-            assert f"{subtopology}:[" in mine[0] and partition in mine[0], (task, mine[0])
+        assert _described_active(mine[0]) == active, (active, mine[0])
+
+
+def _described_active(line: str) -> set[str]:
+    """The tasks of a member row's ``ACTIVE:`` part, as ``"S_P"``."""
+    part = re.split(r"[A-Z][A-Z-]+:", line.split(" ACTIVE:", 1)[1], maxsplit=1)[0]
+    tasks = set()
+    for group in part.split(";"):
+        if ":" in group:
+            subtopology, partitions = group.strip().split(":", 1)
+            tasks |= {f"{subtopology}_{p}" for p in partitions.strip("[] ").split(",") if p}
+    return tasks
