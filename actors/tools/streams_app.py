@@ -147,25 +147,25 @@ def tasks_now(events: Iterable[Event]) -> dict[int, tuple[set[str], set[str]]]:
 
 def settled(processes: Iterable[StreamsProcess], tasks: set[str],
             standbys: int = 0) -> bool:
-    """The live processes' instances are all RUNNING and hold every task active exactly once
-    (and, with ``standbys``, each task's standbys on as many other instances): the group is
-    stable as its members see it."""
-    events = [e for p in processes if p.killed_ms is None for e in p.events()]
-    live = {i for p in processes if p.killed_ms is None for i in p.instances}
+    """The live processes' instances are all RUNNING and hold every task active exactly once,
+    and each stateful task (subtopology 1) has ``standbys`` standbys on other instances, the
+    stateless ones none: the group is stable as its members see it."""
+    live_processes = [p for p in processes if p.killed_ms is None]
+    events = [e for p in live_processes for e in p.events()]
+    live = {i for p in live_processes for i in p.instances}
     if running(events) != live:
         return False
-    held = tasks_now(events)
-    actives = Counter(t for i in live for t in held.get(i, (set(), set()))[0])
+    nothing: tuple[set[str], set[str]] = (set(), set())
+    held = {i: tasks_now(events).get(i, nothing) for i in live}
+    actives = Counter(t for active, _ in held.values() for t in active)
     if set(actives) != tasks or any(n != 1 for n in actives.values()):
         return False
-    if standbys:
-        for task in tasks:
-            on = [i for i in live if task in held.get(i, (set(), set()))[1]]
-            owner = next(i for i in live if task in held[i][0])
-            if task.startswith("1_") and (len(on) != standbys or owner in on):
-                return False
-            if not task.startswith("1_") and on:
-                return False
+    for task in tasks:
+        owner = next(i for i, (active, _) in held.items() if task in active)
+        on = {i for i, (_, standby) in held.items() if task in standby}
+        wanted = standbys if task.startswith("1_") else 0
+        if len(on) != wanted or owner in on:
+            return False
     return True
 
 
