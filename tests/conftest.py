@@ -32,6 +32,10 @@ RAY_TEST_CONFIG = CoordinatorConfig(
     group_consumer_reconciliation_heartbeat_interval_ms=300,
     group_min_session_timeout_ms=1_000,
     group_initial_rebalance_delay_ms=300,
+    # Streams groups' group configs as the streams tests set them (Kafka's shipped minimums,
+    # 45 s and 5 s, would refuse them; the reference broker is widened alike).
+    group_streams_min_session_timeout_ms=1_000,
+    group_streams_min_heartbeat_interval_ms=100,
     group_connect_session_timeout_ms=4_000,
     group_connect_heartbeat_interval_ms=300,
     group_share_session_timeout_ms=4_000,

@@ -24,6 +24,8 @@ import atexit
 import contextlib
 import itertools
 import json
+import os
+import signal
 import subprocess
 import tempfile
 import threading
@@ -215,6 +217,22 @@ class JavaClients:
             process.kill()
             process.wait()
 
+    @property
+    def pid(self) -> int | None:
+        """The JVM's pid (also its process group), while it runs."""
+        return self._process.pid if self._process is not None else None
+
+    def kill(self) -> None:
+        """SIGKILL the JVM at once, as a crash would: no client closes, nothing is committed
+        or left. What still waits on a command ends, failed."""
+        atexit.unregister(self.stop)
+        process, self._process = self._process, None
+        if process is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
     def __enter__(self) -> JavaClients:
         return self.start()
 
@@ -272,6 +290,16 @@ class JavaClients:
         self._commands[command.id] = command
         self._send(verb, command.id, *tokens)
         return command
+
+    def streams(self, bootstrap: str, app: str, input_topic: str, output_topic: str,
+                state_dir: str, *, instances: int = 1, first: int = 0,
+                config: dict[str, object] | None = None) -> Command:
+        """``instances`` KafkaStreams clients of the word-count app ``app`` in a streams group
+        (``StreamsApp``, numbered from ``first``), running until ``stop()``; events ``state``,
+        ``tasks``, ``error``, ``closed``, each with its ``instance`` and ``ms``."""
+        return self.command("streams", *_options(
+            bootstrap=bootstrap, app=app, input=input_topic, output=output_topic,
+            state_dir=state_dir, instances=instances, first=first), *_configs(config))
 
     def create_topic(self, bootstrap: str, topic: str, partitions: int) -> None:
         """Create a topic with Kafka's Admin client."""

@@ -323,6 +323,12 @@ class ReferenceKafka:
             "share.coordinator.state.topic.replication.factor": 1,
             "share.coordinator.state.topic.min.isr": 1,
             "group.initial.rebalance.delay.ms": 0,
+            # Streams groups' bounds only, not their defaults: a test may then set a group's
+            # streams.session.timeout.ms and streams.heartbeat.interval.ms (group configs) low
+            # enough to see a killed instance's tasks move within its patience (the shipped
+            # minimums are 45 s and 5 s).
+            "group.streams.min.session.timeout.ms": 1000,
+            "group.streams.min.heartbeat.interval.ms": 100,
             **self._config,
         }
 

@@ -25,7 +25,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * produce ID bootstrap=B topic=T partitions=P records=N   N records per partition, value "offset"
  * topic   ID bootstrap=B topic=T partitions=P           create a topic (Admin)
  * tool    ID MAIN_CLASS ARG...                           one of Kafka's command-line tools (Tools)
- * stop    ID                                             end a consume or share command
+ * streams ID bootstrap=B app=A input=T output=T state_dir=D [instances=K]
+ *                                                        a Kafka Streams app (StreamsApp)
+ * stop    ID                                             end a consume, share or streams command
  * </pre>
  */
 public final class Driver {
@@ -76,6 +78,7 @@ public final class Driver {
                 case "produce" -> Records.produce(id, new Options(rest));
                 case "topic" -> Records.createTopic(id, new Options(rest));
                 case "tool" -> Tools.run(id, rest.get(0), rest.subList(1, rest.size()));
+                case "streams" -> StreamsApp.run(id, new Options(rest), stop);
                 default -> throw new IllegalArgumentException("unknown command " + verb);
             }
             Out.event(id, "end", "ok", true);
