@@ -314,13 +314,14 @@ class Controller(SecurityStore, ChangeLock):
         consumer_session_timeout_ms: int | None = None,
         consumer_heartbeat_interval_ms: int | None = None,
         connect_scheduled_rebalance_max_delay_ms: int | None = None,
-        **share: int | str | None,
+        **typed: int | str | None,
     ) -> None:
-        """``share``: a share group's ``share_*`` GroupConfig fields (session timeout,
-        heartbeat interval, record lock duration, delivery count limit, auto offset reset)."""
+        """``typed``: the other GroupConfig fields, each type's own (``share_*``: session
+        timeout, heartbeat interval, record lock duration, ...; ``streams_*``: session timeout,
+        heartbeat interval, standby replicas, initial rebalance delay)."""
         if not isinstance(group_id, str) or not group_id:
             raise CoordinatorError(Errors.INVALID_GROUP_ID, "group id must be a non-empty string")
-        unknown = sorted(k for k in share if not k.startswith("share_") or k not in _FIELDS)
+        unknown = sorted(k for k in typed if k not in _FIELDS)
         if unknown:
             raise CoordinatorError(Errors.INVALID_CONFIG, f"unknown group configs {unknown}")
         try:
@@ -328,7 +329,7 @@ class Controller(SecurityStore, ChangeLock):
                 consumer_session_timeout_ms,
                 consumer_heartbeat_interval_ms,
                 connect_scheduled_rebalance_max_delay_ms,
-                **share,  # type: ignore[arg-type]
+                **typed,  # type: ignore[arg-type]
             )
         except ValueError as e:
             raise CoordinatorError(Errors.INVALID_CONFIG, str(e)) from None
