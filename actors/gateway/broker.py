@@ -34,6 +34,7 @@ from actors.gateway import topic_handlers
 from actors.gateway.admission import Admission
 from actors.gateway.connection import Connection, Pending
 from actors.gateway.dispatch import BY_NAME
+from actors.gateway.forwarded_metadata import ForwardedMetadata
 from actors.gateway.listener import (
     Coordinators,
     ListenerSpec,
@@ -235,6 +236,7 @@ class Listener:
         self._server: asyncio.base_events.Server | None = None
         self._forward_to = None
         self._batch: _Batch | None = None  # the commits read in this loop iteration
+        self._forwarded_metadata = ForwardedMetadata()
 
     @property
     def port(self) -> int:
@@ -308,6 +310,16 @@ class Listener:
         if handler is not None and not (self.spec.upstream and _upstream_answers(req)):
             body = await handler(self.core, req)
             return None if body is None else await pure(encode_response, req.header, body)
+        if req.api.name == "Metadata" and not self.core.options.authorizer:
+            key = metadata_question(req, self.core.leader, tuple(self.core.brokers.nodes()))
+            if key is not None:  # one call to the gateway per question (forwarded_metadata)
+                return await self._forwarded_metadata.answer(
+                    key, await self.core.topics_knowing(), req.header.correlation_id,
+                    functools.partial(self._forward, req))
+        return await self._forward(req)
+
+    async def _forward(self, req: WireRequest) -> bytes | None:
+        """``req`` answered by the gateway (``Gateway.forwarded``)."""
         if self._forward_to is None:
             self._forward_to = ray.get_actor(self.spec.gateway, namespace=NAMESPACE)
         try:
