@@ -149,7 +149,7 @@ ROWS: tuple[Api, ...] = (
            classic.heartbeat_request, classic.heartbeat_response),
     _kafka(13,  _V(0, 5),  m.LeaveGroupRequest,                     m.LeaveGroupResponse,                     "group_id",     lambda s, r: s.classic.leave(r),
            classic.leave_request, classic.leave_response),
-    _kafka(15,  _V(0, 5),  m.DescribeGroupsRequest,                 m.DescribeGroupsResponse,                 "groups",       lambda s, r: s.classic.describe(r),
+    _kafka(15,  _V(0, 6),  m.DescribeGroupsRequest,                 m.DescribeGroupsResponse,                 "groups",       lambda s, r: s.classic.describe(r),
            classic.describe_groups_request, classic.describe_groups_response, _CLASSIC_DESCRIBED),
     _kafka(8,   _V(2, 9),  m.OffsetCommitRequest,                   m.OffsetCommitResponse,                   "group_id",     lambda s, r: s.offsets.commit(r),
            offsets.commit_request, offsets.commit_response),

@@ -171,7 +171,8 @@ async def leave_group(core: GatewayCore, req: WireRequest) -> dict:
 
 
 async def describe_groups(core: GatewayCore, req: WireRequest) -> dict:
-    return await _per_group(core, req, "DESCRIBE")
+    reply = await _per_group(core, req, "DESCRIBE")
+    return classic.describe_groups_v6(reply) if req.version >= 6 else reply
 
 
 # ---------------------------------------------------------------------- consumer groups

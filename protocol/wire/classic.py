@@ -131,6 +131,16 @@ def describe_groups_response(resp: m.DescribeGroupsResponse) -> dict:
     return {"throttle_time": 0, "groups": [describe_group_entry(g) for g in resp.groups]}
 
 
+def describe_groups_v6(reply: dict) -> dict:
+    """The reply at v6 (KIP-1043), where Kafka 4.4 names a group it cannot describe instead of
+    answering ``Dead``: GROUP_ID_NOT_FOUND, as its Admin client and tools then report."""
+    for g in reply.get("groups", []):
+        if g["error_code"] == 0 and g["group_state"] == "Dead":
+            g["error_code"] = Errors.GROUP_ID_NOT_FOUND.value
+            g["error_message"] = f"Group {g['group_id']} not found."
+    return reply
+
+
 def describe_group_entry(g: m.DescribeGroupsResponseGroup) -> dict:
     """A DescribeGroups entry as Kafka answers it up to v5 (the versions served): a group that
     does not exist, or is not a classic group (Kafka describes only those), is NONE and

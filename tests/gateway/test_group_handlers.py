@@ -65,6 +65,7 @@ class _Core:
         self.router = _Router(GroupCoordinatorShard(metadata=IMAGE))
         self.epochs: dict[tuple[str, str], int] = {}
         self.stream = SimpleNamespace(end_offset=lambda now_ms: 100)
+        self.upstream = None  # the synthetic stream's end is every partition's
 
     def now_ms(self) -> int:
         return 0

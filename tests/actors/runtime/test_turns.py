@@ -314,7 +314,7 @@ def test_metrics_count_each_group_type_under_its_own_label():
     ))
     by_label, by_state = shard.census()
     # Seed 000's tag for classic groups is "generic"; a Connect group is not a consumer group.
-    assert by_label == {"consumer": 1, "connect": 1, "generic": 1, "share": 0}
+    assert by_label == {"consumer": 1, "connect": 1, "generic": 1, "share": 0, "streams": 0}
     assert sum(by_state["consumer_group_count"].values()) == 1
 
 
