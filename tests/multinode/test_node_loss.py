@@ -114,7 +114,7 @@ def _seed(cohort: Cluster, p: int, prefix: str, offset: int) -> tuple[str, str]:
     cohort.create_topic(topic, 2)
     hb = cohort.call(m.ConsumerGroupHeartbeatRequest(
         group_id=group, member_id=f"{group}-member", member_epoch=0,
-        rebalance_timeout_ms=10_000, subscribed_topic_names=[topic]))
+        rebalance_timeout_ms=10_000, subscribed_topic_names=[topic], topic_partitions=[]))
     assert hb.error_code == Errors.NONE, hb
     committed = cohort.call(_commit(group, topic, offset, member=f"{group}-member",
                                     epoch=hb.member_epoch))
