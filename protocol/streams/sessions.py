@@ -14,25 +14,17 @@ from dataclasses import dataclass
 
 from protocol.modern.sessions import MemberDeadlines
 
-# Kafka 4.4's broker defaults (GroupCoordinatorConfig group.streams.*).
-DEFAULTS: dict[str, int] = {
-    "session_timeout_ms": 45_000,
-    "heartbeat_interval_ms": 5_000,
-    "num_standby_replicas": 0,
-    "initial_rebalance_delay_ms": 3_000,
-    "max_size": 2**31 - 1,
-}
 ACCEPTABLE_RECOVERY_LAG = 10_000
 TASK_OFFSET_INTERVAL_MS = 60_000
 
 
 def setting(ctx, group_id: str, name: str) -> int:
-    """A streams group's ``name``: its group config when set, else the broker's default
-    (``CoordinatorConfig.group_streams_<name>`` if the config has it, else Kafka's)."""
+    """A streams group's ``name``: its group config when set, else the broker's
+    (``CoordinatorConfig.group_streams_<name>``, Kafka 4.4's ``group.streams.*`` defaults)."""
     override = getattr(ctx.group_config(group_id), f"streams_{name}", None)
     if override is not None:
         return override
-    return getattr(ctx.config, f"group_streams_{name}", DEFAULTS[name])
+    return getattr(ctx.config, f"group_streams_{name}")
 
 
 @dataclass(frozen=True, slots=True)
