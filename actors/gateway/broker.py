@@ -34,7 +34,7 @@ from actors.gateway import topic_handlers
 from actors.gateway.admission import Admission
 from actors.gateway.connection import Connection, Pending
 from actors.gateway.dispatch import BY_NAME
-from actors.gateway.forwarded_metadata import ForwardedMetadata
+from actors.gateway.kept_metadata import KeptAnswers, addressed, metadata_question
 from actors.gateway.listener import (
     Coordinators,
     ListenerSpec,
@@ -53,7 +53,7 @@ from protocol.api import BY_API_KEY, error_response
 from protocol.errors import Errors
 from protocol.placement import partition_for
 from protocol.wire.codec import EncodedBody, encode_body, encode_commit_reply, encode_response
-from protocol.wire.topics import Node, TopicIndex, distinct_topics
+from protocol.wire.topics import Node, TopicIndex
 from protocol.wire.upstream import DESCRIBE_CLUSTER, FIND_COORDINATOR, versions_reply
 
 log = logging.getLogger(__name__)
@@ -67,12 +67,8 @@ LOCAL_APIS = ("ApiVersions", "Metadata", "FindCoordinator", "OffsetCommit", "Off
               "AlterShareGroupOffsets", "DeleteShareGroupOffsets")
 LOCAL = {name: BY_NAME[name] for name in LOCAL_APIS}
 LOCAL["Metadata"] = lambda core, req: core.metadata(req)  # replies kept (BrokerCore.metadata)
-# Metadata replies a partition keeps, written (see ``BrokerCore.metadata``), and the most a
-# kept reply's question may weigh (characters of its topic names, 16 per topic id): a
-# question naming more is answered but not kept, so what is kept stays within ~4 MiB of keys.
+# Metadata replies a partition keeps, written (see ``BrokerCore.metadata``).
 METADATA_REPLIES_KEPT = 64
-METADATA_KEPT_QUESTION_CHARS = 64 * 1024
-TOPIC_ID_CHARS = 16
 # Answered within the turn that applies them: submitted as soon as read (``connection``).
 PIPELINED = frozenset(key for key, api in BY_API_KEY.items() if api.name in {
     "OffsetCommit", "OffsetFetch", "Heartbeat", "ConsumerGroupHeartbeat"})
@@ -208,24 +204,6 @@ class BrokerCore(Serving):
         return reply
 
 
-def metadata_question(req: WireRequest, leader: Node, brokers: tuple[Node, ...]) -> tuple | None:
-    """What a Metadata reply depends on (without an authorizer), as a key to keep it by; None
-    for a question over ``METADATA_KEPT_QUESTION_CHARS``. Each topic counts once, in the order
-    first named, as ``topics.metadata_response`` answers it: naming a topic a million times
-    is one question, not a million-entry key."""
-    body = req.body
-    named = body.get("topics")
-    topics_key = None
-    if named is not None:
-        topics_key = tuple((t.get("name"), t.get("topic_id")) for t in distinct_topics(named))
-        chars = sum(len(name or "") + TOPIC_ID_CHARS for name, _ in topics_key)
-        if chars > METADATA_KEPT_QUESTION_CHARS:
-            return None
-    return (req.version, topics_key, body.get("allow_auto_topic_creation"),
-            body.get("include_cluster_authorized_operations"),
-            body.get("include_topic_authorized_operations"), leader, brokers)
-
-
 class Listener:
     """One gateway's listener in this partition: a server, its connections, their bound."""
 
@@ -236,7 +214,7 @@ class Listener:
         self._server: asyncio.base_events.Server | None = None
         self._forward_to = None
         self._batch: _Batch | None = None  # the commits read in this loop iteration
-        self._forwarded_metadata = ForwardedMetadata()
+        self._forwarded_metadata: KeptAnswers[bytes | None] = KeptAnswers()
 
     @property
     def port(self) -> int:
@@ -312,10 +290,10 @@ class Listener:
             return None if body is None else await pure(encode_response, req.header, body)
         if req.api.name == "Metadata" and not self.core.options.authorizer:
             key = metadata_question(req, self.core.leader, tuple(self.core.brokers.nodes()))
-            if key is not None:  # one call to the gateway per question (forwarded_metadata)
-                return await self._forwarded_metadata.answer(
-                    key, await self.core.topics_knowing(), req.header.correlation_id,
-                    functools.partial(self._forward, req))
+            if key is not None:  # one call to the gateway per question (kept_metadata)
+                framed = await self._forwarded_metadata.answer(
+                    key, await self.core.topics_knowing(), functools.partial(self._forward, req))
+                return None if framed is None else addressed(framed, req.header.correlation_id)
         return await self._forward(req)
 
     async def _forward(self, req: WireRequest) -> bytes | None:

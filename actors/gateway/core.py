@@ -18,6 +18,7 @@ import time
 import ray
 
 from actors.gateway.brokers import PartitionBrokers
+from actors.gateway.kept_metadata import KeptAnswers
 from actors.gateway.listener import ListenerSpec
 from actors.gateway.routing import Router
 from actors.gateway.serving import GatewayOptions, Serving, WireRequest
@@ -68,7 +69,8 @@ class GatewayCore(Serving):
         self.upstream_reader: UpstreamReader | None = None
         self.relay_keys: frozenset[int] = frozenset()
         self.listeners: dict[int, tuple[str, int]] = {}
-        self._versions_replies: dict[int, EncodedBody] = {}
+        # Its Metadata replies, asked and written once per question (``kept_metadata``).
+        self.kept_metadata: KeptAnswers[EncodedBody] = KeptAnswers()
 
     @staticmethod
     def relay_plan(upstream_versions: dict[int, tuple[int, int]]
@@ -87,7 +89,6 @@ class GatewayCore(Serving):
         self.upstream = view
         self.upstream_reader = UpstreamReader(view)
         self.relay_keys, self._versions = self.relay_plan(upstream_versions)
-        self._versions_replies = {}
 
     async def upstream_topics_changed(self, expect: dict[str, int | None]) -> None:
         """A relayed topic change landed upstream: the controller reads the upstream's topics
@@ -104,10 +105,7 @@ class GatewayCore(Serving):
     def relayed_api_versions(self, version: int) -> EncodedBody | None:
         if self.upstream is None:
             return None
-        reply = self._versions_replies.get(version)
-        if reply is None:
-            reply = self._versions_replies[version] = versions_reply(version, self._versions)
-        return reply
+        return versions_reply(version, self._versions)
 
     async def start(self) -> None:
         self.security = await self.controller.security_image.remote()
@@ -137,6 +135,10 @@ class GatewayCore(Serving):
             self._image_version = image.version
             self._index = TopicIndex(image.metadata.topics())
             self._index_at = time.monotonic()
+
+    def topics_now(self) -> TopicIndex:
+        """The topic index as last read or pushed (a new one after every change)."""
+        return self._index
 
     async def topics(self, refresh: bool = False) -> TopicIndex:
         if refresh or time.monotonic() - self._index_at > TOPICS_TTL_S:

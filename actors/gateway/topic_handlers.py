@@ -17,12 +17,13 @@ from kio.schema.errors import ErrorCode as E
 from ray.exceptions import RayTaskError
 
 from actors.gateway.core import GatewayCore, WireRequest
+from actors.gateway.kept_metadata import metadata_question
 from actors.runtime.controller import _check_group_config
 from actors.runtime.offload import pure
 from protocol.config import CoordinatorConfig
 from protocol.errors import CoordinatorError, Errors
 from protocol.wire import configs, stream, topics, upstream
-from protocol.wire.codec import EncodedBody
+from protocol.wire.codec import EncodedBody, encode_body
 from protocol.wire.fetch_response import fetch_body_parts
 from protocol.wire.upstream import METADATA
 
@@ -47,10 +48,26 @@ async def metadata(core: GatewayCore, req: WireRequest) -> dict:
                       lambda t: core.may(req, "DESCRIBE", TOPIC, t), core.brokers.nodes())
 
 
-async def upstream_metadata(core: GatewayCore, req: WireRequest) -> dict:
+async def upstream_metadata(core: GatewayCore, req: WireRequest) -> dict | EncodedBody:
     """The upstream's Metadata for the client's question, its brokers named by the Cohort
     listeners that present them, Cohort's coordinators added, and the topics the principal
-    may not DESCRIBE refused (named) or left out (all topics), as Kafka's authorizer does."""
+    may not DESCRIBE refused (named) or left out (all topics), as Kafka's authorizer does.
+    Without an authorizer, asked and written once per question while it holds
+    (``kept_metadata``): every consumer of a group asks the same one."""
+    if not core.options.authorizer:
+        key = metadata_question(req, core.leader, tuple(core.brokers.nodes()))
+        if key is not None:
+            return await core.kept_metadata.answer(
+                (*key, tuple(sorted(core.listeners.items()))), core.topics_now(),
+                lambda: _written_upstream_metadata(core, req))
+    return await _upstream_metadata(core, req)
+
+
+async def _written_upstream_metadata(core: GatewayCore, req: WireRequest) -> EncodedBody:
+    return await pure(encode_body, METADATA, req.version, await _upstream_metadata(core, req))
+
+
+async def _upstream_metadata(core: GatewayCore, req: WireRequest) -> dict:
     body = await core.upstream.call_at(METADATA, req.version, req.body)
     coordinators = [(n.node_id, n.host, n.port) for n in core.brokers.nodes()]
     body = upstream.rewrite_body(METADATA, req.version, body, core.listener_of, coordinators)

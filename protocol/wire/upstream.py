@@ -17,6 +17,7 @@ the topic admin APIs) and reads their replies, through kio like the rest of ``wi
 
 from __future__ import annotations
 
+import functools
 import io
 import struct
 from collections.abc import Callable, Iterable, Mapping
@@ -300,9 +301,12 @@ def metadata_topics(body: Mapping[str, Any]) -> list[TopicMetadata]:
 
 
 
+@functools.lru_cache(maxsize=32)
 def versions_reply(version: int, versions: tuple[tuple[int, int, int], ...]) -> EncodedBody:
     """ApiVersions' reply listing ``versions`` ((key, min, max) ...), Cohort's features kept:
-    what every Cohort listener in front of an upstream answers."""
+    what every Cohort listener in front of an upstream answers. Written once per version and
+    list (shared, never changed): written per request it was 10% of a partition's time while
+    400 consumers connected to it (py-spy, bench/upstream.py --stable)."""
     body = api_versions_body()
     body["api_keys"] = [{"api_key": k, "min_version": lo, "max_version": hi}
                         for k, lo, hi in versions]

@@ -1,0 +1,91 @@
+"""Metadata replies in front of an upstream, made once per question and kept for a moment.
+
+In front of an upstream, Metadata is the upstream's answer re-addressed to Cohort's listeners:
+the gateway asks the upstream, decodes its reply, renames its brokers and writes the reply
+again, and a partition's listener, which cannot answer it itself, forwards each one to the
+gateway (a Ray call). A client asks Metadata on every connection it opens and again as its
+assignment changes: 1,000 KIP-848 consumers joining one group queued more than 5,000 forwarded
+calls on the gateway (Ray's "tasks pending submission" warning), and with those shared, the
+gateway still spent most of its loop asking the upstream and writing 1,000-partition replies
+(31% writing them, 17% building them, 8% decoding the upstream's: py-spy, 400 consumers,
+bench/upstream.py --stable), so the group took three times as long as on Kafka itself.
+So the same question, asked while its answer is on its way or was given less than ``KEPT_S``
+ago under the same image, shares that answer: one ask, one reply written. Only without an
+authorizer, where the answer depends on the question alone (``broker.metadata_question``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+import time
+from collections.abc import Awaitable, Callable
+from typing import Generic, TypeVar
+
+from actors.gateway.serving import WireRequest
+from protocol.wire.topics import Node, distinct_topics
+
+# How long an answer is kept: a client that learns of a new leader a second late retries on
+# NOT_LEADER_OR_FOLLOWER, as after any leader change; a new image drops every answer at once.
+KEPT_S = 1.0
+MOST_KEPT = 64
+# The most a kept reply's question may weigh (characters of its topic names, 16 per topic
+# id): a question naming more is answered but not kept, so what is kept stays within ~4 MiB.
+METADATA_KEPT_QUESTION_CHARS = 64 * 1024
+TOPIC_ID_CHARS = 16
+_CORRELATION = struct.Struct(">i")
+
+T = TypeVar("T")
+
+
+def addressed(framed: bytes, correlation_id: int) -> bytes:
+    """``framed`` (a reply with its size prefix) under another correlation id: the first field
+    of every response header, right after the size."""
+    return framed[:4] + _CORRELATION.pack(correlation_id) + framed[8:]
+
+
+class KeptAnswers(Generic[T]):
+    """The answers kept (see the module docstring), for one listener or one gateway."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._answers: dict[tuple, tuple[float, asyncio.Future]] = {}
+        self._image: object = None
+
+    async def answer(self, key: tuple, image: object, ask: Callable[[], Awaitable[T]]) -> T:
+        """The answer to the question ``key`` under ``image``: shared if asked or answered
+        within ``KEPT_S``, else ``ask()``ed (a failed ask is shared by those waiting on it and
+        forgotten)."""
+        if image is not self._image:
+            self._answers, self._image = {}, image
+        now = self._clock()
+        kept = self._answers.get(key)
+        if kept is None or now - kept[0] > KEPT_S:
+            if len(self._answers) >= MOST_KEPT:
+                self._answers.clear()
+            future = asyncio.get_running_loop().create_task(ask())
+            kept = self._answers[key] = (now, future)
+        try:
+            return await asyncio.shield(kept[1])
+        except Exception:
+            if self._answers.get(key) is kept:
+                del self._answers[key]
+            raise
+
+
+def metadata_question(req: WireRequest, leader: Node, brokers: tuple[Node, ...]) -> tuple | None:
+    """What a Metadata reply depends on (without an authorizer), as a key to keep it by; None
+    for a question over ``METADATA_KEPT_QUESTION_CHARS``. Each topic counts once, in the order
+    first named, as ``topics.metadata_response`` answers it: naming a topic a million times
+    is one question, not a million-entry key."""
+    body = req.body
+    named = body.get("topics")
+    topics_key = None
+    if named is not None:
+        topics_key = tuple((t.get("name"), t.get("topic_id")) for t in distinct_topics(named))
+        chars = sum(len(name or "") + TOPIC_ID_CHARS for name, _ in topics_key)
+        if chars > METADATA_KEPT_QUESTION_CHARS:
+            return None
+    return (req.version, topics_key, body.get("allow_auto_topic_creation"),
+            body.get("include_cluster_authorized_operations"),
+            body.get("include_topic_authorized_operations"), leader, brokers)
