@@ -62,6 +62,12 @@ class Relaying:
             frame, merge = checked
         await self._room_for_one()
         self._check_failed()
+        if merge is None and self.relay.passes_through(header):  # the reply goes back as is
+            reply = self.relay.send(header, frame)
+            if reply is not None:
+                self._owe(f"api-{header.api_key} (relayed)", reply)
+            await self.relay.drain()
+            return True
         task = asyncio.get_running_loop().create_task(
             self.relay.forward(header, frame, merge))
         self._owe(f"api-{header.api_key} (relayed)", task)

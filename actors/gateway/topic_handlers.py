@@ -23,9 +23,10 @@ from actors.runtime.offload import pure
 from protocol.config import CoordinatorConfig
 from protocol.errors import CoordinatorError, Errors
 from protocol.wire import configs, stream, topics, upstream
-from protocol.wire.codec import EncodedBody, encode_body
+from protocol.wire.codec import EncodedBody
 from protocol.wire.fetch_response import fetch_body_parts
 from protocol.wire.upstream import METADATA
+from protocol.wire.upstream_metadata import renamed_metadata
 
 TOPIC, CLUSTER, GROUP = "TOPIC", "CLUSTER", "GROUP"
 CLUSTER_NAME = "kafka-cluster"
@@ -64,7 +65,11 @@ async def upstream_metadata(core: GatewayCore, req: WireRequest) -> dict | Encod
 
 
 async def _written_upstream_metadata(core: GatewayCore, req: WireRequest) -> EncodedBody:
-    return await pure(encode_body, METADATA, req.version, await _upstream_metadata(core, req))
+    """The upstream's reply with only its brokers rewritten (``upstream_metadata``)."""
+    framed = await core.upstream.call_framed_at(METADATA, req.version, req.body)
+    coordinators = [(n.node_id, n.host, n.port) for n in core.brokers.nodes()]
+    return EncodedBody(renamed_metadata(req.version, framed[4:], core.listener_of,
+                                        coordinators))
 
 
 async def _upstream_metadata(core: GatewayCore, req: WireRequest) -> dict:

@@ -113,6 +113,11 @@ class UpstreamLink:
 
     async def call(self, api_key: int, version: int, body: Mapping[str, Any]) -> dict:
         """One of Cohort's own requests; its reply as plain values."""
+        reply = await self.call_framed(api_key, version, body)
+        return decode_reply(api_key, version, reply[4:])
+
+    async def call_framed(self, api_key: int, version: int, body: Mapping[str, Any]) -> bytes:
+        """One of Cohort's own requests; its reply as the upstream framed it."""
         frame = encode_request(api_key, version, next(self._ids), self.client_id, body)
         try:
             reply = await asyncio.wait_for(self.relay(frame), REQUEST_TIMEOUT_S)
@@ -120,7 +125,7 @@ class UpstreamLink:
             self.close(f"no reply to API {api_key} within {REQUEST_TIMEOUT_S:.0f} s")
             raise UpstreamUnavailable(f"the upstream broker {self.address} did not answer "
                                       f"API {api_key} within {REQUEST_TIMEOUT_S:.0f} s") from None
-        return decode_reply(api_key, version, reply[4:])
+        return reply
 
     async def drain(self) -> None:
         """Wait while the socket's buffer is full (backpressure toward the client)."""

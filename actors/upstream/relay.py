@@ -47,6 +47,8 @@ DEPENDS_ON_BODY = frozenset({DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS, LIST_C
 # CreateTopics, DeleteTopics, CreatePartitions: Cohort's image takes the change before the
 # client hears of it, so a group the client joins next sees the topic as it now is.
 TOPIC_CHANGES = frozenset({19, 20, 37})
+# Replies Cohort reads before the client does: topic changes, and those naming brokers.
+REWRITTEN = TOPIC_CHANGES | ADDRESS_APIS
 
 
 # Cohort's own rows that are the upstream's in front of one (the synthetic stream's and the
@@ -120,6 +122,27 @@ class ClientRelay:
         if where is None:
             where = self.view.settings.bootstrap[0]
         return await UpstreamLink(*where, self.view.settings).open()
+
+    def passes_through(self, header: RequestHeader) -> bool:
+        """Whether the reply to ``header``'s request goes back to the client as the upstream
+        sent it, over a link open already: no broker address to rewrite, no topic change for
+        the image to take (``send``'s fast path)."""
+        link = self._link
+        return (header.api_key not in REWRITTEN and link is not None and link.done()
+                and not link.cancelled() and link.exception() is None)
+
+    def send(self, header: RequestHeader, frame: bytes) -> asyncio.Future | None:
+        """Relay ``frame`` (without its size prefix) over the open link (``passes_through``):
+        the link's own future of the framed reply, which the client's connection writes as
+        it comes, or None when Kafka sends no reply. A Produce's round trip through Cohort is
+        then one hop of the event loop each way, no task of its own between them."""
+        sized = len(frame).to_bytes(4, "big") + frame
+        return self._link.result().relay(sized, expects_reply(frame, header.api_version))
+
+    async def drain(self) -> None:
+        """Wait while the link's socket buffer is full (backpressure toward the client)."""
+        if self._link is not None and self._link.done():
+            await self._link.result().drain()
 
     async def forward(self, header: RequestHeader, frame: bytes,
                       merge: Callable[[dict], dict] | None = None) -> bytes | None:

@@ -68,6 +68,10 @@ class UpstreamView:
         advertised, so one the upstream serves): Metadata, FindCoordinator."""
         return await (await self.link()).call(api_key, version, body)
 
+    async def call_framed_at(self, api_key: int, version: int, body: Mapping[str, Any]) -> bytes:
+        """``call_at``'s reply as the upstream framed it, undecoded."""
+        return await (await self.link()).call_framed(api_key, version, body)
+
     async def refresh(self) -> dict:
         """Read the upstream's brokers and topics (Metadata for every topic); the reply."""
         try:

@@ -16,7 +16,7 @@ from actors.gateway.serving import GatewayOptions, WireRequest
 from protocol.api import BY_API_KEY
 from protocol.wire.codec import RequestHeader, encode_response
 from protocol.wire.topics import Node
-from protocol.wire.upstream import decode_reply
+from protocol.wire.upstream import decode_reply, encode_reply
 
 
 def _framed(correlation_id: int, body: bytes = b"\x00\x01reply") -> bytes:
@@ -103,18 +103,20 @@ def test_a_failed_call_fails_its_waiters_and_is_not_kept():
 
 
 class _Upstream:
-    """Stands for the upstream view's ``call_at`` only, counting the Metadata it is asked."""
+    """Stands for the upstream view's ``call_framed_at`` only, counting the Metadata it is asked."""
 
     def __init__(self) -> None:
         self.asked = 0
 
-    async def call_at(self, api_key: int, version: int, body: dict) -> dict:
+    async def call_framed_at(self, api_key: int, version: int, body: dict) -> bytes:
         self.asked += 1
         await asyncio.sleep(0)
-        return {"throttle_time_ms": 0, "cluster_id": "c", "controller_id": 1,
+        reply = encode_reply(api_key, version, 1 << 30, {
+                "throttle_time_ms": 0, "cluster_id": "c", "controller_id": 1,
                 "brokers": [{"node_id": 1, "host": "10.0.0.1", "port": 9092, "rack": None}],
                 "topics": [{"error_code": 0, "name": "t", "topic_id": None, "is_internal": False,
-                            "partitions": [], "topic_authorized_operations": -2147483648}]}
+                            "partitions": [], "topic_authorized_operations": -2147483648}]})
+        return struct.pack(">i", len(reply)) + reply
 
 
 def _gateway_core(index: object) -> SimpleNamespace:
