@@ -51,6 +51,7 @@ at least 1.0x Kafka's). The machine is shared: compare the ratios of one run.
 
     .venv/bin/python bench/groups.py [--quick] [--sizes 10,100,1000]
         [--clients librdkafka,java] [--systems cohort,kafka] [--heartbeat-ms 500]
+        [--scenarios stable,churn,share]
 """
 
 from __future__ import annotations
@@ -586,7 +587,8 @@ def warm_up(system: System, run: Run) -> None:
     ``__consumer_offsets`` and ``__share_group_state`` on first use (a first group waited
     15 s for it), and a JVM's first consumers run its interpreter."""
     for client in run.args.clients:
-        if math.isnan(stable_time(system, client, 2, run)):
+        if {"stable", "churn"} & set(run.args.scenarios) \
+                and math.isnan(stable_time(system, client, 2, run)):
             print(f"  {system.name} {client}: warm-up group never stable", flush=True)
         if math.isnan(share_rate(system, client, run, 200)):
             print(f"  {system.name} {client}: warm-up share group got no records", flush=True)
@@ -595,22 +597,27 @@ def warm_up(system: System, run: Run) -> None:
 # ------------------------------------------------------------------------------ the run
 
 
+SCENARIOS = ("stable", "churn", "share")
+
+
 def scenarios(args: argparse.Namespace) -> list[tuple[str, str, Callable]]:
     """(figure, client, measure(system, run) -> {figure: value}) in the order they run."""
     out = []
     for client in args.clients:
-        for size in args.sizes:
+        for size in args.sizes if "stable" in args.scenarios else ():
             out.append((f"s to stable, {size:,} consumers", client,
                         lambda s, r, c=client, n=size: {
                             f"s to stable, {n:,} consumers": stable_time(s, c, n, r)}))
-        out.append((f"s to stable after a leave ({args.churn_size})", client,
-                    lambda s, r, c=client: dict(zip(
-                        (f"s to stable after a leave ({args.churn_size})",
-                         f"s to stable after a join ({args.churn_size})"),
-                        leave_join_times(s, c, args.churn_size, r), strict=True))))
-        out.append(("share acks/s", client,
-                    lambda s, r, c=client: {
-                        "share acks/s": share_rate(s, c, r, args.share_records)}))
+        if "churn" in args.scenarios:
+            out.append((f"s to stable after a leave ({args.churn_size})", client,
+                        lambda s, r, c=client: dict(zip(
+                            (f"s to stable after a leave ({args.churn_size})",
+                             f"s to stable after a join ({args.churn_size})"),
+                            leave_join_times(s, c, args.churn_size, r), strict=True))))
+        if "share" in args.scenarios:
+            out.append(("share acks/s", client,
+                        lambda s, r, c=client: {
+                            "share acks/s": share_rate(s, c, r, args.share_records)}))
     return out
 
 
@@ -620,6 +627,8 @@ def main() -> int:
     ap.add_argument("--sizes", help="group sizes to time (default 10,100,1000; quick: 10)")
     ap.add_argument("--clients", default="librdkafka,java")
     ap.add_argument("--systems", default="cohort,kafka")
+    ap.add_argument("--scenarios", default=",".join(SCENARIOS),
+                    help="which scenarios to run: stable, churn (leave / join), share")
     ap.add_argument("--heartbeat-ms", type=int, default=500,
                     help="the KIP-848 heartbeat interval, the same on every system")
     ap.add_argument("--kafka-intervals", action="store_true",
@@ -643,6 +652,10 @@ def main() -> int:
             setattr(args, key, value)
     args.sizes = [int(s) for s in str(args.sizes).split(",")]
     args.clients = args.clients.split(",")
+    args.scenarios = args.scenarios.split(",")
+    if set(args.scenarios) - set(SCENARIOS):
+        ap.error(f"unknown scenarios {sorted(set(args.scenarios) - set(SCENARIOS))}; "
+                 f"known: {list(SCENARIOS)}")
     wanted = args.systems.split(",")
     unknown = set(wanted) - set(STARTERS)
     if unknown:

@@ -41,7 +41,7 @@ across machines (the machine is shared; absolute rates drift between runs).
 
     .venv/bin/python bench/wire.py [--quick] [--clients 8] [--commits 2000] [--records 200000]
         [--mixed] [--stable] [--members 100] [--heartbeat-ms 100] [--kafka-intervals] [--window 5]
-        [--systems cohort,mock,tansu]
+        [--systems cohort,mock,tansu] [--sync-only]
 """
 
 from __future__ import annotations
@@ -478,6 +478,14 @@ def measure(name: str, target: Target, args: argparse.Namespace) -> dict[str, fl
     bootstrap = target.bootstrap
     tag = f"{name}-{int(time.time())}"
     out: dict[str, float] = {}
+    if args.sync_only:
+        # The async phase, untimed, first: as in a full run, a JVM's JIT and every system's
+        # caches are warm by the time one commit is timed (a cold Kafka took 1.3 ms, 3x).
+        async_commits(bootstrap, f"{tag}-w", args.clients, args.commits, args.partitions)
+        med, p99 = sync_commit_latency(bootstrap, f"{tag}-s", args.sync_commits)
+        out["sync commit median ms"], out["sync commit p99 ms"] = med, p99
+        print(f"  {name}: sync commit median {med:.3f} ms, p99 {p99:.3f} ms", flush=True)
+        return out
     out["async commits/s"], _ = async_commits(bootstrap, f"{tag}-a", args.clients,
                                               args.commits, args.partitions)
     print(f"  {name}: async commits/s {out['async commits/s']:,.0f}", flush=True)
@@ -517,6 +525,9 @@ def main() -> int:
     ap.add_argument("--coordinator-partitions", type=int, default=4,
                     help="Cohort's offsets-<p> partition actors")
     ap.add_argument("--mixed", action="store_true", help="also commit while fetching")
+    ap.add_argument("--sync-only", action="store_true",
+                    help="only figure 2: one synchronous commit's median and p99 (after figure "
+                         "1's commits, untimed, as in a full run)")
     ap.add_argument("--stable", action="store_true", help="also time KIP-848 consumers")
     ap.add_argument("--members", type=int, default=100)
     ap.add_argument("--heartbeat-ms", type=int, default=100,

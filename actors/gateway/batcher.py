@@ -4,9 +4,10 @@ serializer costs ~150 µs a call more, ``actors/runtime/packed.py``), so they co
 land in one turn (one append, one fsync).
 
 Only requests the partition answers within the turn that applies them are coalesced
-(``BATCHED``: commits, offset fetches, heartbeats): ``handle_batch`` replies once every request
-of the batch is answered, so a long-poll (a classic JoinGroup or SyncGroup waiting for its
-rebalance) would hold every other reply of its batch; those go alone, as before.
+(``BATCHED``: commits, offset fetches, heartbeats, and ShareFetch and ShareAcknowledge, whose
+wait for records happens in the gateway, never in the shard): ``handle_batch`` replies once
+every request of the batch is answered, so a long-poll (a classic JoinGroup or SyncGroup
+waiting for its rebalance) would hold every other reply of its batch; those go alone.
 
 What is guaranteed: requests for one partition reach it in the order they were submitted
 (one caller's calls to one actor start in submission order, and the partition enqueues a
@@ -24,10 +25,11 @@ from actors.runtime.packed import pack, unpack
 from protocol.classic.messages import HeartbeatRequest
 from protocol.consumer.messages import ConsumerGroupHeartbeatRequest
 from protocol.offsets.messages import OffsetCommitRequest, OffsetFetchRequest
+from protocol.share.messages import ShareAcknowledgeRequest, ShareFetchRequest
 
 # Answered in the turn that applies them: safe to share a batch's single reply.
 BATCHED = (OffsetCommitRequest, OffsetFetchRequest, HeartbeatRequest,
-           ConsumerGroupHeartbeatRequest)
+           ConsumerGroupHeartbeatRequest, ShareFetchRequest, ShareAcknowledgeRequest)
 MAX_BATCH = 256
 
 

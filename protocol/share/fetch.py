@@ -206,7 +206,7 @@ class SharePartitions:
                       only: list[m.TopicPartitions] | None = None) -> None:
         wanted = None if only is None else {(t.topic_id, p) for t in only for p in t.partitions}
         for tp, sp in list(work.group.partitions.items()):
-            if sp.acquired_by(member_id) and (wanted is None or tp in wanted):
+            if sp.holds(member_id) and (wanted is None or tp in wanted):
                 held = work.get(tp)
                 assert held is not None
                 held.release_member(member_id, limits)
