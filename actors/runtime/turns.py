@@ -420,7 +420,7 @@ class PartitionTurns:
         shard, self._log.compacted, stats = await self._in_thread(
             load_shard, self.storage, self.config, image.metadata, self._seed,
             self.storage.epoch is not None,  # loaded before: recover, keeping the epoch
-            self._clock_ms,
+            self._clock_ms, image.group_configs,
         )
         shard.take_wake_ups(decide=False)  # what the load replayed is no news to any client
         self.shard = shard
