@@ -203,10 +203,15 @@ class StreamsMemberClient:
 
     def _on_success(self, now_s: float, sent_at: float,
                     resp: sm.StreamsGroupHeartbeatResponse) -> None:
-        if self.epoch > 0 and self._alive_until is not None and now_s >= self._alive_until:
-            self._lose(self._alive_until, "reply read after the session deadline")
+        deadline = self._deadline()
+        if now_s >= deadline:
+            self._lose(deadline, "reply read after the session deadline")
             return
-        self._alive_until = sent_at + self.session_timeout_ms / 1000
+        alive_until = sent_at + self.session_timeout_ms / 1000
+        if now_s >= alive_until:  # a join answered a session late: it may be fenced already
+            self._lose(now_s, "reply read after the session deadline")
+            return
+        self._alive_until = alive_until
         assert resp.member_epoch >= self.epoch, "member epochs never go down"
         if resp.heartbeat_interval_ms > 0:
             self.interval_s = resp.heartbeat_interval_ms / 1000

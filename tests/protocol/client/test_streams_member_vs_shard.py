@@ -173,3 +173,15 @@ def test_under_lost_replies_kills_and_joins_no_task_is_ever_active_twice(actions
     settle(sim, 400)
     live = [c.member_id for c in sim.live()]
     assert check_streams(sim.events(), sim.dead, live, TASKS) == []
+
+
+def test_a_join_answered_a_session_late_is_not_trusted():
+    sim = Sim()
+    c = sim.add()
+    req = c.poll(0.0)
+    resp = sim.shard.handle(req).response
+    late = SESSION_MS / 1000 + 0.5
+    c.on_response(late, resp)  # the coordinator may have fenced it meanwhile
+    assert c.epoch == 0 and c.owned.active == frozenset()
+    assert c.timeline[-1]["why"] == "reply read after the session deadline"
+    assert c.poll(late).topology is not None  # it joins again
