@@ -28,7 +28,8 @@ CLIENT_ACTOR = {"namespace": NAMESPACE, "lifetime": "detached"}
 
 
 class ClientSpawner:
-    """Spawns the client actors of a ``Cluster`` (``spawn_consumer(s)``, ``spawn_worker``)."""
+    """Spawns the client actors of a ``Cluster`` (``spawn_consumer(s)``, ``spawn_worker``,
+    ``spawn_share_consumer``, ``spawn_streams_member``)."""
 
     def spawn_consumer(self, group_id: str, topics: list[str] | None = None,
                        protocol: str = "consumer", instance_id: str | None = None,
@@ -129,6 +130,30 @@ class ClientSpawner:
 
         handle = ShareConsumer.options(**CLIENT_ACTOR).remote(
             group_id, self.num_partitions, list(topics), **self._owned(detached, options))
+        self._clients.append(handle)
+        return handle
+
+    def spawn_streams_member(self, group_id: str, source: str, detached: bool = False,
+                             **options: Any):
+        """One ``num_cpus=0`` ``StreamsMember`` actor: a streams group member (KIP-1071) whose
+        topology is a word count over ``source`` (two subtopologies, the second stateful, so
+        the group's ``streams.num.standby.replicas`` places standbys), reconciling its tasks
+        as Kafka Streams does without processing records. Options: ``member_id``,
+        ``process_id`` (members of one Streams process share it), ``instance_id``,
+        ``timeline_path``, ``session_timeout_ms`` (the group's by default: the member gives
+        its tasks up by that deadline on its own). The member leaves the group when this
+        process exits, unless ``detached``."""
+        if not isinstance(source, str) or not source:
+            raise ValueError("a streams member needs a source topic name")
+        from actors.clients.streams_member import StreamsMember
+
+        if options.get("session_timeout_ms") is None:
+            cfg = _get(self._controller.group_config.remote(group_id))
+            override = getattr(cfg, "streams_session_timeout_ms", None)
+            options["session_timeout_ms"] = (override if override is not None
+                                             else self.config.group_streams_session_timeout_ms)
+        handle = StreamsMember.options(**CLIENT_ACTOR).remote(
+            group_id, self.num_partitions, source, **self._owned(detached, options))
         self._clients.append(handle)
         return handle
 

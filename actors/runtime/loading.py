@@ -32,12 +32,12 @@ import gc
 import itertools
 import operator
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 
 from actors.runtime.compaction import CompactedState
 from actors.runtime.storage import PartitionStorage
 from protocol.codec import decode_key, decode_value, offset_commits, split_records
-from protocol.config import CoordinatorConfig
+from protocol.config import CoordinatorConfig, GroupConfig
 from protocol.metadata import MetadataImage
 from protocol.records import GroupRebalanceHistoryKey, OffsetCommitKey, Record
 from protocol.shard import GroupCoordinatorShard
@@ -61,10 +61,15 @@ def load_shard(
     seed: int = 0,
     recover: bool = False,
     clock_ms: Callable[[], int] = now_ms,
+    group_configs: Mapping[str, GroupConfig] | None = None,
 ) -> tuple[GroupCoordinatorShard, CompactedState, dict]:
     """Snapshot + log -> a shard whose clock (and so every session timer) starts now
     (``clock_ms()``), the compacted state (what the next snapshot writes) and figures for the
     load's stats.
+
+    ``group_configs``: the controller's dynamic group configs, in force before the first
+    record replays, so that each member's session restarts for its group's own timeout (a
+    group config), not the broker's default.
 
     ``recover``: the storage was loaded before and a write failed (or a turn broke the shard)
     since (``PartitionStorage.recover``); the caller has dropped its old shard, which the
@@ -81,6 +86,8 @@ def load_shard(
             compacted.add_batch(batch)
         compacted_at = time.perf_counter()
         shard = GroupCoordinatorShard(config, metadata, now_ms=clock_ms(), seed=seed)
+        if group_configs:
+            shard.set_group_configs(dict(group_configs))
         replay_compacted(shard, compacted.records())
     seconds = time.perf_counter() - started
     return shard, compacted, {

@@ -187,9 +187,11 @@ class PartitionTurns:
     def update_image(self, image: ControllerImage) -> None:
         """The controller's push: kept until the next turn, where it replaces the metadata if
         it is newer than the one applied. A newer push replaces a pending one (images are
-        whole), so pushes cost the mailbox one slot at most."""
-        if self.state != "active":
-            return  # a load reads the controller's image itself
+        whole), so pushes cost the mailbox one slot at most. A push that arrives while the
+        partition loads is kept too: the load read the controller's image when it began, and a
+        newer one pushed since would otherwise wait for the controller's next change."""
+        if self.state in ("fenced", "failed"):
+            return
         if self._pending_image is None or image.version > self._pending_image.version:
             self._pending_image = image
         self._nudge()
@@ -420,7 +422,7 @@ class PartitionTurns:
         shard, self._log.compacted, stats = await self._in_thread(
             load_shard, self.storage, self.config, image.metadata, self._seed,
             self.storage.epoch is not None,  # loaded before: recover, keeping the epoch
-            self._clock_ms,
+            self._clock_ms, image.group_configs,
         )
         shard.take_wake_ups(decide=False)  # what the load replayed is no news to any client
         self.shard = shard

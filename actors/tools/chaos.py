@@ -22,6 +22,9 @@ a connector's task count. Then it lets the system settle and checks DESIGN.md's 
    commit a consumer saw acknowledged is still held at the end; and every partition's
    processed ranges (the consumers' synthetic streams) leave no gap.
 
+Share groups (``chaos_share``, invariant 7) and streams groups (``chaos_streams``, invariant 8)
+join a run through runs built on this one, driven by the same schedule.
+
 A run of ``steps`` replays its seed's schedule exactly; a run of ``seconds`` stops when time is
 up, and its report says how many steps that was.
 """

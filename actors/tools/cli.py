@@ -72,6 +72,8 @@ examples:
                        help="classic Kafka Connect worker groups (sessioned)")
     chaos.add_argument("--share-groups", type=int, default=0,
                        help="share groups (KIP-932) of Ray share consumers")
+    chaos.add_argument("--streams-groups", type=int, default=0,
+                       help="streams groups (KIP-1071) of Ray streams members")
     chaos.add_argument("--consumers", type=int, default=3,
                        help="initial consumers (and Connect workers) per group")
     chaos.add_argument("--topic-partitions", type=int, default=6)
@@ -135,6 +137,16 @@ def _chaos(args: argparse.Namespace) -> int:
         from actors.tools.chaos_share import run_chaos as with_shares
 
         run_chaos = partial(with_shares, share_groups=args.share_groups)
+    if getattr(args, "streams_groups", 0):  # streams groups too (actors/tools/chaos_streams)
+        from functools import partial
+
+        if getattr(args, "kafka_clients", 0):
+            raise SystemExit("--streams-groups and --kafka-clients do not combine (yet)")
+
+        from actors.tools.chaos_streams import run_chaos as with_streams
+
+        run_chaos = partial(with_streams, share_groups=getattr(args, "share_groups", 0),
+                            streams_groups=args.streams_groups)
 
     try:
         cluster, owns_ray = attach(args, DEMO_CONFIG)

@@ -173,3 +173,28 @@ class BulkLoadedLog(ReplayedEvents):
 
 def test_the_bulk_load_builds_what_replaying_every_record_builds():
     run_state_machine_as_test(BulkLoadedLog, settings=SETTINGS)
+
+
+def test_a_reloaded_member_s_session_runs_for_its_group_s_configured_timeout():
+    # A streams group whose session timeout is a group config (4 s, not the broker's 45 s):
+    # after a reload every session restarts from load time, for the group's own timeout.
+    # (Found by `cohort chaos --streams-groups`: loaded before the configs were applied, a
+    # killed member kept its tasks for 45 s after a partition restart.)
+    from protocol.config import CoordinatorConfig, GroupConfig
+    from protocol.metadata import MetadataImage, TopicMetadata
+    from protocol.streams.sessions import StreamsMemberSession
+    from tests.protocol.streams.driver import StreamsMember, topology
+
+    config = CoordinatorConfig(group_streams_min_session_timeout_ms=1_000)
+    image = MetadataImage([TopicMetadata("input-id", "input", 2)])
+    configs = {"app": GroupConfig(streams_session_timeout_ms=4_000)}
+    shard = GroupCoordinatorShard(config, image)
+    shard.set_group_configs(configs)
+    written: list[Record] = []
+    shard.emit = lambda r, emit=shard.emit: (written.append(r), emit(r))  # type: ignore
+    assert StreamsMember(shard, "m", topology=topology()).join().error_code == 0
+    with tempfile.TemporaryDirectory() as d:
+        write(d, [written], None)
+        loaded, _, _ = load_shard(PartitionLog(d), config, image, group_configs=configs,
+                                  clock_ms=lambda: 100_000)
+    assert loaded.timers.deadline(StreamsMemberSession("app", "m")) == 104_000

@@ -288,6 +288,28 @@ def test_controller_images_take_one_slot_and_the_newest_wins():
     run(scenario)
 
 
+def test_an_image_pushed_while_the_partition_loads_is_applied_once_it_serves():
+    # The load read image 1; the controller's push of image 2 arrives before the load ends
+    # (found by chaos: a controller restart's push to a reloading partition was dropped, and
+    # the partition held the old image until the next change).
+    async def scenario() -> None:
+        holder: list[PartitionTurns] = []
+
+        async def fetch_then_push() -> ControllerImage:
+            holder[0].update_image(ControllerImage(2, image(foo=8), {}))
+            return IMAGE
+
+        turns = PartitionTurns("offsets-0", MemoryStorage(MemoryMedium()), CONFIG,
+                               fetch_then_push, clock_ms=Clock(), in_thread=inline)
+        holder.append(turns)
+        turns.task = asyncio.get_running_loop().create_task(turns.run())  # type: ignore
+        await eventually(lambda: turns.state == "active")
+        await eventually(lambda: turns.image_version == 2)
+        assert turns.shard.image.topic("foo-id").num_partitions == 8
+
+    run(scenario)
+
+
 def test_the_partition_names_no_group_type():
     import actors.runtime.loading as loading
     import actors.runtime.partition as partition
