@@ -92,6 +92,7 @@ def main() -> int:
     ap.add_argument("--slow", type=int, default=50, help="slow sockets per listener")
     args = ap.parse_args()
     os.environ.setdefault("RAY_worker_niceness", "0")  # as scripts/env.sh: not starved
+    os.environ.setdefault("RAY_agent_register_timeout_ms", "120000")  # scripts/env.sh
     ray.init(address="local", namespace="cohort", include_dashboard=False, log_to_driver=False)
     data = tempfile.mkdtemp(prefix="bench-fuzz-")
     cluster = Cluster.start(num_partitions=args.partitions, storage_path=data)

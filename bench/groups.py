@@ -155,6 +155,7 @@ def cohort(args: argparse.Namespace) -> Iterator[System]:
     # Ray's workers run at nice 15 unless told otherwise (scripts/env.sh): here they get this
     # script's niceness, as Kafka's JVM does.
     os.environ.setdefault("RAY_worker_niceness", "0")
+    os.environ.setdefault("RAY_agent_register_timeout_ms", "120000")  # scripts/env.sh
     import ray
 
     from actors.cluster import Cluster

@@ -78,6 +78,7 @@ def cohort_in_front(upstream: str) -> Iterator[object]:
     # As scripts/env.sh: Ray's default nice 15 would starve Cohort's actors behind the
     # benchmark's own clients, while the upstream it is compared with runs at the bench's nice.
     os.environ.setdefault("RAY_worker_niceness", "0")
+    os.environ.setdefault("RAY_agent_register_timeout_ms", "120000")  # scripts/env.sh
     ray.init(address="local", namespace="cohort", include_dashboard=False,
              log_to_driver=False)
     with tempfile.TemporaryDirectory() as data:

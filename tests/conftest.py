@@ -57,6 +57,7 @@ def cluster(tmp_path_factory):
     # Coordinators are a service: at Ray's default nice 15 a busy machine starves them
     # (docs/decisions.md, "Cohort's processes run at nice 0"); scripts/env.sh says the same.
     os.environ.setdefault("RAY_worker_niceness", "0")
+    os.environ.setdefault("RAY_agent_register_timeout_ms", "120000")  # scripts/env.sh
     # address="local": a Ray started elsewhere on this machine (`ray start`, a bench) is
     # never joined; the session owns its own.
     ray.init(address="local", namespace="cohort", include_dashboard=False, log_to_driver=False,

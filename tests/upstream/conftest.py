@@ -53,6 +53,7 @@ def ray_session():
     import ray
 
     os.environ.setdefault("RAY_worker_niceness", "0")
+    os.environ.setdefault("RAY_agent_register_timeout_ms", "120000")  # scripts/env.sh
     ray.init(address="local", namespace="cohort", include_dashboard=False, log_to_driver=False,
              num_cpus=2, object_store_memory=256 << 20)
     yield
