@@ -81,7 +81,7 @@ def _settled_ms(processes: list[sa.StreamsProcess], tasks: set[str], standbys: i
 def _keep_trace(trace: Path, system: str, processes: list[sa.StreamsProcess]) -> None:
     """Write every instance's events and copy each JVM's log under ``trace``."""
     trace.mkdir(parents=True, exist_ok=True)
-    events = sorted((e for p in processes for e in p.events()), key=lambda e: e["ms"])
+    events = sorted((e for p in processes for e in p.events()), key=lambda e: e.get("ms", 0))
     with open(trace / f"{system}-events.jsonl", "w") as out:
         for e in events:
             out.write(json.dumps(e) + "\n")
