@@ -15,19 +15,26 @@ told; ``streams.num.standby.replicas`` = ``--standbys``):
    task-seconds during which a task had no active owner (from the instances' ``tasks`` and
    ``state`` lines, 50 ms resolution), and the restart's wall time.
 
+``--trace DIR`` keeps, per system, every instance's events (``SYSTEM-events.jsonl``) and each
+JVM's client log with the streams heartbeat manager and membership at DEBUG
+(``SYSTEM-jvmN.log``: every heartbeat reply's statuses, tasks and epoch), to see where the time
+went.
+
 Before 2, ``--records`` records are produced and counted, so the restarted instances have state
 to restore. It prints each figure and the ratio Cohort/Kafka (issue 31's goal: ≤ 1.0x). The
 machine is shared: compare the ratios of one run, not absolute times across runs.
 
     flock /tmp/cohort-heavy.lock .venv/bin/python bench/streams.py [--systems kafka,cohort]
         [--processes 3] [--partitions 4] [--records 1000] [--standbys 1]
-        [--initial-delay-ms 3000]
+        [--initial-delay-ms 3000] [--trace DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
+import shutil
 import sys
 import tempfile
 import time
@@ -71,7 +78,20 @@ def _settled_ms(processes: list[sa.StreamsProcess], tasks: set[str], standbys: i
                for e in p.events() if e["event"] in ("state", "tasks"))
 
 
-def run(bootstrap: str, args: argparse.Namespace, state_root: Path) -> dict[str, float]:
+def _keep_trace(trace: Path, system: str, processes: list[sa.StreamsProcess]) -> None:
+    """Write every instance's events and copy each JVM's log under ``trace``."""
+    trace.mkdir(parents=True, exist_ok=True)
+    events = sorted((e for p in processes for e in p.events()), key=lambda e: e.get("ms", 0))
+    with open(trace / f"{system}-events.jsonl", "w") as out:
+        for e in events:
+            out.write(json.dumps(e) + "\n")
+    for n, p in enumerate(processes):
+        if p.log_path is not None and p.log_path.exists():
+            shutil.copy(p.log_path, trace / f"{system}-jvm{n}.log")
+
+
+def run(bootstrap: str, args: argparse.Namespace, state_root: Path,
+        system: str = "") -> dict[str, float]:
     app = f"bench-{uuid.uuid4().hex[:8]}"
     source, sink = f"{app}-words", f"{app}-counts"
     sa.create_topic(bootstrap, source, args.partitions)
@@ -83,9 +103,11 @@ def run(bootstrap: str, args: argparse.Namespace, state_root: Path) -> dict[str,
     state_dir = state_root / app
 
     def process(i: int) -> sa.StreamsProcess:
-        return sa.StreamsProcess(bootstrap, app, source, sink, state_dir, first=i).start()
+        return sa.StreamsProcess(bootstrap, app, source, sink, state_dir, first=i,
+                                 loggers=sa.HEARTBEAT_LOGGERS if args.trace else None).start()
 
     processes = [process(i) for i in range(args.processes)]
+    everyone = list(processes)
     try:
         stable_ms = _settled_ms(processes, tasks, args.standbys)
         first_start_ms = min(e["ms"] for p in processes for e in p.events("state")
@@ -94,7 +116,6 @@ def run(bootstrap: str, args: argparse.Namespace, state_root: Path) -> dict[str,
         sa.wait_for_counts(bootstrap, sink, args.partitions, expected)
 
         restart_began_ms = int(time.time() * 1000)
-        everyone = list(processes)
         for i in range(args.processes):
             processes[i].stop()
             processes[i] = process(i)
@@ -106,6 +127,8 @@ def run(bootstrap: str, args: argparse.Namespace, state_root: Path) -> dict[str,
     finally:
         for p in processes:
             p.stop()
+        if args.trace:
+            _keep_trace(Path(args.trace), system, everyone)
     return {"stable_s": (stable_ms - first_start_ms) / 1000.0,
             "unowned_task_s": unowned,
             "restart_s": (restart_ended_ms - restart_began_ms) / 1000.0}
@@ -119,6 +142,8 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=1000)
     parser.add_argument("--standbys", type=int, default=1)
     parser.add_argument("--initial-delay-ms", type=int, default=3000)
+    parser.add_argument("--trace", metavar="DIR", default=None,
+                        help="keep each instance's events and each JVM's heartbeat log here")
     args = parser.parse_args()
     systems = args.systems.split(",")
     results: dict[str, dict[str, float]] = {}
@@ -127,10 +152,10 @@ def main() -> None:
               flush=True)
         for system in systems:
             if system == "kafka":
-                results[system] = run(kafka.bootstrap, args, Path(state))
+                results[system] = run(kafka.bootstrap, args, Path(state), system)
             elif system == "cohort":
                 with cohort_in_front(kafka.bootstrap) as gateway:
-                    results[system] = run(gateway, args, Path(state))
+                    results[system] = run(gateway, args, Path(state), system)
             else:
                 raise SystemExit(f"unknown system {system!r}: kafka or cohort")
             print(f"{system:>7}: stable group {results[system]['stable_s']:.2f} s, rolling "

@@ -157,9 +157,12 @@ class JavaClients:
     """One JVM running ``Driver serve`` (see the module docstring)."""
 
     def __init__(self, jvm_options: tuple[str, ...] = DRIVER_JVM_OPTIONS,
-                 log_level: str = "WARN") -> None:
+                 log_level: str = "WARN", loggers: dict[str, str] | None = None) -> None:
         self._jvm_options = tuple(jvm_options)
         self._log_level = log_level  # the clients' log4j level (their log: stderr_tail)
+        # Finer levels for some loggers (class or package -> level), to trace one part of a
+        # client (a heartbeat manager's requests and replies) without the rest's noise.
+        self._loggers = dict(loggers or {})
         self._process: subprocess.Popen[str] | None = None
         self._dir: Path | None = None
         self._commands: dict[str, Command] = {}
@@ -186,6 +189,8 @@ class JavaClients:
             "appender.err.layout.pattern": "[%d] %p %m (%c)%n",
             "rootLogger.level": self._log_level,
             "rootLogger.appenderRef.err.ref": "err",
+            **{f"logger.l{i}.{k}": v for i, (name, level) in enumerate(self._loggers.items())
+               for k, v in (("name", name), ("level", level))},
         }.items()))
         stderr = open(self._dir / "stderr.log", "w")  # noqa: SIM115 - the child keeps it
         try:
@@ -239,6 +244,11 @@ class JavaClients:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.stop()
+
+    @property
+    def stderr_path(self) -> Path | None:
+        """The JVM's stderr (its clients' log), once started."""
+        return self._dir / "stderr.log" if self._dir is not None else None
 
     def stderr_tail(self, lines: int = 30) -> str:
         """The last lines the JVM wrote to stderr (clients' warnings), for an error message."""

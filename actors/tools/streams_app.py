@@ -50,6 +50,12 @@ WORDS = ("apple", "birch", "cedar", "daisy", "elder", "fern", "gorse", "heath", 
 TIMEOUT_S = 90.0
 QUIET = {"log_level": 0}
 # A KafkaStreams state in which its tasks are not processing (closing, closed or failed).
+# The loggers that show a streams member's side of the group protocol: each heartbeat's reply
+# (its status list, tasks and epoch) and the membership's state changes (DEBUG).
+HEARTBEAT_LOGGERS = {
+    "org.apache.kafka.clients.consumer.internals.StreamsGroupHeartbeatRequestManager": "DEBUG",
+    "org.apache.kafka.clients.consumer.internals.StreamsMembershipManager": "DEBUG",
+}
 NOT_PROCESSING = frozenset({"PENDING_SHUTDOWN", "NOT_RUNNING", "PENDING_ERROR", "ERROR"})
 
 
@@ -78,11 +84,12 @@ class StreamsProcess:
 
     def __init__(self, bootstrap: str, app: str, input_topic: str, output_topic: str,
                  state_dir: str | Path, *, instances: int = 1, first: int = 0,
-                 config: dict[str, object] | None = None) -> None:
+                 config: dict[str, object] | None = None,
+                 loggers: dict[str, str] | None = None) -> None:
         self.instances = list(range(first, first + instances))
         self._args = (bootstrap, app, input_topic, output_topic, str(state_dir))
         self._config = config
-        self._java = JavaClients(jvm_options=STREAMS_JVM_OPTIONS)
+        self._java = JavaClients(jvm_options=STREAMS_JVM_OPTIONS, loggers=loggers)
         self._command: Command | None = None
         self.killed_ms: int | None = None
 
@@ -122,6 +129,11 @@ class StreamsProcess:
 
     def stderr_tail(self, lines: int = 30) -> str:
         return self._java.stderr_tail(lines)
+
+    @property
+    def log_path(self) -> Path | None:
+        """The JVM's log (its clients' log4j output), once started."""
+        return self._java.stderr_path
 
 
 # ---------------------------------------------------------------------------- following
