@@ -112,23 +112,23 @@ def create_internal_topics(core: GatewayCore, req: WireRequest,
 
 
 async def streams_group_heartbeat(core: GatewayCore, req: WireRequest) -> dict:
-    request = await pure(req.api.decode, req.body, req.client_id, req.client_host)
+    request = await pure(req.api.decode, req.body, req.client_id, req.client_host, req.version)
     if not core.may(req, "READ", GROUP, request.group_id):
         return await pure(req.api.encode, error_response(
             request, Errors.GROUP_AUTHORIZATION_FAILED,
-            DENIED_GROUP.format(group=request.group_id)))
+            DENIED_GROUP.format(group=request.group_id)), req.version)
     if request.topology is not None:
         hidden = sorted(t for t in referenced_topics(request.topology)
                         if not core.may(req, "DESCRIBE", TOPIC, t))
         if hidden:
             return await pure(req.api.encode, error_response(
                 request, Errors.TOPIC_AUTHORIZATION_FAILED,
-                f"Unauthorized topics {', '.join(hidden)}."))
+                f"Unauthorized topics {', '.join(hidden)}."), req.version)
     resp = await core.router.call(request)
     if resp.error_code == Errors.NONE:
         core.saw_epoch(request.group_id, resp.member_id, resp.member_epoch)
         create_internal_topics(core, req, resp)
-    return await pure(req.api.encode, resp)
+    return await pure(req.api.encode, resp, req.version)
 
 
 async def streams_group_describe(core: GatewayCore, req: WireRequest) -> dict:

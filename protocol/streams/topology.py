@@ -40,6 +40,7 @@ class Status(IntEnum):
     MISSING_INTERNAL_TOPICS = 3
     SHUTDOWN_APPLICATION = 4
     ASSIGNMENT_DELAYED = 5
+    MISSING_CLIENT_TAGS = 6  # told to v1+ members only (KAFKA-20744)
 
 
 CHANGELOG_DEFAULTS = (KeyValue("cleanup.policy", "compact"),)
