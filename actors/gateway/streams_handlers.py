@@ -7,10 +7,12 @@ actor's reply may name internal topics to create (the pure reply's ``topics_to_c
 shard does no I/O, so they are created here, under the caller's principal: CREATE on the
 cluster or on each topic, else the reply's MISSING_INTERNAL_TOPICS status says which topics it
 may not create. Creation goes through the Controller (which, in front of an upstream, sends
-CreateTopics upstream) in the background: the heartbeat never waits for it and never fails
-for it. A failure is kept per topic for a while (Kafka's error cache: twice the heartbeat
-interval) and shown in the MISSING_INTERNAL_TOPICS status of the heartbeats meanwhile; once
-the topics are in the metadata image the group proceeds (``update_metadata``).
+CreateTopics upstream, with the topology's configs and replication factor as Kafka's
+coordinator does; embedded, it keeps the configs with the topic) in the background: the
+heartbeat never waits for it and never fails for it. A failure is kept per topic for a while
+(Kafka's error cache: twice the heartbeat interval) and shown in the MISSING_INTERNAL_TOPICS
+status of the heartbeats meanwhile; once the topics are in the metadata image the group
+proceeds (``update_metadata``).
 """
 
 from __future__ import annotations
@@ -60,8 +62,9 @@ def creations_of(core: GatewayCore) -> TopicCreations:
 async def _create(core: GatewayCore, state: TopicCreations, topic: sm.CreatableTopic,
                   ttl_ms: int) -> None:
     try:
-        error, message, _ = await _controller(
-            core.controller.create_topic.remote(topic.name, topic.num_partitions))
+        error, message, _ = await _controller(core.controller.create_topic.remote(
+            topic.name, topic.num_partitions, None, {kv.key: kv.value for kv in topic.configs},
+            topic.replication_factor))
         if error not in (Errors.NONE, Errors.TOPIC_ALREADY_EXISTS):
             state.failures[topic.name] = (f"{Errors(error).name}: {message}",
                                           core.now_ms() + ttl_ms)

@@ -15,7 +15,12 @@ from protocol.shard import GroupCoordinatorShard
 from protocol.streams import messages as sm
 from protocol.streams.records import Endpoint, KeyValue, Subtopology, TopicInfo
 from protocol.streams.topology import Status
-from tests.protocol.streams.driver import StreamsMember, topology
+from tests.protocol.streams.driver import (
+    CHANGELOG_CONFIGS,
+    REPARTITION_CONFIGS,
+    StreamsMember,
+    topology,
+)
 
 GID = "app"
 
@@ -196,9 +201,10 @@ def test_internal_topics_are_sized_from_the_sources_and_asked_for_until_they_exi
     resp = a.join()
     assert Status.MISSING_INTERNAL_TOPICS in statuses(resp)
     created = resp.topics_to_create
-    assert {n: (t.num_partitions, dict((kv.key, kv.value) for kv in t.configs)["cleanup.policy"])
+    assert {n: (t.num_partitions, t.replication_factor, t.configs)
             for n, t in created.items()} == {
-        "app-repartition": (6, "delete"), "app-store-changelog": (6, "compact")}
+        "app-repartition": (6, -1, REPARTITION_CONFIGS),
+        "app-store-changelog": (6, -1, CHANGELOG_CONFIGS)}
     assert s.groups[GID].state == "not_ready"
     s.update_metadata(image(input=6, **{"app-repartition": 6, "app-store-changelog": 6}))
     s.tick(s.now_ms + 3_000)
@@ -208,6 +214,21 @@ def test_internal_topics_are_sized_from_the_sources_and_asked_for_until_they_exi
     assert {k: sorted(v) for k, v in a.active.items()} == {"0": list(range(6)),
                                                            "1": list(range(6))}
     assert s.groups[GID].state == "stable"
+
+
+def test_internal_topics_are_asked_for_with_exactly_the_topologys_configs_and_replication():
+    """Kafka's coordinator adds no config of its own: a topic the topology names none for
+    gets none (the cluster's defaults), and a set replication factor is kept."""
+    t = sm.StreamsTopology(1, (Subtopology("0", ("input",), state_changelog_topics=(
+        TopicInfo("app-a-changelog"),
+        TopicInfo("app-b-changelog", replication_factor=3, topic_configs=(
+            KeyValue("min.insync.replicas", "2"), KeyValue("cleanup.policy", "compact,delete"),
+        )))),))
+    created = StreamsMember(shard(input=2), "a", topology=t).join().topics_to_create
+    assert {n: (c.num_partitions, c.replication_factor, {kv.key: kv.value for kv in c.configs})
+            for n, c in created.items()} == {
+        "app-a-changelog": (2, -1, {}),
+        "app-b-changelog": (2, 3, {"min.insync.replicas": "2", "cleanup.policy": "compact,delete"})}
 
 
 def test_an_internal_topic_of_the_wrong_size_is_incorrectly_partitioned():
