@@ -116,9 +116,10 @@ def _kafka(key: int, versions: Versions, request: type, response: type, groups: 
                decode, encode, own_schemas)
 
 
-def _gateway(key: int, versions: Versions, name: str) -> Api:
+def _gateway(key: int, versions: Versions, name: str,
+             own_schemas: Mapping[int, tuple[type, type]] | None = None) -> Api:
     """An API the gateway answers alone (no pure request, no shard handler)."""
-    return Api(name, key, versions)
+    return Api(name, key, versions, own_schemas=own_schemas)
 
 
 _V = Versions
@@ -206,6 +207,10 @@ ROWS: tuple[Api, ...] = (
     _gateway(37, _V(0, 3),  "CreatePartitions"),
     _gateway(44, _V(0, 1),  "IncrementalAlterConfigs"),
     _gateway(74, _V(0, 1),  "ListConfigResources"),
+    # KIP-1331's topology description push, refused as Kafka 4.4 refuses it without its
+    # description plugin (actors/gateway/streams_handlers.py).
+    _gateway(93, _V(0, 0),  "StreamsGroupTopologyDescriptionUpdate",
+             own_schemas=streams_schemas.own_versions(93)),
 )
 # fmt: on
 APIS: dict[type, Api] = {a.request: a for a in ROWS if a.request is not None}

@@ -1,5 +1,6 @@
 """Streams groups (KIP-1071) at the gateway: StreamsGroupHeartbeat and StreamsGroupDescribe,
-and the internal topics a heartbeat finds missing, as Kafka's ``KafkaApis`` handles them.
+the internal topics a heartbeat finds missing, and the topology description push (KIP-1331,
+refused: no description plugin), as Kafka's ``KafkaApis`` handles them.
 
 ACLs first: READ on the group; with a topology, DESCRIBE on every topic it names
 (TOPIC_AUTHORIZATION_FAILED otherwise); DESCRIBE on the group to describe. The partition
@@ -136,3 +137,18 @@ async def streams_group_heartbeat(core: GatewayCore, req: WireRequest) -> dict:
 
 async def streams_group_describe(core: GatewayCore, req: WireRequest) -> dict:
     return await per_group(core, req, "DESCRIBE")
+
+
+NO_DESCRIPTION_PLUGIN = "The broker has no streams group topology description plugin configured."
+
+
+async def streams_group_topology_description_update(core: GatewayCore, req: WireRequest) -> dict:
+    """KIP-1331's push of a topology description: READ on the group, then refused as Kafka
+    4.4 refuses it without its topology description plugin (UNSUPPORTED_VERSION, before any
+    look at the group); Cohort keeps no descriptions, and never asks for one."""
+    group_id = req.body.get("group_id", "")
+    if not core.may(req, "READ", GROUP, group_id):
+        error, message = Errors.GROUP_AUTHORIZATION_FAILED, DENIED_GROUP.format(group=group_id)
+    else:
+        error, message = Errors.UNSUPPORTED_VERSION, NO_DESCRIPTION_PLUGIN
+    return {"throttle_time": 0, "error_code": int(error), "error_message": message}

@@ -20,6 +20,10 @@ What v1 adds:
 * StreamsGroupDescribe reply, per group: ``topology_description`` (nullable),
   ``topology_description_status`` (0 not requested, 1 not stored, 2 error, 3 available) and
   ``assignor_name`` (KIP-1357; null on a describe error).
+
+Kafka 4.4 also serves StreamsGroupTopologyDescriptionUpdate (93) v0, a member's push of its
+topology description, which a broker without the topology description plugin (Kafka's default,
+and Cohort) refuses: its entities are here too.
 """
 
 # No ``from __future__ import annotations`` here: kio reads each field's type at run time.
@@ -36,7 +40,7 @@ from kio.schema.types import GroupId, TopicName
 from kio.static.constants import EntityType
 from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
 
-HEARTBEAT, DESCRIBE = 88, 89
+HEARTBEAT, DESCRIBE, TOPOLOGY_DESCRIPTION_UPDATE = 88, 89, 93
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -162,10 +166,39 @@ class StreamsGroupDescribeResponse:
     groups: tuple[DescribedGroup, ...]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StreamsGroupTopologyDescriptionUpdateRequest:
+    """KIP-1331's push of a topology description (its structures are describe v1's)."""
+
+    __type__: ClassVar = EntityType.request
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(TOPOLOGY_DESCRIPTION_UPDATE)
+    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+    group_id: GroupId = field(metadata={"kafka_type": "string"})
+    member_id: str = field(metadata={"kafka_type": "string"})
+    topology_epoch: i32 = field(metadata={"kafka_type": "int32"})
+    topology_description: TopologyDescription
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StreamsGroupTopologyDescriptionUpdateResponse:
+    __type__: ClassVar = EntityType.response
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(TOPOLOGY_DESCRIPTION_UPDATE)
+    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+    throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
+    error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
+    error_message: str | None = field(metadata={"kafka_type": "string"}, default=None)
+
+
 # (API key, version) -> (request entity, response entity): the versions kio lacks.
 OWN_SCHEMAS: dict[tuple[int, int], tuple[type, type]] = {
     (HEARTBEAT, 1): (StreamsGroupHeartbeatRequest, StreamsGroupHeartbeatResponse),
     (DESCRIBE, 1): (StreamsGroupDescribeRequest, StreamsGroupDescribeResponse),
+    (TOPOLOGY_DESCRIPTION_UPDATE, 0): (StreamsGroupTopologyDescriptionUpdateRequest,
+                                       StreamsGroupTopologyDescriptionUpdateResponse),
 }
 
 

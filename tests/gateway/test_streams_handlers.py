@@ -165,3 +165,18 @@ def test_a_topology_naming_a_topic_the_caller_may_not_describe_is_refused():
         reply = await _serve(core, 88, JOIN)
         assert reply["error_code"] == Errors.GROUP_AUTHORIZATION_FAILED
     asyncio.run(run())
+
+
+PUSH = {"group_id": "app", "member_id": "m1", "topology_epoch": 1,
+        "topology_description": {"subtopologies": [], "global_stores": []}}
+
+
+def test_a_topology_description_push_is_refused_as_kafka_without_its_plugin_refuses_it():
+    async def run():
+        reply = await _serve(_Core(), 93, PUSH)
+        assert (reply["error_code"], reply["error_message"]) == (
+            Errors.UNSUPPORTED_VERSION,
+            "The broker has no streams group topology description plugin configured.")
+        denied = await _serve(_Core(denied={("READ", "app")}), 93, PUSH)
+        assert denied["error_code"] == Errors.GROUP_AUTHORIZATION_FAILED
+    asyncio.run(run())
