@@ -118,10 +118,12 @@ class StreamsGroupRules(ModernRules):
         joining = epoch == JOIN_EPOCH
         group = self.streams_group(gid, create=joining)
         if epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+            # Kafka's streamsGroupLeave: a leaving member may still ask the application to
+            # shut down; its reply names the member and the epoch only (interval 0).
+            if group is not None and req.shutdown_application:
+                group.shutdown_requested_by = mid
             self.leave(group, req)
-            return sm.StreamsGroupHeartbeatResponse(
-                member_id=mid, member_epoch=epoch,
-                heartbeat_interval_ms=self.sessions.heartbeat_interval_ms(gid))
+            return sm.StreamsGroupHeartbeatResponse(member_id=mid, member_epoch=epoch)
         owned = _owned(req)
         member = group.members.get(mid) if group is not None else None
         holder = None
