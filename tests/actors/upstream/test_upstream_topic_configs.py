@@ -30,10 +30,13 @@ def _configs(bootstrap: str, topic: str, names: list[str]) -> dict[str, str]:
 
 def test_a_topic_created_upstream_has_the_configs_and_partitions_it_was_asked_for(
         reference_kafka):
-    topics = UpstreamTopics(UpstreamSettings.parse(reference_kafka.bootstrap))
-    asyncio.run(topics.create_topic("app-store-changelog", 3, {
-        "cleanup.policy": "compact", "segment.bytes": "1048576"}))
-    asyncio.run(topics.create_topic("app-plain", 2))
+    async def create() -> None:  # one loop: the upstream link belongs to it
+        topics = UpstreamTopics(UpstreamSettings.parse(reference_kafka.bootstrap))
+        await topics.create_topic("app-store-changelog", 3, {
+            "cleanup.policy": "compact", "segment.bytes": "1048576"})
+        await topics.create_topic("app-plain", 2)
+
+    asyncio.run(create())
     assert _configs(reference_kafka.bootstrap, "app-store-changelog",
                     ["cleanup.policy", "segment.bytes"]) == {
         "cleanup.policy": "compact", "segment.bytes": "1048576"}
