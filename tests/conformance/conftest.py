@@ -57,6 +57,8 @@ def kafka_config(c: CoordinatorConfig, partitions: int) -> dict[str, object]:
         "group.consumer.min.assignment.interval.ms": 0,
         "group.share.assignment.interval.ms": 0,
         "group.share.min.assignment.interval.ms": 0,
+        "group.streams.assignment.interval.ms": 0,
+        "group.streams.min.assignment.interval.ms": 0,
         "group.streams.session.timeout.ms": c.group_streams_session_timeout_ms,
         "group.streams.min.session.timeout.ms": c.group_streams_min_session_timeout_ms,
         "group.streams.max.session.timeout.ms": c.group_streams_max_session_timeout_ms,
