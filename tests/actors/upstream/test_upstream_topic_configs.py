@@ -6,24 +6,34 @@ coordinator names a streams topology's configs for its internal topics (a change
 from __future__ import annotations
 
 import asyncio
+import time
 
 from actors.upstream.settings import UpstreamSettings
 from actors.upstream.topics import UpstreamTopics
 from tests.conformance.wire import Connection
 
 TOPIC_RESOURCE = 2
+UNKNOWN_TOPIC = 3
+DEADLINE_S = 30.0
 
 
 def _configs(bootstrap: str, topic: str, names: list[str]) -> dict[str, str]:
+    """The topic's configs, asked until the broker knows the topic (its metadata trails the
+    controller's by a moment), within a deadline."""
+    deadline = time.monotonic() + DEADLINE_S
     conn = Connection(bootstrap)
     try:
-        reply = conn.call(32, 4, {"resources": [{
-            "resource_type": TOPIC_RESOURCE, "resource_name": topic,
-            "configuration_keys": names}], "include_synonyms": False,
-            "include_documentation": False})
+        while True:
+            reply = conn.call(32, 4, {"resources": [{
+                "resource_type": TOPIC_RESOURCE, "resource_name": topic,
+                "configuration_keys": names}], "include_synonyms": False,
+                "include_documentation": False})
+            (result,) = reply["results"]
+            if result["error_code"] != UNKNOWN_TOPIC or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
     finally:
         conn.close()
-    (result,) = reply["results"]
     assert result["error_code"] == 0, result
     return {c["name"]: c["value"] for c in result["configs"]}
 
