@@ -25,7 +25,7 @@ the gateway), not a change in four places.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -37,6 +37,7 @@ from protocol.errors import Errors
 from protocol.listing import list_groups
 from protocol.share import admin as share_admin
 from protocol.streams import messages as streams
+from protocol.streams import schemas as streams_schemas
 from protocol.streams import wire as streams_wire
 from protocol.wire import classic, consumer, offsets
 from protocol.wire import share as share_wire
@@ -48,7 +49,7 @@ Handler = Callable[[Any, Any], Any]
 
 class Versions(NamedTuple):
     """The versions of an API the gateway serves, both ends included (within what kio, the
-    codec, knows; ranges start where Kafka 4.x's brokers do, except where an older client this
+    codec, knows, or the row's ``own_schemas``; ranges start where Kafka 4.x's brokers do, except where an older client this
     project tests, aiokafka or kafka-python, still speaks an older one)."""
 
     min: int
@@ -91,6 +92,9 @@ class Api:
     # entries (``protocol.wire.offsets.fetch_group_entry``).
     decode: Callable[..., Any] | None = None
     encode: Callable[..., dict] | None = None
+    # The wire entities of served versions kio lacks: version -> (request, response) entity
+    # types in kio's form (``protocol.wire.codec.request_schema`` asks here before kio).
+    own_schemas: Mapping[int, tuple[type, type]] | None = None
 
 
 def _named(request: type) -> str:
@@ -105,15 +109,17 @@ def _cohort(request: type, response: type, groups: str, handler: Handler,
 
 def _kafka(key: int, versions: Versions, request: type, response: type, groups: str | None,
            handler: Handler | None, decode: Callable[..., Any], encode: Callable[..., dict],
-           per_group: PerGroupReply | None = None) -> Api:
+           per_group: PerGroupReply | None = None,
+           own_schemas: Mapping[int, tuple[type, type]] | None = None) -> Api:
     """A group API Kafka's clients speak: answered by the shard, translated by the wire."""
     return Api(_named(request), key, versions, request, response, groups, handler, per_group,
-               decode, encode)
+               decode, encode, own_schemas)
 
 
-def _gateway(key: int, versions: Versions, name: str) -> Api:
+def _gateway(key: int, versions: Versions, name: str,
+             own_schemas: Mapping[int, tuple[type, type]] | None = None) -> Api:
     """An API the gateway answers alone (no pure request, no shard handler)."""
-    return Api(name, key, versions)
+    return Api(name, key, versions, own_schemas=own_schemas)
 
 
 _V = Versions
@@ -176,12 +182,15 @@ ROWS: tuple[Api, ...] = (
            share_admin_wire.alter_offsets_request, share_admin_wire.alter_offsets_response),
     _kafka(92,  _V(0, 0),  m.DeleteShareGroupOffsetsRequest,        m.DeleteShareGroupOffsetsResponse,        "group_id",     share_admin.delete_offsets,
            share_admin_wire.delete_offsets_request, share_admin_wire.delete_offsets_response),
-    # Streams groups (KIP-1071): Kafka's keys 88-89 (protocol/streams/wire.py; the gateway
-    # creates the internal topics a heartbeat's reply names).
-    _kafka(88,  _V(0, 0),  streams.StreamsGroupHeartbeatRequest,    streams.StreamsGroupHeartbeatResponse,    "group_id",     None,
-           streams_wire.heartbeat_request, streams_wire.heartbeat_response),
-    _kafka(89,  _V(0, 0),  streams.StreamsGroupDescribeRequest,     streams.StreamsGroupDescribeResponse,     "group_ids",    lambda s, r: s.streams.describe(r),
-           streams_wire.describe_request, streams_wire.describe_response, _STREAMS_DESCRIBED),
+    # Streams groups (KIP-1071): Kafka's keys 88-89 at v0-1 as 4.4 serves them
+    # (protocol/streams/wire.py; v1's entities, which kio lacks: protocol/streams/schemas.py;
+    # the gateway creates the internal topics a heartbeat's reply names).
+    _kafka(88,  _V(0, 1),  streams.StreamsGroupHeartbeatRequest,    streams.StreamsGroupHeartbeatResponse,    "group_id",     None,
+           streams_wire.heartbeat_request, streams_wire.heartbeat_response,
+           own_schemas=streams_schemas.own_versions(88)),
+    _kafka(89,  _V(0, 1),  streams.StreamsGroupDescribeRequest,     streams.StreamsGroupDescribeResponse,     "group_ids",    lambda s, r: s.streams.describe(r),
+           streams_wire.describe_request, streams_wire.describe_response, _STREAMS_DESCRIBED,
+           own_schemas=streams_schemas.own_versions(89)),
     # The gateway's own: the broker it plays. Produce is listed because clients refuse a broker
     # that lacks it; it is answered with an error (``protocol.wire.stream``).
     _gateway(0,  _V(3, 11), "Produce"),
@@ -198,6 +207,10 @@ ROWS: tuple[Api, ...] = (
     _gateway(37, _V(0, 3),  "CreatePartitions"),
     _gateway(44, _V(0, 1),  "IncrementalAlterConfigs"),
     _gateway(74, _V(0, 1),  "ListConfigResources"),
+    # KIP-1331's topology description push, refused as Kafka 4.4 refuses it without its
+    # description plugin (actors/gateway/streams_handlers.py).
+    _gateway(93, _V(0, 0),  "StreamsGroupTopologyDescriptionUpdate",
+             own_schemas=streams_schemas.own_versions(93)),
 )
 # fmt: on
 APIS: dict[type, Api] = {a.request: a for a in ROWS if a.request is not None}

@@ -88,6 +88,12 @@ class CoordinatorConfig:
     group_streams_max_standby_replicas: int = 2
     group_streams_initial_rebalance_delay_ms: int = 3_000
     group_streams_max_size: int = INT32_MAX
+    # The client tags standbys are spread over (an assignment config when set; a v1 member
+    # lacking one is told MISSING_CLIENT_TAGS), the lag a warm-up may have to count as caught
+    # up, and how often members report their task offsets.
+    group_streams_rack_aware_assignment_tags: tuple[str, ...] = ()
+    group_streams_acceptable_recovery_lag: int = 10_000
+    group_streams_task_offset_interval_ms: int = 60_000
     offsets_retention_minutes: int = 7 * 24 * 60
     offsets_retention_check_interval_ms: int = 600_000
     offset_metadata_max_bytes: int = 4096

@@ -85,6 +85,7 @@ BY_NAME: dict[str, Handler] = {
     "DeleteShareGroupOffsets": shares.delete_share_group_offsets,
     "StreamsGroupHeartbeat": streams.streams_group_heartbeat,
     "StreamsGroupDescribe": streams.streams_group_describe,
+    "StreamsGroupTopologyDescriptionUpdate": streams.streams_group_topology_description_update,
 }
 
 

@@ -1,5 +1,6 @@
 """Streams groups (KIP-1071) at the gateway: StreamsGroupHeartbeat and StreamsGroupDescribe,
-and the internal topics a heartbeat finds missing, as Kafka's ``KafkaApis`` handles them.
+the internal topics a heartbeat finds missing, and the topology description push (KIP-1331,
+refused: no description plugin), as Kafka's ``KafkaApis`` handles them.
 
 ACLs first: READ on the group; with a topology, DESCRIBE on every topic it names
 (TOPIC_AUTHORIZATION_FAILED otherwise); DESCRIBE on the group to describe. The partition
@@ -7,10 +8,12 @@ actor's reply may name internal topics to create (the pure reply's ``topics_to_c
 shard does no I/O, so they are created here, under the caller's principal: CREATE on the
 cluster or on each topic, else the reply's MISSING_INTERNAL_TOPICS status says which topics it
 may not create. Creation goes through the Controller (which, in front of an upstream, sends
-CreateTopics upstream) in the background: the heartbeat never waits for it and never fails
-for it. A failure is kept per topic for a while (Kafka's error cache: twice the heartbeat
-interval) and shown in the MISSING_INTERNAL_TOPICS status of the heartbeats meanwhile; once
-the topics are in the metadata image the group proceeds (``update_metadata``).
+CreateTopics upstream, with the topology's configs and replication factor as Kafka's
+coordinator does; embedded, it keeps the configs with the topic) in the background: the
+heartbeat never waits for it and never fails for it. A failure is kept per topic for a while
+(Kafka's error cache: twice the heartbeat interval) and shown in the MISSING_INTERNAL_TOPICS
+status of the heartbeats meanwhile; once the topics are in the metadata image the group
+proceeds (``update_metadata``).
 """
 
 from __future__ import annotations
@@ -60,8 +63,9 @@ def creations_of(core: GatewayCore) -> TopicCreations:
 async def _create(core: GatewayCore, state: TopicCreations, topic: sm.CreatableTopic,
                   ttl_ms: int) -> None:
     try:
-        error, message, _ = await _controller(
-            core.controller.create_topic.remote(topic.name, topic.num_partitions))
+        error, message, _ = await _controller(core.controller.create_topic.remote(
+            topic.name, topic.num_partitions, None, {kv.key: kv.value for kv in topic.configs},
+            topic.replication_factor))
         if error not in (Errors.NONE, Errors.TOPIC_ALREADY_EXISTS):
             state.failures[topic.name] = (f"{Errors(error).name}: {message}",
                                           core.now_ms() + ttl_ms)
@@ -112,24 +116,39 @@ def create_internal_topics(core: GatewayCore, req: WireRequest,
 
 
 async def streams_group_heartbeat(core: GatewayCore, req: WireRequest) -> dict:
-    request = await pure(req.api.decode, req.body, req.client_id, req.client_host)
+    request = await pure(req.api.decode, req.body, req.client_id, req.client_host, req.version)
     if not core.may(req, "READ", GROUP, request.group_id):
         return await pure(req.api.encode, error_response(
             request, Errors.GROUP_AUTHORIZATION_FAILED,
-            DENIED_GROUP.format(group=request.group_id)))
+            DENIED_GROUP.format(group=request.group_id)), req.version)
     if request.topology is not None:
         hidden = sorted(t for t in referenced_topics(request.topology)
                         if not core.may(req, "DESCRIBE", TOPIC, t))
         if hidden:
             return await pure(req.api.encode, error_response(
                 request, Errors.TOPIC_AUTHORIZATION_FAILED,
-                f"Unauthorized topics {', '.join(hidden)}."))
+                f"Unauthorized topics {', '.join(hidden)}."), req.version)
     resp = await core.router.call(request)
     if resp.error_code == Errors.NONE:
         core.saw_epoch(request.group_id, resp.member_id, resp.member_epoch)
         create_internal_topics(core, req, resp)
-    return await pure(req.api.encode, resp)
+    return await pure(req.api.encode, resp, req.version)
 
 
 async def streams_group_describe(core: GatewayCore, req: WireRequest) -> dict:
     return await per_group(core, req, "DESCRIBE")
+
+
+NO_DESCRIPTION_PLUGIN = "The broker has no streams group topology description plugin configured."
+
+
+async def streams_group_topology_description_update(core: GatewayCore, req: WireRequest) -> dict:
+    """KIP-1331's push of a topology description: READ on the group, then refused as Kafka
+    4.4 refuses it without its topology description plugin (UNSUPPORTED_VERSION, before any
+    look at the group); Cohort keeps no descriptions, and never asks for one."""
+    group_id = req.body.get("group_id", "")
+    if not core.may(req, "READ", GROUP, group_id):
+        error, message = Errors.GROUP_AUTHORIZATION_FAILED, DENIED_GROUP.format(group=group_id)
+    else:
+        error, message = Errors.UNSUPPORTED_VERSION, NO_DESCRIPTION_PLUGIN
+    return {"throttle_time": 0, "error_code": int(error), "error_message": message}

@@ -100,6 +100,9 @@ class Controller(SecurityStore, ChangeLock):
         self.cluster_id = cluster_id
         self.config = config
         self._topics: dict[str, TopicMetadata] = {}
+        # Embedded topics' configs as created (a streams group's internal topics name theirs:
+        # cleanup.policy=compact for a changelog); in front of an upstream, the upstream's.
+        self._topic_configs: dict[str, dict[str, str]] = {}
         self._configs: dict[str, GroupConfig] = {}
         # Connect group id -> {connector name: task count}
         self._connectors: dict[str, dict[str, int]] = {}
@@ -211,10 +214,15 @@ class Controller(SecurityStore, ChangeLock):
 
     @one_change_at_a_time()
     async def create_topic(
-        self, name: str, num_partitions: int, racks: list[list[str]] | None = None
+        self, name: str, num_partitions: int, racks: list[list[str]] | None = None,
+        configs: dict[str, str] | None = None, replication_factor: int = -1,
     ) -> str:
+        """A new topic; ``configs`` (topic configs, as CreateTopics names them) and
+        ``replication_factor`` (-1: the cluster's default) go upstream with the CreateTopics
+        in front of one, and are kept with the topic otherwise (``topic_configs``)."""
+        configs = dict(configs or {})
         if self._upstream is not None:
-            await self._upstream.create_topic(name, num_partitions)
+            await self._upstream.create_topic(name, num_partitions, configs, replication_factor)
             await self._take_upstream_topics({name: num_partitions})
             return self._known(name).topic_id
         _check_topic_name(name)
@@ -223,7 +231,7 @@ class Controller(SecurityStore, ChangeLock):
         _check_partition_count(num_partitions)
         topic_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         topic = _topic(topic_id, name, num_partitions, racks)
-        await self._commit([_topic_record(topic)])
+        await self._commit([_topic_record(topic, configs)])
         return topic_id
 
     @one_change_at_a_time()
@@ -252,7 +260,8 @@ class Controller(SecurityStore, ChangeLock):
                 for p in range(old.num_partitions, total)
             ]
             new_racks = [sorted(r) for r in old.partition_racks] + list(added)
-        await self._commit([_topic_record(_topic(old.topic_id, name, total, new_racks))])
+        await self._commit([_topic_record(_topic(old.topic_id, name, total, new_racks),
+                                          self._topic_configs.get(name))])
 
     @one_change_at_a_time()
     async def delete_topic(self, name: str) -> None:
@@ -265,6 +274,10 @@ class Controller(SecurityStore, ChangeLock):
 
     def topics(self) -> list[TopicMetadata]:
         return list(self._topics.values())
+
+    def topic_configs(self, name: str) -> dict[str, str]:
+        """The configs an embedded topic was created with (none named: {})."""
+        return dict(self._topic_configs.get(name, {}))
 
     # --------------------------------------------------------- Connect connectors
 
@@ -388,7 +401,7 @@ class Controller(SecurityStore, ChangeLock):
             log.debug("pushed image %d to %d/%d partitions", image.version, len(done), len(calls))
 
     def _compacted(self) -> list[bytes]:
-        out = [_topic_record(t) for t in self._topics.values()]
+        out = [_topic_record(t, self._topic_configs.get(t.name)) for t in self._topics.values()]
         out += [_encode("config", g, _config_payload(c)) for g, c in self._configs.items()]
         out += [
             _encode("connector", g, [name, tasks])
@@ -404,11 +417,14 @@ class Controller(SecurityStore, ChangeLock):
         if kind == "version":
             self._version = payload
         elif kind == "topic":
+            self._topic_configs.pop(name, None)
             if payload is None:
                 self._topics.pop(name, None)
             else:
-                topic_id, n, racks = payload
+                topic_id, n, racks, *rest = payload  # older logs: no configs
                 self._topics[name] = _topic(topic_id, name, n, racks)
+                if rest and rest[0]:
+                    self._topic_configs[name] = dict(rest[0])
         elif kind == "config":
             if payload is None:
                 self._configs.pop(name, None)
@@ -446,9 +462,12 @@ def _config_payload(cfg: GroupConfig) -> list:
     return [getattr(cfg, name) for name in _FIELDS]
 
 
-def _topic_record(t: TopicMetadata) -> bytes:
+def _topic_record(t: TopicMetadata, configs: dict[str, str] | None = None) -> bytes:
     racks = None if t.partition_racks is None else [sorted(r) for r in t.partition_racks]
-    return _encode("topic", t.name, [t.topic_id, t.num_partitions, racks])
+    payload = [t.topic_id, t.num_partitions, racks]
+    if configs:
+        payload.append(sorted(configs.items()))
+    return _encode("topic", t.name, payload)
 
 
 def _topic(topic_id: str, name: str, n: int, racks: list[list[str]] | None) -> TopicMetadata:

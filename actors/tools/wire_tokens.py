@@ -2,9 +2,10 @@
 
 kio writes a request as bytes and forgets where each field went; a structure-aware mutation
 (``wire_fuzz``) must find an array's count, a string's length or an entity's tagged fields to
-change it. So requests are written here from kio's schema (``kio.index.load_request_schema``),
-field by field, as a list of ``Token``s, each the bytes of one piece and what it is; the bytes
-of a valid body are exactly kio's (``tests/actors/tools/test_wire_fuzz.py`` reads them back).
+change it. So requests are written here from the codec's schema
+(``protocol.wire.codec.request_schema``: kio's, or an API row's own), field by field, as a
+list of ``Token``s, each the bytes of one piece and what it is; the bytes of a valid body
+are exactly kio's (``tests/actors/tools/test_wire_fuzz.py`` reads them back).
 Pure: no randomness, no I/O.
 """
 
@@ -18,7 +19,7 @@ import uuid
 from functools import cache
 from typing import Any, NamedTuple
 
-from kio.index import load_request_schema
+from protocol.wire.codec import request_schema as load_request_schema
 
 INT_FORMATS = {"int8": ">b", "int16": ">h", "int32": ">i", "int64": ">q", "uint16": ">H",
                 "uint32": ">I", "timedelta_i32": ">i", "timedelta_i64": ">q",

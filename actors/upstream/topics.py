@@ -39,10 +39,16 @@ class UpstreamTopics:
         changed.update({name: None for name in known if name not in now})
         return changed
 
-    async def create_topic(self, name: str, num_partitions: int) -> None:
+    async def create_topic(self, name: str, num_partitions: int,
+                           configs: dict[str, str] | None = None,
+                           replication_factor: int = -1) -> None:
+        """CreateTopics upstream, with the topic's configs (a streams changelog's
+        ``cleanup.policy=compact``, as Kafka's coordinator asks for it)."""
         reply = await self._call(CREATE_TOPICS, 7, {
             "topics": [{"name": name, "num_partitions": num_partitions,
-                        "replication_factor": -1, "assignments": [], "configs": []}],
+                        "replication_factor": replication_factor, "assignments": [],
+                        "configs": [{"name": k, "value": v}
+                                    for k, v in sorted((configs or {}).items())]}],
             "timeout": ADMIN_TIMEOUT_MS, "validate_only": False})
         _raise_first(reply.get("topics", []))
 

@@ -3,7 +3,8 @@
 Each group: state, group and assignment epochs, the topology (its subtopologies with the
 internal topics sized as configured when the topology is ready), and each member's instance,
 rack, client, topology epoch, process, endpoint, client tags, task offsets, current and target
-tasks.
+tasks; v1 adds the assignor's name (the sticky one, Cohort's only) and, when asked for, the
+topology description's status (never stored: Kafka's answer without its description plugin).
 """
 
 from __future__ import annotations
@@ -11,18 +12,28 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
+from assignors.streams import StickyTaskAssignor
 from protocol import messages as m
+from protocol.errors import Errors
 from protocol.modern.describe import describe_each
 from protocol.streams import messages as sm
 from protocol.streams.group import GROUP_TYPE, StreamsGroup
 from protocol.streams.member import Tasks
 from protocol.streams.records import StreamsGroupTopologyValue, Subtopology, TopicInfo
 
+# KIP-1331's TopologyDescriptionStatus for a described group whose description was asked for:
+# NOT_STORED, what Kafka answers without its topology description plugin (Cohort has none).
+TOPOLOGY_DESCRIPTION_NOT_STORED = 1
+
 
 def describe_groups(rules: Any, req: sm.StreamsGroupDescribeRequest
                     ) -> sm.StreamsGroupDescribeResponse:
     groups = describe_each(rules.ctx, req, GROUP_TYPE, partial(describe_group, rules),
                            sm.StreamsDescribedGroup)
+    if req.include_topology_description:
+        for g in groups:
+            if g.error_code == Errors.NONE:
+                g.topology_description_status = TOPOLOGY_DESCRIPTION_NOT_STORED
     return sm.StreamsGroupDescribeResponse(groups=groups)
 
 
@@ -75,7 +86,7 @@ def describe_group(rules: Any, group: StreamsGroup) -> sm.StreamsDescribedGroup:
     return sm.StreamsDescribedGroup(
         group_id=group.group_id, group_state=group.state, group_epoch=group.group_epoch,
         assignment_epoch=group.assignment_epoch, topology=_topology(rules, group),
-        members=members)
+        members=members, assignor_name=StickyTaskAssignor.name)
 
 
 def describe_as_classic(group: StreamsGroup, history: list) -> m.DescribeGroupsResponseGroup:

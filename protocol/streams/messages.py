@@ -86,6 +86,8 @@ class StreamsGroupHeartbeatRequest:
     shutdown_application: bool = False
     client_id: str = ""
     client_host: str = ""
+    # The version the client spoke (v1 may be told MISSING_CLIENT_TAGS, KAFKA-20744).
+    api_version: Int16 = 0
 
 
 @dataclass(frozen=True)
@@ -120,12 +122,17 @@ class StreamsGroupHeartbeatResponse:
     member_id: str = ""
     member_epoch: Int32 = 0
     heartbeat_interval_ms: Int32 = 0
-    acceptable_recovery_lag: int = 10_000
-    task_offset_interval_ms: Int32 = 60_000
+    # v1's int64 (v0's int32 "legacy" field is never filled by Kafka 4.4: 0 on the wire);
+    # -1 ("not supported") in a reply that sets none, as Kafka's default.
+    acceptable_recovery_lag: Int64 = -1
+    task_offset_interval_ms: Int32 = 0
     status: list[StreamsStatus] | None = None
     active_tasks: Tasks | None = None
     standby_tasks: Tasks | None = None
     warmup_tasks: Tasks | None = None
+    # v1 (KIP-1331): the broker wants the topology description; never, without Kafka's
+    # topology description plugin (Cohort has none).
+    topology_description_required: bool = False
     endpoint_information_epoch: Int32 = 0
     partitions_by_user_endpoint: list[EndpointToPartitions] | None = None
     # Not on the wire (module docstring): internal topics to create, by name.
@@ -136,6 +143,7 @@ class StreamsGroupHeartbeatResponse:
 class StreamsGroupDescribeRequest:
     group_ids: list[str] = field(default_factory=list)
     include_authorized_operations: bool = False
+    include_topology_description: bool = False  # v1 (KIP-1331)
 
 
 @dataclass
@@ -175,6 +183,11 @@ class StreamsDescribedGroup:
     topology: StreamsTopology | None = None
     members: list[StreamsDescribedMember] = field(default_factory=list)
     authorized_operations: int = -(2**31)
+    # v1 (KIP-1331): 0 not requested, 1 not stored (what a broker without Kafka's topology
+    # description plugin answers a described group: Cohort has none), 2 error, 3 available.
+    topology_description_status: int = 0
+    # v1 (KIP-1357): the task assignor of the group's next assignment; None on an error.
+    assignor_name: str | None = None
 
 
 @dataclass

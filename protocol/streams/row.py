@@ -134,17 +134,23 @@ def _export(groups: list[StreamsGroup], shard: Any, tables: Mapping[str, Any]) -
                                                         partition=p)
 
 
-def _tasks(ts: list[sm.TaskIds]) -> list[tuple[str, int]]:
-    return [(t.subtopology_id, p) for t in ts for p in t.partitions]
+def _tasks(a: sm.StreamsAssignment) -> list[tuple[str, int]]:
+    """Every task of ``a`` as (subtopology, partition); a standby's or warm-up's subtopology
+    labelled so (``0 (standby)``), as ``kafka-streams-groups --members`` lists them apart."""
+    out = []
+    for role, ts in (("", a.active_tasks), (" (standby)", a.standby_tasks),
+                     (" (warmup)", a.warmup_tasks)):
+        out += [(t.subtopology_id + role, p) for t in ts for p in t.partitions]
+    return out
 
 
 def _admin_view(d: sm.StreamsDescribedGroup) -> GroupView:
     """A StreamsGroupDescribe entry as ``cohort groups --describe`` shows it: each member's
-    active tasks as (subtopology, partition), its target's too."""
+    tasks (active, standby, warm-up) as (subtopology, partition), its target's too."""
     return GroupView(
-        d.group_state, "sticky", d.group_epoch, d.assignment_epoch,
+        d.group_state, d.assignor_name or "sticky", d.group_epoch, d.assignment_epoch,
         [MemberView(x.member_id, x.instance_id, x.client_host, x.client_id, x.member_epoch,
-                    _tasks(x.assignment.active_tasks), _tasks(x.target_assignment.active_tasks))
+                    _tasks(x.assignment), _tasks(x.target_assignment))
          for x in d.members])
 
 

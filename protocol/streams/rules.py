@@ -24,6 +24,7 @@ empty runs.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from protocol.classic.records import GroupMetadataKey
@@ -48,8 +49,6 @@ from protocol.streams.records import (
     StreamsGroupTopologyValue,
 )
 from protocol.streams.sessions import (
-    ACCEPTABLE_RECOVERY_LAG,
-    TASK_OFFSET_INTERVAL_MS,
     StreamsInitialDelay,
     StreamsMemberTimers,
     StreamsTimer,
@@ -60,6 +59,9 @@ from protocol.streams.topology import Status, configure, metadata_hash
 from protocol.streams.validation import validate_heartbeat
 
 NUM_STANDBY_REPLICAS = "num.standby.replicas"
+RACK_AWARE_ASSIGNMENT_TAGS = "rack.aware.assignment.tags"
+# The first StreamsGroupHeartbeat version that may be told MISSING_CLIENT_TAGS (KAFKA-20744).
+MISSING_CLIENT_TAGS_VERSION = 1
 
 
 def _owned(req: sm.StreamsGroupHeartbeatRequest) -> Tasks | None:
@@ -90,8 +92,14 @@ class StreamsGroupRules(ModernRules):
         return min(self.ctx.config.group_max_size, setting(self.ctx, "", "max_size"))
 
     def assignment_configs(self, group_id: str) -> tuple[KeyValue, ...]:
-        return (KeyValue(NUM_STANDBY_REPLICAS,
-                         str(setting(self.ctx, group_id, "num_standby_replicas"))),)
+        """Kafka's ``streamsGroupAssignmentConfigs``, sorted by key: the standby count, and
+        the rack-aware tags when there are any."""
+        out = [KeyValue(NUM_STANDBY_REPLICAS,
+                        str(setting(self.ctx, group_id, "num_standby_replicas")))]
+        tags = self.ctx.config.group_streams_rack_aware_assignment_tags
+        if tags:
+            out.append(KeyValue(RACK_AWARE_ASSIGNMENT_TAGS, ",".join(tags)))
+        return tuple(out)
 
     def configured(self, group: StreamsGroup):
         """The group's topology configured against the image now (computed once per change)."""
@@ -110,10 +118,12 @@ class StreamsGroupRules(ModernRules):
         joining = epoch == JOIN_EPOCH
         group = self.streams_group(gid, create=joining)
         if epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+            # Kafka's streamsGroupLeave: a leaving member may still ask the application to
+            # shut down; its reply names the member and the epoch only (interval 0).
+            if group is not None and req.shutdown_application:
+                group.shutdown_requested_by = mid
             self.leave(group, req)
-            return sm.StreamsGroupHeartbeatResponse(
-                member_id=mid, member_epoch=epoch,
-                heartbeat_interval_ms=self.sessions.heartbeat_interval_ms(gid))
+            return sm.StreamsGroupHeartbeatResponse(member_id=mid, member_epoch=epoch)
         owned = _owned(req)
         member = group.members.get(mid) if group is not None else None
         holder = None
@@ -194,8 +204,8 @@ class StreamsGroupRules(ModernRules):
         resp = sm.StreamsGroupHeartbeatResponse(
             member_id=member.member_id, member_epoch=member.member_epoch,
             heartbeat_interval_ms=self.sessions.heartbeat_interval_ms(group.group_id),
-            acceptable_recovery_lag=ACCEPTABLE_RECOVERY_LAG,
-            task_offset_interval_ms=TASK_OFFSET_INTERVAL_MS)
+            acceptable_recovery_lag=self.ctx.config.group_streams_acceptable_recovery_lag,
+            task_offset_interval_ms=self.ctx.config.group_streams_task_offset_interval_ms)
         if req.member_epoch == JOIN_EPOCH or member.tasks != before.tasks:
             a_, s_, w_ = member.tasks.maps()
             resp.active_tasks = sm.task_ids(a_)
@@ -206,7 +216,7 @@ class StreamsGroupRules(ModernRules):
         if group.endpoint_information_epoch != req.endpoint_information_epoch:
             resp.partitions_by_user_endpoint = self._endpoints(group)
         resp.endpoint_information_epoch = group.endpoint_information_epoch
-        status = self._status(group, member)
+        status = self._status(group, member, req.api_version)
         resp.status = status or None
         configured = group.configured
         if configured is not None and configured.status == Status.MISSING_INTERNAL_TOPICS:
@@ -293,7 +303,9 @@ class StreamsGroupRules(ModernRules):
             group.delay_until_ms = self.ctx.now_ms + delay
             self.ctx.timers.schedule(StreamsInitialDelay(group.group_id), group.delay_until_ms)
 
-    def _status(self, group: StreamsGroup, member: StreamsGroupMember) -> list:
+    def _status(self, group: StreamsGroup, member: StreamsGroupMember, version: int) -> list:
+        """The reply's statuses in Kafka's order: stale topology, assignment delayed, the
+        topology's topic problem, shutdown requested, missing client tags."""
         out = []
         topology = group.topology
         if topology is not None and member.topology_epoch < topology.epoch:
@@ -301,6 +313,10 @@ class StreamsGroupRules(ModernRules):
                 Status.STALE_TOPOLOGY,
                 f"The member's topology epoch {member.topology_epoch} is behind the group's "
                 f"topology epoch {topology.epoch}."))
+        if group.delay_until_ms is not None and self.ctx.now_ms < group.delay_until_ms:
+            out.append(sm.StreamsStatus(
+                Status.ASSIGNMENT_DELAYED,
+                "Assignment delayed due to the configured initial rebalance delay."))
         configured = self.configured(group)
         if configured is not None and not configured.ready:
             out.append(sm.StreamsStatus(configured.status, configured.detail))
@@ -309,11 +325,27 @@ class StreamsGroupRules(ModernRules):
                 Status.SHUTDOWN_APPLICATION,
                 f"Streams group member {group.shutdown_requested_by} encountered a fatal error "
                 f"and requested a shutdown for the entire application."))
-        if group.delay_until_ms is not None and self.ctx.now_ms < group.delay_until_ms:
+        missing = self._missing_client_tags(group, member, version)
+        if missing:
             out.append(sm.StreamsStatus(
-                Status.ASSIGNMENT_DELAYED,
-                "Assignment delayed due to the configured initial rebalance delay."))
+                Status.MISSING_CLIENT_TAGS,
+                f"Missing required client tags for rack-aware standby assignment: "
+                f"[{', '.join(missing)}]. Configure them via 'client.tag.<tagKey>' in your "
+                f"Streams config."))
         return out
+
+    def _missing_client_tags(self, group: StreamsGroup, member: StreamsGroupMember,
+                             version: int) -> list[str]:
+        """The rack-aware tags the member does not report (Kafka tells only a v1+ member:
+        a v0 client does not know the status)."""
+        if version < MISSING_CLIENT_TAGS_VERSION:
+            return []
+        configs = {kv.key: kv.value for kv in self.assignment_configs(group.group_id)}
+        wanted = configs.get(RACK_AWARE_ASSIGNMENT_TAGS, "").strip()
+        if not wanted:
+            return []
+        have = {kv.key for kv in member.metadata.client_tags}
+        return [t for t in re.split(r"\s*,\s*", wanted) if t not in have]
 
     def _endpoints(self, group: StreamsGroup) -> list[sm.EndpointToPartitions]:
         """Every member's endpoint with the input partitions of its tasks (interactive

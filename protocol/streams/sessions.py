@@ -14,9 +14,6 @@ from dataclasses import dataclass
 
 from protocol.modern.sessions import MemberDeadlines
 
-ACCEPTABLE_RECOVERY_LAG = 10_000
-TASK_OFFSET_INTERVAL_MS = 60_000
-
 
 def setting(ctx, group_id: str, name: str) -> int:
     """A streams group's ``name``: its group config when set, else the broker's

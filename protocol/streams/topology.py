@@ -40,10 +40,9 @@ class Status(IntEnum):
     MISSING_INTERNAL_TOPICS = 3
     SHUTDOWN_APPLICATION = 4
     ASSIGNMENT_DELAYED = 5
+    MISSING_CLIENT_TAGS = 6  # told to v1+ members only (KAFKA-20744)
 
 
-CHANGELOG_DEFAULTS = (KeyValue("cleanup.policy", "compact"),)
-REPARTITION_DEFAULTS = (KeyValue("cleanup.policy", "delete"),)
 
 
 @dataclass(frozen=True)
@@ -146,7 +145,7 @@ def _configure(topology: StreamsGroupTopologyValue, image: MetadataImage) -> Con
                        f"{', '.join(unsized)}.")
     internal: dict[str, CreatableTopic] = {}
     for name, info in repartition.items():
-        internal[name] = _creatable(info, sizes[name], REPARTITION_DEFAULTS)
+        internal[name] = _creatable(info, sizes[name])
     tasks: dict[str, int] = {}
     inputs: dict[str, tuple[str, ...]] = {}
     for s in subs:
@@ -154,7 +153,7 @@ def _configure(topology: StreamsGroupTopologyValue, image: MetadataImage) -> Con
         inputs[s.subtopology_id] = tuple(names)
         tasks[s.subtopology_id] = max((sizes[n] for n in names), default=0)
         for info in s.state_changelog_topics:
-            internal[info.name] = _creatable(info, tasks[s.subtopology_id], CHANGELOG_DEFAULTS)
+            internal[info.name] = _creatable(info, tasks[s.subtopology_id])
     wrong = sorted(n for n, c in internal.items()
                    if (p := _partitions(image, n)) is not None and p != c.num_partitions)
     if wrong:
@@ -179,9 +178,11 @@ def _configure(topology: StreamsGroupTopologyValue, image: MetadataImage) -> Con
                               readers={k: tuple(v) for k, v in readers.items()})
 
 
-def _creatable(info: TopicInfo, partitions: int, defaults: tuple[KeyValue, ...]) -> CreatableTopic:
-    configs = {kv.key: kv.value for kv in defaults}
-    configs.update({kv.key: kv.value for kv in info.topic_configs})
+def _creatable(info: TopicInfo, partitions: int) -> CreatableTopic:
+    """Kafka's ``toCreatableTopic``: the topology's own configs for the topic, no others (Kafka
+    Streams names ``cleanup.policy=compact`` for a changelog, ``delete`` and its retention for
+    a repartition topic), and its replication factor (-1: the cluster's default)."""
+    configs = {kv.key: kv.value for kv in info.topic_configs}
     return CreatableTopic(
         info.name, partitions, info.replication_factor or -1,
         tuple(KeyValue(k, v) for k, v in sorted(configs.items())))

@@ -1,5 +1,7 @@
 """StreamsGroupHeartbeat (88) and StreamsGroupDescribe (89) on the wire: kio's plain bodies to
-the pure streams messages and back (``protocol.wire.entities`` builds the versioned entity).
+the pure streams messages and back (``protocol.wire.entities`` builds the versioned entity,
+keeping the fields that version has: a reply is written once, for v0 and v1 alike, but for the
+heartbeat's recovery lag, whose v0 and v1 fields share kio's name).
 Topics travel by name in both APIs, so no topic index is needed. The ``topics_to_create`` of a
 heartbeat reply stays off the wire: the gateway acts on it."""
 
@@ -51,8 +53,8 @@ def _offsets(items) -> list[sm.TaskOffset] | None:
     return [sm.TaskOffset(o["subtopology_id"], o["partition"], o["offset"]) for o in items]
 
 
-def heartbeat_request(body: dict, client_id: str = "",
-                      client_host: str = "") -> sm.StreamsGroupHeartbeatRequest:
+def heartbeat_request(body: dict, client_id: str = "", client_host: str = "",
+                      version: int = 0) -> sm.StreamsGroupHeartbeatRequest:
     topology = body.get("topology")
     endpoint = body.get("user_endpoint")
     tags = body.get("client_tags")
@@ -74,7 +76,7 @@ def heartbeat_request(body: dict, client_id: str = "",
         task_offsets=_offsets(body.get("task_offsets")),
         task_end_offsets=_offsets(body.get("task_end_offsets")),
         shutdown_application=bool(body.get("shutdown_application")),
-        client_id=client_id or "", client_host=client_host)
+        client_id=client_id or "", client_host=client_host, api_version=version)
 
 
 def _task_list(ts) -> list[dict] | None:
@@ -91,7 +93,10 @@ def _tps(parts: dict[str, list[int]]) -> list[dict]:
     return [{"topic": n, "partitions": list(ps)} for n, ps in parts.items()]
 
 
-def heartbeat_response(resp: sm.StreamsGroupHeartbeatResponse) -> dict:
+def heartbeat_response(resp: sm.StreamsGroupHeartbeatResponse, version: int = 1) -> dict:
+    """The reply's body at ``version``: v0's recovery lag is Kafka's "legacy" int32, which
+    Kafka 4.4 never fills (0), v1's the int64 ``acceptable_recovery_lag``. Kafka always sends
+    a status list (empty: no status), never null."""
     ep = resp.partitions_by_user_endpoint
     return {
         "throttle_time": resp.throttle_time_ms,
@@ -100,14 +105,14 @@ def heartbeat_response(resp: sm.StreamsGroupHeartbeatResponse) -> dict:
         "member_id": resp.member_id,
         "member_epoch": resp.member_epoch,
         "heartbeat_interval": resp.heartbeat_interval_ms,
-        "acceptable_recovery_lag": resp.acceptable_recovery_lag,
+        "acceptable_recovery_lag": resp.acceptable_recovery_lag if version >= 1 else 0,
         "task_offset_interval": resp.task_offset_interval_ms,
-        "status": None if resp.status is None else [
-            {"status_code": s.status_code, "status_detail": s.status_detail}
-            for s in resp.status],
+        "status": [{"status_code": s.status_code, "status_detail": s.status_detail}
+                   for s in resp.status or ()],
         "active_tasks": _task_list(resp.active_tasks),
         "standby_tasks": _task_list(resp.standby_tasks),
         "warmup_tasks": _task_list(resp.warmup_tasks),
+        "topology_description_required": resp.topology_description_required,
         "endpoint_information_epoch": resp.endpoint_information_epoch,
         "partitions_by_user_endpoint": None if ep is None else [
             {"user_endpoint": _endpoint(e.user_endpoint),
@@ -119,7 +124,8 @@ def heartbeat_response(resp: sm.StreamsGroupHeartbeatResponse) -> dict:
 def describe_request(body: dict) -> sm.StreamsGroupDescribeRequest:
     return sm.StreamsGroupDescribeRequest(
         group_ids=list(body.get("group_ids", [])),
-        include_authorized_operations=bool(body.get("include_authorized_operations")))
+        include_authorized_operations=bool(body.get("include_authorized_operations")),
+        include_topology_description=bool(body.get("include_topology_description")))
 
 
 def _info(t: TopicInfo) -> dict:
@@ -163,6 +169,9 @@ def _described(g: sm.StreamsDescribedGroup) -> dict:
             "target_assignment": _assignment(x.target_assignment),
             "is_classic": x.is_classic} for x in g.members],
         "authorized_operations": g.authorized_operations,
+        "topology_description": None,
+        "topology_description_status": g.topology_description_status,
+        "assignor_name": g.assignor_name,
     }
 
 

@@ -2,7 +2,8 @@
 
 The header is read by hand (it is four fields and, for flexible versions, tagged fields), so
 that a frame too short for it is told apart from a body kio cannot decode. The body is decoded
-and encoded at the version the client asked for: by hand for the APIs that dominate group
+and encoded at the version the client asked for (the entity of a version kio lacks is the API
+row's own, ``request_schema``): by hand for the APIs that dominate group
 traffic (``fast_requests``, ``fast_responses``: OffsetCommit, OffsetFetch, Heartbeat,
 ConsumerGroupHeartbeat, and the classic rebalance's responses), by kio through ``entities``
 for every other. Both give the same plain values and the same bytes; kio is the oracle the
@@ -35,6 +36,7 @@ from typing import Any, NamedTuple
 from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
+from protocol.api import BY_API_KEY
 from protocol.types import MAX_REQUEST_ENTRIES, MAX_STRING_BYTES
 from protocol.validation import string_error
 from protocol.wire.array_guard import check_arrays
@@ -352,14 +354,28 @@ def _uvarint(data: bytes, offset: int) -> tuple[int, int]:
             raise MalformedRequest("a varint longer than 5 bytes")
 
 
-@cache
-def _request_schema(api_key: int, version: int) -> type:
-    return load_request_schema(api_key, version)
+def _own_schemas(api_key: int, version: int) -> tuple[type, type] | None:
+    """The row's own entities of a version kio lacks (``Api.own_schemas``), or None."""
+    api = BY_API_KEY.get(api_key)
+    return None if api is None or api.own_schemas is None else api.own_schemas.get(version)
 
 
 @cache
-def _response_schema(api_key: int, version: int) -> type:
-    return load_response_schema(api_key, version)
+def request_schema(api_key: int, version: int) -> type:
+    """The request entity of ``api_key`` at ``version``: the API row's own where kio lacks
+    the version (``Api.own_schemas``), else kio's."""
+    own = _own_schemas(api_key, version)
+    return own[0] if own is not None else load_request_schema(api_key, version)
+
+
+@cache
+def response_schema(api_key: int, version: int) -> type:
+    """The response entity of ``api_key`` at ``version`` (as ``request_schema``)."""
+    own = _own_schemas(api_key, version)
+    return own[1] if own is not None else load_response_schema(api_key, version)
+
+
+_request_schema, _response_schema = request_schema, response_schema
 
 
 @cache

@@ -315,3 +315,46 @@ def alter_configs(alias: str = "admin", changes: dict[str, str | None] | None = 
             "validate_only": kw.pop("validate_only", False)}
     kw.setdefault("record", False)
     return _step(alias, "IncrementalAlterConfigs", body, kw)
+
+
+# ------------------------------------------------------------------------ streams groups
+
+
+def streams_topology(source: str = FOO, epoch: int = 1) -> dict:
+    """A stateless topology of one subtopology reading ``source``: no internal topic to make,
+    so a join's outcome depends on the coordinator's rules alone."""
+    return {"epoch": epoch, "subtopologies": [{
+        "subtopology_id": "0", "source_topics": [source], "source_topic_regex": [],
+        "state_changelog_topics": [], "repartition_sink_topics": [],
+        "repartition_source_topics": [], "copartition_groups": []}]}
+
+
+def streams_heartbeat(alias: str, **kw: Any) -> Step:
+    """A StreamsGroupHeartbeat with every optional field null (unchanged)."""
+    body = {"group_id": GROUP, "member_id": Id(alias), "member_epoch": Epoch(alias),
+            "endpoint_information_epoch": 0, "instance_id": None, "rack_id": None,
+            "rebalance_timeout": -1, "topology": None, "active_tasks": None,
+            "standby_tasks": None, "warmup_tasks": None, "process_id": None,
+            "user_endpoint": None, "client_tags": None, "task_offsets": None,
+            "task_end_offsets": None, "shutdown_application": False}
+    return _step(alias, "StreamsGroupHeartbeat", body, kw)
+
+
+def streams_join(alias: str, source: str = FOO, epoch: int = 1, **kw: Any) -> Step:
+    """A streams member's first heartbeat (epoch 0) with the topology reading ``source``."""
+    kw.setdefault("member_epoch", 0)
+    kw.setdefault("rebalance_timeout", REBALANCE_TIMEOUT_MS)
+    kw.setdefault("topology", streams_topology(source, epoch))
+    for tasks in ("active_tasks", "standby_tasks", "warmup_tasks"):
+        kw.setdefault(tasks, [])
+    kw.setdefault("process_id", f"process-{alias}")
+    kw.setdefault("client_tags", [])
+    return streams_heartbeat(alias, **kw)
+
+
+def streams_describe(alias: str = "admin", groups: list | None = None, **kw: Any) -> Step:
+    body = {"group_ids": [GROUP] if groups is None else groups,
+            "include_authorized_operations": False,
+            "include_topology_description": kw.pop("include_topology_description", False)}
+    kw.setdefault("record", False)
+    return _step(alias, "StreamsGroupDescribe", body, kw)

@@ -36,6 +36,8 @@ API_KEYS = {
     "ShareGroupDescribe": 77,
     "ShareFetch": 78,
     "ShareAcknowledge": 79,
+    "StreamsGroupHeartbeat": 88,
+    "StreamsGroupDescribe": 89,
 }
 # APIs a client sends to any broker, not to the group's coordinator.
 TO_BOOTSTRAP = frozenset({"Metadata", "ListGroups", "DescribeConfigs",

@@ -21,6 +21,7 @@ from tests.conformance import (
     cases_migration,
     cases_offsets,
     cases_share,
+    cases_streams,
 )
 from tests.conformance.runner import compare, play_both
 from tests.conformance.tally import TALLY
@@ -33,6 +34,7 @@ CASES = [
     *cases_migration.CASES,
     *cases_share.CASES,
     *cases_admin.CASES,
+    *cases_streams.CASES,
 ]
 ALLOWED = allowlist.load()
 MINIMUM_CASES = 300

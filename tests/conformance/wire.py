@@ -21,9 +21,10 @@ from collections import deque
 from functools import cache
 from typing import Any
 
-from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
+from protocol.wire.codec import request_schema as load_request_schema
+from protocol.wire.codec import response_schema as load_response_schema
 from protocol.wire.entities import build, plain
 from protocol.wire.framing import frame
 from protocol.wire.primitives import put_legacy_string

@@ -8,7 +8,6 @@ import inspect
 import struct
 
 import pytest
-from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader
 
 from actors.gateway import dispatch
@@ -23,6 +22,8 @@ from protocol.wire.codec import (
     decode_request,
     encode_response,
 )
+from protocol.wire.codec import request_schema as load_request_schema
+from protocol.wire.codec import response_schema as load_response_schema
 from protocol.wire.entities import build, plain
 from protocol.wire.offsets import fetch_refused
 from protocol.wire.topics import TopicIndex

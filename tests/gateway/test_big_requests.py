@@ -12,7 +12,6 @@ import gc
 import time
 
 import pytest
-from kio.index import load_response_schema
 from kio.serial import entity_reader
 
 from actors.gateway import broker as broker_module
@@ -27,6 +26,7 @@ from actors.tools.wire_tokens import framed, request_tokens
 from protocol.config import CoordinatorConfig
 from protocol.metadata import MetadataImage, TopicMetadata
 from protocol.wire.codec import holds_entries
+from protocol.wire.codec import response_schema as load_response_schema
 
 IMAGE = ControllerImage(1, MetadataImage([TopicMetadata("tid-t", "orders", 1)]), {})
 STALL_BOUND_S = 0.05

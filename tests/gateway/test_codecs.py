@@ -22,7 +22,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.protocol.api_message import ApiMessage
-from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
 import tests.gateway.kip848
@@ -36,6 +35,8 @@ from protocol.wire.codec import (
     encode_response,
     encode_response_with_kio,
 )
+from protocol.wire.codec import request_schema as load_request_schema
+from protocol.wire.codec import response_schema as load_response_schema
 from protocol.wire.entities import build, plain
 from protocol.wire.versions import API_VERSIONS, api_versions_body
 from tests.gateway.schema_strategies import plain_values

@@ -18,7 +18,6 @@ import uuid
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_writer
 from kio.serial._introspect import (
     EntityField,
@@ -43,6 +42,8 @@ from protocol.wire.codec import (
     encode_response,
     encode_response_with_kio,
 )
+from protocol.wire.codec import request_schema as load_request_schema
+from protocol.wire.codec import response_schema as load_response_schema
 from protocol.wire.entities import build, plain
 from protocol.wire.fast_requests import DECODERS
 from protocol.wire.fast_responses import ENCODERS

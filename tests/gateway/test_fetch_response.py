@@ -11,12 +11,12 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kio.index import load_response_schema
 
 from protocol.api import BY_API_KEY
 from protocol.metadata import TopicMetadata
 from protocol.wire import stream
 from protocol.wire.codec import EncodedBody, RequestHeader, encode_response
+from protocol.wire.codec import response_schema as load_response_schema
 from protocol.wire.fetch_response import fetch_body_parts, uvarint
 from protocol.wire.record_batch import record_batch
 from protocol.wire.topics import TopicIndex

@@ -19,7 +19,6 @@ import uuid
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kio.index import load_request_schema
 from kio.serial import entity_writer
 
 from actors.runtime.controller import ControllerImage
@@ -34,6 +33,7 @@ from protocol.shard import GroupCoordinatorShard
 from protocol.types import MAX_REQUEST_ENTRIES
 from protocol.validation import check_types
 from protocol.wire.codec import Decoded, WireError, decode_request
+from protocol.wire.codec import request_schema as load_request_schema
 from protocol.wire.entities import build
 from protocol.wire.ids import topic_uuid
 from protocol.wire.topics import TopicIndex

@@ -11,7 +11,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.record import MemoryRecords
-from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode as E
 from kio.serial import entity_reader, entity_writer
 
@@ -26,6 +25,8 @@ from protocol.wire.codec import (
     encode_response,
     read_header,
 )
+from protocol.wire.codec import request_schema as load_request_schema
+from protocol.wire.codec import response_schema as load_response_schema
 from protocol.wire.entities import build, plain
 from protocol.wire.ids import topic_uuid
 from protocol.wire.share_session import MAX_EPOCH, ShareSessions, next_epoch

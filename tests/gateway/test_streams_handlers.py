@@ -7,6 +7,7 @@ while, in the MISSING_INTERNAL_TOPICS status."""
 from __future__ import annotations
 
 import asyncio
+import copy
 
 from actors.gateway import dispatch
 from actors.gateway.core import WireRequest
@@ -27,14 +28,17 @@ class _Controller:
 
     def __init__(self, router: _Router, refuse: bool = False) -> None:
         self.router, self.refuse, self.created = router, refuse, []
+        self.asked: dict[str, tuple[dict, int]] = {}
         outer = self
 
         class _Create:
             @staticmethod
-            async def remote(name: str, partitions: int) -> str:
+            async def remote(name: str, partitions: int, racks=None, configs=None,
+                             replication_factor: int = -1) -> str:
                 if outer.refuse:
                     raise CoordinatorError(Errors.INVALID_REPLICATION_FACTOR, "no brokers")
                 outer.created.append((name, partitions))
+                outer.asked[name] = (configs, replication_factor)
                 shard = outer.router.shard
                 shard.update_metadata(MetadataImage(
                     [*shard.image.topics(), TopicMetadata(f"{name}-id", name, partitions)]))
@@ -88,6 +92,7 @@ def test_the_changelog_is_created_under_the_callers_right_and_the_group_proceeds
         assert MISSING_INTERNAL_TOPICS in _statuses(reply)
         await _settle(core)
         assert core.controller.created == [("app-store-changelog", 2)]
+        assert core.controller.asked["app-store-changelog"] == ({}, -1)  # JOIN names none
         core.router.shard.tick(3_000)
         beat = {**JOIN, "member_epoch": reply["member_epoch"], "topology": None,
                 "rebalance_timeout": -1}
@@ -100,6 +105,21 @@ def test_the_changelog_is_created_under_the_callers_right_and_the_group_proceeds
         assert active == [{"subtopology_id": "0", "partitions": [0, 1]}]
         described = await _serve(core, 89, {"group_ids": ["app"]})
         assert described["groups"][0]["group_state"] == "Stable"
+    asyncio.run(run())
+
+
+def test_the_internal_topics_are_created_with_the_topologys_configs_and_replication():
+    async def run():
+        core = _Core()
+        join = copy.deepcopy(JOIN)
+        (changelog,) = join["topology"]["subtopologies"][0]["state_changelog_topics"]
+        changelog["replication_factor"] = 3
+        changelog["topic_configs"] = [{"key": "cleanup.policy", "value": "compact"},
+                                      {"key": "min.insync.replicas", "value": "2"}]
+        assert (await _serve(core, 88, join))["error_code"] == 0
+        await _settle(core)
+        assert core.controller.asked["app-store-changelog"] == (
+            {"cleanup.policy": "compact", "min.insync.replicas": "2"}, 3)
     asyncio.run(run())
 
 
@@ -144,4 +164,19 @@ def test_a_topology_naming_a_topic_the_caller_may_not_describe_is_refused():
         core = _Core(denied={("READ", "app")})
         reply = await _serve(core, 88, JOIN)
         assert reply["error_code"] == Errors.GROUP_AUTHORIZATION_FAILED
+    asyncio.run(run())
+
+
+PUSH = {"group_id": "app", "member_id": "m1", "topology_epoch": 1,
+        "topology_description": {"subtopologies": [], "global_stores": []}}
+
+
+def test_a_topology_description_push_is_refused_as_kafka_without_its_plugin_refuses_it():
+    async def run():
+        reply = await _serve(_Core(), 93, PUSH)
+        assert (reply["error_code"], reply["error_message"]) == (
+            Errors.UNSUPPORTED_VERSION,
+            "The broker has no streams group topology description plugin configured.")
+        denied = await _serve(_Core(denied={("READ", "app")}), 93, PUSH)
+        assert denied["error_code"] == Errors.GROUP_AUTHORIZATION_FAILED
     asyncio.run(run())

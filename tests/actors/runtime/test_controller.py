@@ -103,8 +103,12 @@ def test_share_group_configs_reach_the_share_groups_heartbeat_and_fetch(cluster)
 
 def test_topics_and_configs_survive_the_controllers_death(cluster):
     cluster.create_topic("ctl-durable", 4)
-    cluster.set_group_config("ctl-g-durable", consumer_session_timeout_ms=20_000)
     controller = ray.get_actor("controller", namespace="cohort")
+    # An internal topic of a streams group: created with its topology's configs, kept with it
+    # (and when it grows).
+    ray.get(controller.create_topic.remote("ctl-changelog", 2, None, {"cleanup.policy": "compact"}))
+    cluster.add_partitions("ctl-changelog", 3)
+    cluster.set_group_config("ctl-g-durable", consumer_session_timeout_ms=20_000)
     pid = ray.get(controller.__ray_call__.remote(lambda self: __import__("os").getpid()))
     ray.kill(controller, no_restart=False)
     deadline = time.monotonic() + 60
@@ -116,5 +120,8 @@ def test_topics_and_configs_survive_the_controllers_death(cluster):
         except ray.exceptions.RayActorError:
             time.sleep(0.2)
     assert [t.num_partitions for t in cluster.topics() if t.name == "ctl-durable"] == [4]
+    assert ray.get(controller.topic_configs.remote("ctl-changelog")) == {
+        "cleanup.policy": "compact"}
+    assert ray.get(controller.topic_configs.remote("ctl-durable")) == {}
     cfg = ray.get(controller.group_config.remote("ctl-g-durable"))
     assert cfg.consumer_session_timeout_ms == 20_000

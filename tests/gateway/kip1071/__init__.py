@@ -1,4 +1,5 @@
-"""KIP-1071's client APIs (StreamsGroupHeartbeat, StreamsGroupDescribe) described for
+"""KIP-1071's client APIs (StreamsGroupHeartbeat, StreamsGroupDescribe, and KIP-1331's
+StreamsGroupTopologyDescriptionUpdate) described for
 kafka-python's message engine (which does not ship them): the structure of Kafka 4.4's
 schemas, without their comments; ``tests.gateway.test_codecs`` loads them so that the streams
 APIs are cross-checked like every other API."""
@@ -12,3 +13,5 @@ class StreamsGroupHeartbeatRequest(ApiMessage, load_json=_here): pass  # noqa: E
 class StreamsGroupHeartbeatResponse(ApiMessage, load_json=_here): pass  # noqa: E701
 class StreamsGroupDescribeRequest(ApiMessage, load_json=_here): pass  # noqa: E701
 class StreamsGroupDescribeResponse(ApiMessage, load_json=_here): pass  # noqa: E701
+class StreamsGroupTopologyDescriptionUpdateRequest(ApiMessage, load_json=_here): pass  # noqa: E701
+class StreamsGroupTopologyDescriptionUpdateResponse(ApiMessage, load_json=_here): pass  # noqa: E701

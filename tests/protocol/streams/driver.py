@@ -5,14 +5,20 @@ from __future__ import annotations
 
 from protocol.errors import Errors
 from protocol.streams import messages as sm
-from protocol.streams.records import Subtopology, TopicInfo
+from protocol.streams.records import KeyValue, Subtopology, TopicInfo
+
+# The configs Kafka Streams names for its internal topics (``InternalTopicConfig``).
+CHANGELOG_CONFIGS = (KeyValue("cleanup.policy", "compact"),)
+REPARTITION_CONFIGS = (KeyValue("cleanup.policy", "delete"), KeyValue("retention.ms", "-1"),
+                       KeyValue("segment.bytes", "52428800"))
 
 
 def topology(source: str = "input", epoch: int = 1, stateful: bool = False,
              repartition: bool = False, app: str = "app") -> sm.StreamsTopology:
     """One subtopology reading ``source``; ``stateful``: with a changelog; ``repartition``:
     a second subtopology behind a repartition topic (with the changelog, if stateful)."""
-    changelog = (TopicInfo(f"{app}-store-changelog"),) if stateful else ()
+    changelog = (TopicInfo(f"{app}-store-changelog", topic_configs=CHANGELOG_CONFIGS),) \
+        if stateful else ()
     if not repartition:
         return sm.StreamsTopology(epoch, (Subtopology("0", (source,),
                                                       state_changelog_topics=changelog),))
@@ -20,7 +26,7 @@ def topology(source: str = "input", epoch: int = 1, stateful: bool = False,
     return sm.StreamsTopology(epoch, (
         Subtopology("0", (source,), repartition_sink_topics=(rep,)),
         Subtopology("1", (), state_changelog_topics=changelog,
-                    repartition_source_topics=(TopicInfo(rep),)),
+                    repartition_source_topics=(TopicInfo(rep, topic_configs=REPARTITION_CONFIGS),)),
     ))
 
 

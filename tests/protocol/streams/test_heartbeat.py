@@ -6,15 +6,21 @@ from __future__ import annotations
 
 import pytest
 
+from protocol import messages as m
 from protocol.config import CoordinatorConfig, GroupConfig
 from protocol.errors import Errors
 from protocol.metadata import MetadataImage, TopicMetadata
 from protocol.records import Record
 from protocol.shard import GroupCoordinatorShard
 from protocol.streams import messages as sm
-from protocol.streams.records import Endpoint, Subtopology, TopicInfo
+from protocol.streams.records import Endpoint, KeyValue, Subtopology, TopicInfo
 from protocol.streams.topology import Status
-from tests.protocol.streams.driver import StreamsMember, topology
+from tests.protocol.streams.driver import (
+    CHANGELOG_CONFIGS,
+    REPARTITION_CONFIGS,
+    StreamsMember,
+    topology,
+)
 
 GID = "app"
 
@@ -140,6 +146,43 @@ def test_a_member_with_an_older_topology_epoch_is_told_it_is_stale():
     assert "behind the group's topology epoch 2" in statuses(resp)[Status.STALE_TOPOLOGY]
 
 
+def test_a_newer_topology_does_not_replace_the_groups_even_once_the_group_is_empty():
+    """Kafka 4.4 keeps an empty group's topology: a newer one is refused until the group is
+    deleted (then the next join initializes it)."""
+    s = shard(input=4, other=2)
+    a = StreamsMember(s, "a")
+    ready(s, a)
+    a.leave()
+    assert not s.groups[GID].members and s.groups[GID].topology.epoch == 1
+    for t in (topology(epoch=2), topology("other", epoch=2), topology("other")):
+        resp = StreamsMember(s, "b", topology=t).join()
+        assert (resp.error_code, resp.error_message) == (
+            Errors.INVALID_REQUEST, "Topology updates are not supported yet.")
+    assert s.groups[GID].topology.epoch == 1 and not s.groups[GID].members
+    (deleted,) = s.handle(m.DeleteGroupsRequest([GID])).response.results
+    assert deleted.error_code == Errors.NONE
+    resp = StreamsMember(s, "b", topology=topology("other", epoch=2)).join()
+    assert resp.error_code == Errors.NONE and s.groups[GID].topology.epoch == 2
+    assert s.groups[GID].topology.subtopologies[0].source_topics == ("other",)
+
+
+def test_a_stale_member_keeps_the_groups_topology_and_is_told_on_every_heartbeat():
+    s = shard()
+    a = StreamsMember(s, "a", topology=topology(epoch=3))
+    b = StreamsMember(s, "b", topology=topology(epoch=2))
+    ready(s, a, b)
+    resp = b.heartbeat()
+    assert resp.error_code == Errors.NONE
+    assert statuses(resp)[Status.STALE_TOPOLOGY] == (
+        "The member's topology epoch 2 is behind the group's topology epoch 3.")
+    assert Status.STALE_TOPOLOGY not in statuses(a.heartbeat())
+    assert s.groups[GID].topology.epoch == 3
+    described = s.handle(sm.StreamsGroupDescribeRequest([GID])).response.groups[0]
+    assert described.topology.epoch == 3
+    assert {x.member_id: x.topology_epoch for x in described.members} == {"a": 3, "b": 2}
+    assert b.active or a.active  # a stale member still takes part in the assignment
+
+
 def test_missing_source_topics_keep_the_group_not_ready_with_empty_tasks():
     s = shard(other=1)
     resp = StreamsMember(s, "a").join()
@@ -158,9 +201,10 @@ def test_internal_topics_are_sized_from_the_sources_and_asked_for_until_they_exi
     resp = a.join()
     assert Status.MISSING_INTERNAL_TOPICS in statuses(resp)
     created = resp.topics_to_create
-    assert {n: (t.num_partitions, dict((kv.key, kv.value) for kv in t.configs)["cleanup.policy"])
+    assert {n: (t.num_partitions, t.replication_factor, t.configs)
             for n, t in created.items()} == {
-        "app-repartition": (6, "delete"), "app-store-changelog": (6, "compact")}
+        "app-repartition": (6, -1, REPARTITION_CONFIGS),
+        "app-store-changelog": (6, -1, CHANGELOG_CONFIGS)}
     assert s.groups[GID].state == "not_ready"
     s.update_metadata(image(input=6, **{"app-repartition": 6, "app-store-changelog": 6}))
     s.tick(s.now_ms + 3_000)
@@ -170,6 +214,21 @@ def test_internal_topics_are_sized_from_the_sources_and_asked_for_until_they_exi
     assert {k: sorted(v) for k, v in a.active.items()} == {"0": list(range(6)),
                                                            "1": list(range(6))}
     assert s.groups[GID].state == "stable"
+
+
+def test_internal_topics_are_asked_for_with_exactly_the_topologys_configs_and_replication():
+    """Kafka's coordinator adds no config of its own: a topic the topology names none for
+    gets none (the cluster's defaults), and a set replication factor is kept."""
+    t = sm.StreamsTopology(1, (Subtopology("0", ("input",), state_changelog_topics=(
+        TopicInfo("app-a-changelog"),
+        TopicInfo("app-b-changelog", replication_factor=3, topic_configs=(
+            KeyValue("min.insync.replicas", "2"), KeyValue("cleanup.policy", "compact,delete"),
+        )))),))
+    created = StreamsMember(shard(input=2), "a", topology=t).join().topics_to_create
+    assert {n: (c.num_partitions, c.replication_factor, {kv.key: kv.value for kv in c.configs})
+            for n, c in created.items()} == {
+        "app-a-changelog": (2, -1, {}),
+        "app-b-changelog": (2, 3, {"min.insync.replicas": "2", "cleanup.policy": "compact,delete"})}
 
 
 def test_an_internal_topic_of_the_wrong_size_is_incorrectly_partitioned():
@@ -287,6 +346,27 @@ def test_changing_the_standby_count_bumps_the_group_epoch():
     s.set_group_config(GID, GroupConfig(streams_num_standby_replicas=1))
     a.heartbeat()
     assert s.groups[GID].group_epoch == epoch + 1
+
+
+@pytest.mark.parametrize(("version", "tags", "told"), [
+    (1, [], True), (1, [KeyValue("zone", "z1")], False), (0, [], False)])
+def test_a_v1_member_without_the_rack_aware_tags_is_told_they_are_missing(version, tags, told):
+    s = LoggingShard(config=CoordinatorConfig(
+        group_streams_rack_aware_assignment_tags=("zone",)), metadata=image(input=4))
+    resp = StreamsMember(s, "a").join(client_tags=tags, api_version=version)
+    assert resp.error_code == Errors.NONE
+    assert (Status.MISSING_CLIENT_TAGS in statuses(resp)) == told
+    if told:
+        assert statuses(resp)[Status.MISSING_CLIENT_TAGS] == (
+            "Missing required client tags for rack-aware standby assignment: [zone]. "
+            "Configure them via 'client.tag.<tagKey>' in your Streams config.")
+    configs = {kv.key: kv.value for kv in s.groups[GID].last_assignment_configs}
+    assert configs.get("rack.aware.assignment.tags") == "zone"
+
+
+def test_no_rack_aware_tags_configured_tells_no_member_about_tags():
+    resp = StreamsMember(shard(), "a").join(api_version=1)
+    assert Status.MISSING_CLIENT_TAGS not in statuses(resp)
 
 
 def test_a_wrong_epoch_is_fenced():

@@ -9,11 +9,12 @@ from actors.runtime import metrics as partition_metrics
 from actors.runtime.metrics import PREFIX, PartitionMetrics
 from actors.tools.admin_groups import describe_members, describe_state, list_groups
 from protocol import messages as m
+from protocol.config import GroupConfig
 from protocol.errors import Errors
 from tests.actors.runtime.test_metrics import Recorded
 from tests.actors.tools.test_cli import ShardCluster
-from tests.protocol.streams.driver import StreamsMember
-from tests.protocol.streams.test_heartbeat import GID, ready, shard
+from tests.protocol.streams.driver import StreamsMember, topology
+from tests.protocol.streams.test_heartbeat import GID, image, ready, shard
 
 
 def stable_group():
@@ -34,6 +35,22 @@ def test_the_admin_tools_describe_a_streams_group_and_its_members_tasks():
     shown = {r["consumer_id"]: r["current_assignment"] for r in members}
     assert shown == {"a": "0:" + ",".join(map(str, a.active["0"])),
                      "b": "0:" + ",".join(map(str, b.active["0"]))}
+
+
+def test_the_admin_tools_show_standby_tasks_apart_from_active_ones():
+    s = shard()
+    s.set_group_config(GID, GroupConfig(streams_num_standby_replicas=1))
+    a = StreamsMember(s, "a", topology=topology(stateful=True))
+    b = StreamsMember(s, "b", topology=topology(stateful=True))
+    s.update_metadata(image(input=4, **{"app-store-changelog": 4}))
+    ready(s, a, b)
+    members, _ = describe_members(ShardCluster(s), GID)
+    shown = {r["consumer_id"]: r["current_assignment"] for r in members}
+    for mm in (a, b):
+        assert mm.standby, "each member holds a standby of the other's tasks"
+        assert shown[mm.member_id] == (
+            "0:" + ",".join(map(str, mm.active["0"]))
+            + ";0 (standby):" + ",".join(map(str, mm.standby["0"])))
 
 
 def test_a_streams_group_is_counted_under_its_label_with_its_states(monkeypatch):

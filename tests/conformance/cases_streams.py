@@ -1,0 +1,86 @@
+"""Streams groups (KIP-1071, as Kafka 4.4 ships them), at StreamsGroupHeartbeat and
+StreamsGroupDescribe v0 and v1: what each version's reply carries (v0's recovery lag is the
+"legacy" int32 Kafka never fills, v1's the int64 lag and TopologyDescriptionRequired; describe
+v1's assignor name and topology description status), the topology rules (a newer topology is
+refused, an older one joins stale), and the errors of a wrong epoch and an unknown group.
+
+The topology is stateless (one subtopology reading cf-foo), so no internal topic is made and
+a join's outcome depends on the rules alone; the describe is compared without client hosts
+(each broker sees the client's address its own way).
+"""
+
+from __future__ import annotations
+
+from tests.conformance.requests import (
+    alter_configs,
+    streams_describe,
+    streams_heartbeat,
+    streams_join,
+)
+from tests.conformance.script import GROUP, Epoch, Script, script
+
+VERSIONS = (0, 1)
+
+
+def no_delay():
+    """The group's initial rebalance delay off (a group config, set before the group exists):
+    while it runs Kafka keeps the assignment epoch and the group assigning, where Cohort
+    installs an empty target at the new group epoch, a difference of its own (not of a
+    version), left to its own conversation once fixed."""
+    return alter_configs(changes={"streams.initial.rebalance.delay.ms": "0"})
+
+
+def _described(reply: dict) -> dict:
+    """A describe without each member's client host and id (the connection's own)."""
+    groups = []
+    for g in reply["groups"]:
+        g = dict(g)
+        g["members"] = [{k: v for k, v in x.items() if k not in ("client_host", "client_id")}
+                        for x in g.get("members") or []]
+        groups.append(g)
+    return {"groups": groups}
+
+
+def _at(version: int) -> list[Script]:
+    v = f"v{version}"
+    return [
+        script(f"a streams member joins at {v} and is told Kafka's {v} reply",
+               streams_join("a", version=version)),
+        script(f"a second streams member joins at {v} beside the first",
+               no_delay(), streams_join("a", version=version), streams_join("b", version=version)),
+        script(f"a streams member heartbeats at {v} after joining",
+               streams_join("a", version=version),
+               streams_heartbeat("a", version=version, active_tasks=[], standby_tasks=[],
+                                 warmup_tasks=[])),
+        script(f"a streams join at {v} with a newer topology than the group's is refused",
+               streams_join("a", version=version),
+               streams_join("b", epoch=2, version=version)),
+        script(f"a streams join at {v} with another topology at the group's epoch is refused",
+               streams_join("a", version=version),
+               streams_join("b", source="cf-bar", version=version)),
+        script(f"a streams join at {v} with an older topology joins stale",
+               no_delay(), streams_join("a", epoch=2, version=version),
+               streams_join("b", epoch=1, version=version)),
+        script(f"a streams heartbeat at {v} with a newer epoch is fenced",
+               streams_join("a", version=version),
+               streams_heartbeat("a", version=version, member_epoch=Epoch("a", 5),
+                                 active_tasks=[], standby_tasks=[], warmup_tasks=[])),
+        script(f"a streams heartbeat at {v} to no group is group id not found",
+               streams_heartbeat("a", version=version, member_epoch=3, active_tasks=[],
+                                 standby_tasks=[], warmup_tasks=[])),
+        script(f"a streams member leaves at {v}",
+               streams_join("a", version=version),
+               streams_heartbeat("a", version=version, member_epoch=-1)),
+        script(f"streams describe at {v} of a group and of no group",
+               no_delay(), streams_join("a", version=1),
+               streams_describe(groups=[GROUP, "cf-no-such-group"], version=version,
+                                view=_described)),
+    ]
+
+
+CASES = [
+    *_at(0), *_at(1),
+    script("streams describe v1 asked for the topology description says none is stored",
+           no_delay(), streams_join("a", version=1),
+           streams_describe(version=1, include_topology_description=True, view=_described)),
+]
