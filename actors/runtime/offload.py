@@ -26,8 +26,6 @@ import asyncio
 import collections
 import contextlib
 import contextvars
-import ctypes
-import ctypes.util
 import functools
 import gc
 import weakref
@@ -141,9 +139,7 @@ async def big_request() -> AsyncIterator[None]:
     hold the GIL (and so the loop) for up to a second (the fuzzer measured 1 s young passes
     and 150 ms full ones); freed by reference counting once it is answered, they leave the
     collector's counts where they were. Only one runs at a time, so the pause is one
-    request's, and cycles other requests make meanwhile wait for the next collection.
-    Once it is answered, the memory its objects took is given back to the system
-    (``give_back_memory``)."""
+    request's, and cycles other requests make meanwhile wait for the next collection."""
     async with big_turn():
         paused = gc.isenabled()
         gc.disable()
@@ -152,52 +148,15 @@ async def big_request() -> AsyncIterator[None]:
         finally:
             if paused:
                 gc.enable()
-            # Next loop iteration: the caller's frame, holding the request, has gone by then;
-            # on the big-requests thread, so the next big request starts after it.
-            loop = asyncio.get_running_loop()
-            loop.call_soon(_executor_of_big().submit, give_back_memory)
-
-
-def _malloc_trim() -> Callable[[int], int] | None:
-    """glibc's ``malloc_trim``, or None on a C library without it."""
-    name = ctypes.util.find_library("c")
-    try:
-        trim = ctypes.CDLL(name).malloc_trim if name else None
-    except (OSError, AttributeError):
-        return None
-    if trim is not None:
-        trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
-    return trim
-
-
-_TRIM = _malloc_trim()
-
-
-def give_back_memory() -> None:
-    """Return to the system the pages the C allocator holds free (glibc's ``malloc_trim(0)``:
-    every arena, the whole free pages inside them too, not only the top).
-
-    A big request's tens of MiB of objects are freed once it is answered, but glibc keeps
-    what they were in: its free lists, in the main arena and in each thread's (the
-    big-requests thread's, Ray's). Nothing asks for that memory back, so every big request
-    left the process's resident size where its peak had been, and fragmentation moved that
-    peak up: the wire fuzzer's partitions grew 0.3-0.5 MiB/s to 3x their idle size while
-    what Python held grew a few MiB (tracemalloc). A no-op without glibc."""
-    if _TRIM is not None:
-        _TRIM(0)
-
-
-def _executor_of_big() -> ThreadPoolExecutor:
-    global _executor
-    if _executor is None:
-        _executor = ThreadPoolExecutor(1, thread_name_prefix="big-requests")
-    return _executor
 
 
 async def off_loop(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """``fn(*args, **kwargs)`` on the process's big-request thread."""
+    global _executor
+    if _executor is None:
+        _executor = ThreadPoolExecutor(1, thread_name_prefix="big-requests")
     return await asyncio.get_running_loop().run_in_executor(
-        _executor_of_big(), functools.partial(fn, *args, **kwargs))
+        _executor, functools.partial(fn, *args, **kwargs))
 
 
 def serving_bytes(size: int) -> bool:
