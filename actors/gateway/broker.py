@@ -23,6 +23,7 @@ requests the wire codec built (``typed``: checked once, at the codec).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 from collections.abc import Awaitable
@@ -300,9 +301,16 @@ class Listener:
         """``req`` answered by the gateway (``Gateway.forwarded``)."""
         if self._forward_to is None:
             self._forward_to = ray.get_actor(self.spec.gateway, namespace=NAMESPACE)
+        ref = self._forward_to.forwarded.remote(req.header, req.body, req.principal,
+                                                req.client_host)
         try:
-            return await self._forward_to.forwarded.remote(
-                req.header, req.body, req.principal, req.client_host)
+            return await ref
+        except asyncio.CancelledError:
+            # Nobody will read the answer (the client left): the gateway drops the request,
+            # queued or waiting, and Ray the arguments it keeps until then.
+            with contextlib.suppress(Exception):
+                ray.cancel(ref)
+            raise
         except Exception:
             self._forward_to = None  # restarted, maybe: found again next time
             raise

@@ -181,6 +181,15 @@ class Connection(Relaying, ConnectionDeadlines):
         # Bytes of ``offload.big_bytes`` held for the big frame being read or served.
         self._reserved = 0
         writer.transport.set_write_buffer_limits(high=WRITE_HIGH_WATER_BYTES)
+        # The client's end of the stream (it closed, or left): told by the reader's protocol
+        # even while nothing is being read (``_client_left``).
+        fed_eof = reader.feed_eof
+
+        def feed_eof() -> None:
+            fed_eof()
+            self._client_left()
+
+        reader.feed_eof = feed_eof  # type: ignore[method-assign]
         self._loop = asyncio.get_running_loop()
         self._last_active = self._loop.time()
         self._idle_s = options.connections_max_idle_ms / 1000
@@ -390,6 +399,16 @@ class Connection(Relaying, ConnectionDeadlines):
                 frames.append(data)
                 size += len(data)
         return frames
+
+    def _client_left(self) -> None:
+        """The client closed its end: what it is owed is dropped and the connection closes,
+        as Kafka's broker closes a channel whose read ends. Waiting for a reply nobody will
+        read would hold the connection, its slot, and the request's work: a partition's
+        forwarded request kept its Ray call to the gateway, arguments and all, pending until
+        the gateway answered, while the wire fuzzer's clients gave up after a second and
+        sent more (a partition's memory grew 0.5 MiB/s with them; issue 30)."""
+        if self._failed is None:
+            self._fail("the client closed its end")
 
     def _fail(self, why: str) -> None:
         """Drop what is owed and close: the reader, woken, ends the connection. Only the
