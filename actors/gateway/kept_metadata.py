@@ -45,17 +45,25 @@ def addressed(framed: bytes, correlation_id: int) -> bytes:
 
 
 class KeptAnswers(Generic[T]):
-    """The answers kept (see the module docstring), for one listener or one gateway."""
+    """The answers kept (see the module docstring), for one listener or one gateway.
+
+    When an ask fails (the upstream did not answer Cohort's Metadata within its timeout, as
+    Tansu did while carrying the relayed Fetches of 1,000 members), those waiting get the last
+    answer this question had, if it had one: a client handles Metadata a few seconds old as it
+    handles any leader change, while a failed forward fails its connection, the member's
+    connection to its coordinator (bench/upstream.py --stable: members dropped out and the
+    group never settled)."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._answers: dict[tuple, tuple[float, asyncio.Future]] = {}
+        self._last_good: dict[tuple, T] = {}
         self._image: object = None
 
     async def answer(self, key: tuple, image: object, ask: Callable[[], Awaitable[T]]) -> T:
         """The answer to the question ``key`` under ``image``: shared if asked or answered
         within ``KEPT_S``, else ``ask()``ed (a failed ask is shared by those waiting on it and
-        forgotten)."""
+        forgotten; they get the question's last answer instead, if there is one)."""
         if image is not self._image:
             self._answers, self._image = {}, image
         now = self._clock()
@@ -64,13 +72,25 @@ class KeptAnswers(Generic[T]):
             if len(self._answers) >= MOST_KEPT:
                 self._answers.clear()
             future = asyncio.get_running_loop().create_task(ask())
+            future.add_done_callback(_retrieved)  # a failure no one awaited is not logged
             kept = self._answers[key] = (now, future)
         try:
-            return await asyncio.shield(kept[1])
+            value = await asyncio.shield(kept[1])
         except Exception:
             if self._answers.get(key) is kept:
                 del self._answers[key]
+            if key in self._last_good:
+                return self._last_good[key]
             raise
+        if len(self._last_good) >= MOST_KEPT and key not in self._last_good:
+            self._last_good.clear()
+        self._last_good[key] = value
+        return value
+
+
+def _retrieved(future: asyncio.Future) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 def metadata_question(req: WireRequest, leader: Node, brokers: tuple[Node, ...]) -> tuple | None:

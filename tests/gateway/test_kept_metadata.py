@@ -150,3 +150,20 @@ def test_the_gateway_asks_the_upstream_once_for_many_members_asking_the_same_met
         assert core.upstream.asked == 2
 
     asyncio.run(scenario())
+
+
+def test_a_failed_ask_gives_the_questions_last_answer_when_it_had_one():
+    async def scenario():
+        now = [0.0]
+        gateway, kept = Gateway(), KeptAnswers(clock=lambda: now[0])
+        gateway.release.set()
+        image = object()
+        assert await _asked(kept, ("q",), image, 1, gateway.ask) == _framed(1)
+        now[0] = KEPT_S * 2
+        gateway.fail = True  # the upstream did not answer in time
+        assert await _asked(kept, ("q",), image, 2, gateway.ask) == _framed(2)
+        assert gateway.calls == 2
+        with pytest.raises(ConnectionError):  # a question never answered has nothing to give
+            await _asked(kept, ("other",), image, 3, gateway.ask)
+
+    asyncio.run(scenario())
