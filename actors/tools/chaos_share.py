@@ -99,7 +99,7 @@ class ShareChaosRun(ChaosRun):
         end = SyntheticStream(0).end_offset(int(time.time() * 1000))
         for g in self.share_groups:
             mine = [s for s in self.share_consumers if s.group == g]
-            events = [e for s in mine for e in _read(s.path)]
+            events = [e for s in mine for e in read_timeline(s.path)]
             resp = self.cluster.call(m.DescribeShareGroupOffsetsRequest(group_id=g,
                                                                          log_end_offset=end))
             starts = {(t.topic_id, p.partition): p.start_offset
@@ -118,7 +118,9 @@ class ShareChaosRun(ChaosRun):
                 f"timeline events: {self.share_events}")
 
 
-def _read(path: Path) -> list[dict]:
+def read_timeline(path: Path) -> list[dict]:
+    """A timeline file's events (a client actor appends one JSON object a line; a torn last
+    line, written by a killed actor, is not one)."""
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text().split("\n")[:-1] if line.strip()]

@@ -19,7 +19,6 @@ Built on the share groups' run (``chaos_share``), so ``--share-groups`` and
 
 from __future__ import annotations
 
-import json
 import random
 import time
 from dataclasses import dataclass
@@ -31,7 +30,7 @@ from ray.exceptions import RayActorError
 from actors.cluster import Cluster
 from actors.tools.chaos import SETTLE_TIMEOUT_S, ChaosReport
 from actors.tools.chaos_schedule import ADD_CONSUMER, KILL_CONSUMER, KILL_PARTITION
-from actors.tools.chaos_share import ShareChaosRun
+from actors.tools.chaos_share import ShareChaosRun, read_timeline
 from actors.tools.invariants import Violation
 from actors.tools.invariants_streams import STREAMS_INVARIANT, check_streams
 from protocol.streams import messages as sm
@@ -178,7 +177,7 @@ class StreamsChaosRun(ShareChaosRun):
 
     def _check_streams(self, group: str) -> list[Violation]:
         mine = [s for s in self.streams_members if s.group == group]
-        events = [e for s in mine for e in _read(s.path)]
+        events = [e for s in mine for e in read_timeline(s.path)]
         self.streams_events += len(events)
         live = [s for s in mine if s.dead_at is None]
         found = []
@@ -195,12 +194,6 @@ class StreamsChaosRun(ShareChaosRun):
                 f"{self.streams_added} added), streams-group partition kills: "
                 f"{self.streams_partition_kills}, task timeline events: "
                 f"{self.streams_events}, settled in {self.streams_settled_s:.1f} s")
-
-
-def _read(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().split("\n")[:-1] if line.strip()]
 
 
 def run_chaos(cluster: Cluster, seconds: float | None, workdir: str | Path, groups: int = 3,
