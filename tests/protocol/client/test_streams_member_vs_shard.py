@@ -21,6 +21,10 @@ GID, SOURCE, PARTITIONS = "app", "words", 3
 CONFIG = CoordinatorConfig(group_streams_min_session_timeout_ms=1_000,
                            group_streams_min_heartbeat_interval_ms=100)
 SESSION_MS = 1_000
+# A reply lost while it carried a revocation leaves the member holding the revoked tasks (the
+# coordinator sends tasks only when they change, as Kafka's does) until its rebalance timeout
+# fences it: short here, so that ``settle`` outlasts it.
+REBALANCE_MS = 3_000
 STEP_MS = 50
 TASKS = {(s, p) for s in ("0", "1") for p in range(PARTITIONS)}
 
@@ -47,6 +51,7 @@ class Sim:
         self.count += 1
         c = StreamsMemberClient(GID, name, word_count_topology(GID, SOURCE),
                                 f"p{self.count % 2}", session_timeout_ms=SESSION_MS)
+        c.rebalance_timeout_ms = REBALANCE_MS
         self.members[name] = c
         return c
 
