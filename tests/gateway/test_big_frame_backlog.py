@@ -16,18 +16,10 @@ from __future__ import annotations
 import asyncio
 import tracemalloc
 
-from actors.gateway.broker import PartitionBroker
-from actors.gateway.listener import ListenerSpec
-from actors.gateway.serving import GatewayOptions
 from actors.runtime import offload
-from actors.runtime.controller import ControllerImage
-from actors.runtime.memory_storage import MemoryMedium, MemoryStorage
-from actors.runtime.turns import PartitionTurns
 from actors.tools.wire_tokens import framed, request_tokens
-from protocol.config import CoordinatorConfig
-from protocol.metadata import MetadataImage, TopicMetadata
+from tests.gateway.partition_listener import Served, partition_listener
 
-IMAGE = ControllerImage(1, MetadataImage([TopicMetadata("tid-t", "orders", 1)]), {})
 WAIT_S = 60
 CLIENTS = 40
 MIB = 1 << 20
@@ -52,16 +44,11 @@ async def _until(condition, what: str) -> None:
 
 def test_big_frames_queued_behind_a_busy_turn_hold_at_most_the_budget_and_go_when_clients_leave():
     async def scenario() -> None:
-        async def image() -> ControllerImage:
-            return IMAGE
+        async with partition_listener() as served:
+            await backlog(served)
 
-        turns = PartitionTurns("offsets-0", MemoryStorage(MemoryMedium()), CoordinatorConfig(),
-                               image, owns=lambda r: True)
-        loop_task = asyncio.get_running_loop().create_task(turns.run())
-        broker = PartitionBroker(0, 1, turns, "127.0.0.1")
-        host, port, _ = await broker.listen(ListenerSpec("gateway", "127.0.0.1",
-                                                         GatewayOptions()))
-        listener = broker._listeners["gateway"]
+    async def backlog(served: Served) -> None:
+        host, port, listener = served.host, served.port, served.listener
         turn = offload.big_turn()
         await turn.acquire()  # a big request being served: every other one waits
         tracemalloc.start()
@@ -93,14 +80,10 @@ def test_big_frames_queued_behind_a_busy_turn_hold_at_most_the_budget_and_go_whe
             for writer in writers:
                 writer.close()  # the clients give up on their frames
             turn.release()
-        try:
-            await _until(lambda: listener.admission.open == 0, "every connection to end")
-            assert offload.big_bytes().held == 0
-            assert listener.core.served.get((DESCRIBE_GROUPS, 0), 0) <= 1, (
-                "frames of clients that left were served")
-        finally:
-            broker.close_all()
-            loop_task.cancel()
+        await _until(lambda: listener.admission.open == 0, "every connection to end")
+        assert offload.big_bytes().held == 0
+        assert listener.core.served.get((DESCRIBE_GROUPS, 0), 0) <= 1, (
+            "frames of clients that left were served")
 
     asyncio.run(scenario())
 

@@ -15,20 +15,12 @@ import pytest
 from kio.serial import entity_reader
 
 from actors.gateway import broker as broker_module
-from actors.gateway.broker import PartitionBroker
-from actors.gateway.listener import ListenerSpec
-from actors.gateway.serving import GatewayOptions
-from actors.runtime.controller import ControllerImage
-from actors.runtime.memory_storage import MemoryMedium, MemoryStorage
-from actors.runtime.turns import PartitionTurns
 from actors.tools.fuzz_run import read_frame
 from actors.tools.wire_tokens import framed, request_tokens
-from protocol.config import CoordinatorConfig
-from protocol.metadata import MetadataImage, TopicMetadata
 from protocol.wire.codec import holds_entries
 from protocol.wire.codec import response_schema as load_response_schema
+from tests.gateway.partition_listener import partition_listener
 
-IMAGE = ControllerImage(1, MetadataImage([TopicMetadata("tid-t", "orders", 1)]), {})
 STALL_BOUND_S = 0.05
 WAIT_S = 120
 
@@ -49,14 +41,6 @@ async def _longest_stall_serving(frame: bytes) -> tuple[float, bytes]:
     """The loop's longest stall while a partition's listener answers ``frame``, and the
     answer."""
 
-    async def image() -> ControllerImage:
-        return IMAGE
-
-    turns = PartitionTurns("offsets-0", MemoryStorage(MemoryMedium()), CoordinatorConfig(),
-                           image, owns=lambda r: True)
-    loop_task = asyncio.get_running_loop().create_task(turns.run())
-    broker = PartitionBroker(0, 1, turns, "127.0.0.1")
-    host, port, _ = await broker.listen(ListenerSpec("gateway", "127.0.0.1", GatewayOptions()))
     longest = [0.0]
 
     async def watch() -> None:
@@ -65,8 +49,8 @@ async def _longest_stall_serving(frame: bytes) -> tuple[float, bytes]:
             await asyncio.sleep(0.002)
             longest[0] = max(longest[0], time.thread_time() - cpu)
 
-    try:
-        reader, writer = await asyncio.open_connection(host, port)
+    async with partition_listener() as served:
+        reader, writer = await asyncio.open_connection(served.host, served.port)
         writer.write(_frame(18, 0, {}))  # the listener's first answer: it is serving
         await asyncio.wait_for(read_frame(reader), WAIT_S)
         watcher = asyncio.get_running_loop().create_task(watch())
@@ -75,9 +59,6 @@ async def _longest_stall_serving(frame: bytes) -> tuple[float, bytes]:
         watcher.cancel()
         writer.close()
         return longest[0], reply
-    finally:
-        broker.close_all()
-        loop_task.cancel()
 
 
 def test_a_group_named_100000_times_is_described_without_stalling_the_loop():
@@ -111,17 +92,8 @@ def test_a_commit_read_after_a_big_one_on_its_connection_does_not_overtake_it():
         {"name": "orders", "partition_indexes": [0]}]}], "require_stable": False})
 
     async def scenario() -> int:
-        async def image() -> ControllerImage:
-            return IMAGE
-
-        turns = PartitionTurns("offsets-0", MemoryStorage(MemoryMedium()),
-                               CoordinatorConfig(), image, owns=lambda r: True)
-        loop_task = asyncio.get_running_loop().create_task(turns.run())
-        broker = PartitionBroker(0, 1, turns, "127.0.0.1")
-        host, port, _ = await broker.listen(ListenerSpec("gateway", "127.0.0.1",
-                                                         GatewayOptions()))
-        try:
-            reader, writer = await asyncio.open_connection(host, port)
+        async with partition_listener() as served:
+            reader, writer = await asyncio.open_connection(served.host, served.port)
             writer.write(big + small)
             for _ in range(2):
                 await asyncio.wait_for(read_frame(reader), WAIT_S)
@@ -129,9 +101,6 @@ def test_a_commit_read_after_a_big_one_on_its_connection_does_not_overtake_it():
             reply = _read_reply(9, 8, await asyncio.wait_for(read_frame(reader), WAIT_S))
             writer.close()
             return reply.groups[0].topics[0].partitions[0].committed_offset
-        finally:
-            broker.close_all()
-            loop_task.cancel()
 
     assert asyncio.run(scenario()) == 9
 
@@ -165,28 +134,15 @@ def test_big_requests_of_many_clients_are_served_one_at_a_time(monkeypatch):
                            "include_authorized_operations": False})
 
     async def three_at_once() -> list[bytes]:
-        async def image() -> ControllerImage:
-            return IMAGE
+        async with partition_listener() as served:
+            async def one() -> bytes:
+                reader, writer = await asyncio.open_connection(served.host, served.port)
+                writer.write(frame)
+                reply = await asyncio.wait_for(read_frame(reader), WAIT_S)
+                writer.close()
+                return reply
 
-        turns = PartitionTurns("offsets-0", MemoryStorage(MemoryMedium()),
-                               CoordinatorConfig(), image, owns=lambda r: True)
-        loop_task = asyncio.get_running_loop().create_task(turns.run())
-        broker = PartitionBroker(0, 1, turns, "127.0.0.1")
-        host, port, _ = await broker.listen(ListenerSpec("gateway", "127.0.0.1",
-                                                         GatewayOptions()))
-
-        async def one() -> bytes:
-            reader, writer = await asyncio.open_connection(host, port)
-            writer.write(frame)
-            reply = await asyncio.wait_for(read_frame(reader), WAIT_S)
-            writer.close()
-            return reply
-
-        try:
             return await asyncio.gather(one(), one(), one())
-        finally:
-            broker.close_all()
-            loop_task.cancel()
 
     replies = asyncio.run(three_at_once())
     assert [len(_read_reply(15, 5, r).groups) for r in replies] == [20_000] * 3

@@ -12,17 +12,9 @@ import asyncio
 import socket
 import time
 
-from actors.gateway.broker import PartitionBroker
-from actors.gateway.listener import ListenerSpec
-from actors.gateway.serving import GatewayOptions
-from actors.runtime.controller import ControllerImage
-from actors.runtime.memory_storage import MemoryMedium, MemoryStorage
-from actors.runtime.turns import PartitionTurns
 from actors.tools.wire_tokens import framed, request_tokens
-from protocol.config import CoordinatorConfig
-from protocol.metadata import MetadataImage, TopicMetadata
+from tests.gateway.partition_listener import partition_listener
 
-IMAGE = ControllerImage(1, MetadataImage([TopicMetadata("tid-t", "orders", 1)]), {})
 CLIENTS = 20
 WAIT_S = 30.0
 # ListOffsets v1, forwarded to the gateway by a partition's listener.
@@ -45,35 +37,24 @@ async def _left_behind() -> dict[str, int]:
             raise
         return None
 
-    async def image() -> ControllerImage:
-        return IMAGE
+    async with partition_listener() as served:
+        listener = served.listener
+        listener._forward = gateway_never_answers.__get__(listener)
 
-    turns = PartitionTurns("offsets-0", MemoryStorage(MemoryMedium()), CoordinatorConfig(),
-                           image, owns=lambda r: True)
-    loop_task = asyncio.get_running_loop().create_task(turns.run())
-    broker = PartitionBroker(0, 1, turns, "127.0.0.1")
-    host, port, _ = await broker.listen(ListenerSpec("gateway", "127.0.0.1", GatewayOptions()))
-    listener = broker._listeners["gateway"]
-    listener._forward = gateway_never_answers.__get__(listener)
+        def send_and_leave() -> None:
+            for n in range(1, CLIENTS + 1):
+                with socket.create_connection((served.host, served.port)) as sock:
+                    sock.sendall(LIST_OFFSETS)
+                    deadline = time.monotonic() + WAIT_S  # left once its forward is under way
+                    while held["forwards"] < n and time.monotonic() < deadline:
+                        time.sleep(0.01)
 
-    def send_and_leave() -> None:
-        for n in range(1, CLIENTS + 1):
-            with socket.create_connection((host, port)) as sock:
-                sock.sendall(LIST_OFFSETS)
-                deadline = time.monotonic() + WAIT_S  # left once its forward is under way
-                while held["forwards"] < n and time.monotonic() < deadline:
-                    time.sleep(0.01)
-
-    try:
         await asyncio.to_thread(send_and_leave)
         deadline = time.monotonic() + WAIT_S
         while (listener.admission.open or held["cancelled"] < held["forwards"]) \
                 and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
         return {**held, "connections": listener.admission.open}
-    finally:
-        broker.close_all()
-        loop_task.cancel()
 
 
 def test_a_client_that_leaves_has_its_connection_closed_and_its_forwards_cancelled():
