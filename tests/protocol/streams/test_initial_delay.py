@@ -21,7 +21,7 @@ from protocol.streams.records import (
 )
 from protocol.streams.sessions import StreamsInitialDelay
 from protocol.streams.topology import Status
-from tests.protocol.streams.driver import StreamsMember
+from tests.protocol.streams.driver import StreamsMember, topology
 from tests.protocol.streams.test_heartbeat import GID, image, shard, statuses
 
 DELAY_MS = 3_000  # CoordinatorConfig's group.streams.initial.rebalance.delay.ms
@@ -180,6 +180,21 @@ def test_new_topics_during_the_delay_bump_the_epoch_and_the_timer_assigns_them()
     assert epochs(s) == (3, 3)
     a.heartbeat()
     assert a.epoch == 3 and a.active == {"0": [0, 1, 2, 3, 4, 5]}
+
+
+def test_a_topology_made_ready_during_the_delay_is_assigned_when_the_timer_fires():
+    s = shard(input=2)
+    a = StreamsMember(s, "a", topology=topology(stateful=True))
+    resp = a.join()
+    assert {Status.ASSIGNMENT_DELAYED, Status.MISSING_INTERNAL_TOPICS} <= set(statuses(resp))
+    assert s.groups[GID].state == "not_ready"
+    made = s.update_metadata(image(input=2, **{"app-store-changelog": 2})).records
+    assert StreamsGroupMetadataKey in kinds(made) and not target_written(made)
+    assert epochs(s) == (3, 1) and s.groups[GID].state == "assigning"
+    assert set(statuses(a.heartbeat())) == {Status.ASSIGNMENT_DELAYED}
+    s.tick(DELAY_MS)
+    resp = a.heartbeat()
+    assert resp.status is None and a.epoch == 3 and a.active == {"0": [0, 1]}
 
 
 def test_a_reload_during_the_delay_has_no_timer_and_the_next_heartbeat_assigns():
