@@ -1,10 +1,13 @@
 """A ``streams`` group's state (KIP-1071), and how each record changes it.
 
 The kernel's group over the streams records, plus the topology (record 23) and the group
-record's extra fields (metadata hash, validated topology epoch, assignment configs). What Kafka
-keeps in memory only is soft state here too, left out of equality: the configured topology
-(recomputed from the topology and the image by the rules), the initial-rebalance delay, the
-endpoint-information epoch, a member's shutdown request and the task offsets members report.
+record's extra fields (metadata hash, validated topology epoch, assignment configs). A new group
+starts at group epoch 1 and assignment epoch 1, as Kafka 4.4's ``StreamsGroup`` does (KAFKA-20268;
+no seed covers streams groups), so its first bump is to 2 and a member told to wait out the
+initial rebalance delay holds epoch 1, below it. What Kafka keeps in memory only is soft state
+here too, left out of equality: the configured topology (recomputed from the topology and the
+image by the rules), the endpoint-information epoch, a member's shutdown request and the task
+offsets members report; the initial rebalance delay is the shard's timer alone.
 
 States as Kafka's ``StreamsGroup``: ``empty`` without members; ``not_ready`` while the topology
 cannot be assigned (missing or wrongly partitioned topics); then the kernel's ``assigning``,
@@ -50,6 +53,8 @@ STREAMS_RECORDS = RecordKinds.named(records, "StreamsGroup",
 
 @dataclass
 class StreamsGroup(ModernGroup):
+    group_epoch: int = 1
+    assignment_epoch: int = 1  # Kafka's TargetAssignmentMetadata.INITIAL
     members: dict[str, StreamsGroupMember] = field(default_factory=dict)
     target: dict[str, StreamsGroupTargetAssignmentMemberValue] = field(default_factory=dict)
     topology: StreamsGroupTopologyValue | None = None
@@ -58,7 +63,6 @@ class StreamsGroup(ModernGroup):
     last_assignment_configs: tuple = ()
     # soft state (module docstring)
     configured: ConfiguredTopology | None = field(default=None, compare=False, repr=False)
-    delay_until_ms: int | None = field(default=None, compare=False)
     endpoint_information_epoch: int = field(default=0, compare=False)
     shutdown_requested_by: str | None = field(default=None, compare=False)
     task_offsets: dict[str, tuple[list, list]] = field(default_factory=dict, compare=False,

@@ -18,12 +18,22 @@ of one turn share one epoch bump and one target computation per group):
   behind, and (off the wire) the internal topics to create.
 
 The target is the sticky task assignor's (``assignors.streams``) at the group epoch; empty
-while the topology is not ready and while the initial rebalance delay of a group that was
-empty runs.
+while the topology is not ready.
+
+The initial rebalance delay is Kafka 4.4's: a heartbeat to an empty group schedules the delay's
+timer (``streams.initial.rebalance.delay.ms`` > 0, unless it is already scheduled). While it is
+scheduled no target is computed (``StreamsEpochs.compute``): the group epoch moves on, the
+assignment epoch stays, and every heartbeat reconciles against an empty target at the
+assignment epoch (at least 1) and is told ASSIGNMENT_DELAYED. When it fires, the target is
+computed at the group epoch of the group then (``on_timer``, Kafka's
+``computeDelayedTargetAssignment``), and the members reconcile toward it on their next
+heartbeats. The timer is soft state: a restarted shard has none, and the group's next
+heartbeat computes the target.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import replace
 
@@ -57,6 +67,8 @@ from protocol.streams.sessions import (
 from protocol.streams.target import StreamsEpochs
 from protocol.streams.topology import Status, configure, metadata_hash
 from protocol.streams.validation import validate_heartbeat
+
+log = logging.getLogger(__name__)
 
 NUM_STANDBY_REPLICAS = "num.standby.replicas"
 RACK_AWARE_ASSIGNMENT_TAGS = "rack.aware.assignment.tags"
@@ -170,7 +182,7 @@ class StreamsGroupRules(ModernRules):
             self.emit_assignment(gid, member)
             self.epochs.mark(gid, "member rejoined", member)
         self._update(req, group, member)
-        if joining and was_empty:
+        if was_empty:
             self._start_delay(group)
         if configured is not None:
             if metadata_hash(topology, self.ctx.image) != group.metadata_hash:
@@ -197,8 +209,13 @@ class StreamsGroupRules(ModernRules):
         assert group is not None
         member = group.members[a.member_id]
         before = member
-        target = target_tasks(group.target.get(member.member_id, group.NO_TARGET))
-        member = reconcile(group, member, group.assignment_epoch, target, _owned(req))
+        delayed = self.delaying(group.group_id)
+        if delayed:  # Kafka: the assignment epoch (at least 1), no tasks
+            target_epoch, target = max(1, group.assignment_epoch), Tasks()
+        else:
+            target_epoch = group.assignment_epoch
+            target = target_tasks(group.target.get(member.member_id, group.NO_TARGET))
+        member = reconcile(group, member, target_epoch, target, _owned(req))
         if member.current != before.current:
             self.emit_assignment(group.group_id, member)
         resp = sm.StreamsGroupHeartbeatResponse(
@@ -216,7 +233,7 @@ class StreamsGroupRules(ModernRules):
         if group.endpoint_information_epoch != req.endpoint_information_epoch:
             resp.partitions_by_user_endpoint = self._endpoints(group)
         resp.endpoint_information_epoch = group.endpoint_information_epoch
-        status = self._status(group, member, req.api_version)
+        status = self._status(group, member, req.api_version, delayed)
         resp.status = status or None
         configured = group.configured
         if configured is not None and configured.status == Status.MISSING_INTERNAL_TOPICS:
@@ -298,14 +315,23 @@ class StreamsGroupRules(ModernRules):
             self.epochs.mark(group.group_id, "member metadata changed", updated)
 
     def _start_delay(self, group: StreamsGroup) -> None:
+        """Kafka's ``scheduleIfAbsent`` of the initial rebalance delay: a delay already
+        scheduled keeps its deadline (also one left from a group deleted meanwhile)."""
         delay = setting(self.ctx, group.group_id, "initial_rebalance_delay_ms")
-        if delay > 0 and group.delay_until_ms is None:
-            group.delay_until_ms = self.ctx.now_ms + delay
-            self.ctx.timers.schedule(StreamsInitialDelay(group.group_id), group.delay_until_ms)
+        key = StreamsInitialDelay(group.group_id)
+        if delay > 0 and key not in self.ctx.timers:
+            self.ctx.timers.schedule(key, self.ctx.now_ms + delay)
 
-    def _status(self, group: StreamsGroup, member: StreamsGroupMember, version: int) -> list:
-        """The reply's statuses in Kafka's order: stale topology, assignment delayed, the
-        topology's topic problem, shutdown requested, missing client tags."""
+    def delaying(self, group_id: str) -> bool:
+        """Whether the initial rebalance delay of ``group_id`` runs (its timer is scheduled:
+        Kafka's ``timer.isScheduled``; a timer firing is no longer scheduled)."""
+        return StreamsInitialDelay(group_id) in self.ctx.timers
+
+    def _status(self, group: StreamsGroup, member: StreamsGroupMember, version: int,
+                delayed: bool) -> list:
+        """The reply's statuses in Kafka's order: stale topology, assignment delayed (the
+        heartbeat reconciled against the delay's empty target), the topology's topic problem,
+        shutdown requested, missing client tags."""
         out = []
         topology = group.topology
         if topology is not None and member.topology_epoch < topology.epoch:
@@ -313,7 +339,7 @@ class StreamsGroupRules(ModernRules):
                 Status.STALE_TOPOLOGY,
                 f"The member's topology epoch {member.topology_epoch} is behind the group's "
                 f"topology epoch {topology.epoch}."))
-        if group.delay_until_ms is not None and self.ctx.now_ms < group.delay_until_ms:
+        if delayed:
             out.append(sm.StreamsStatus(
                 Status.ASSIGNMENT_DELAYED,
                 "Assignment delayed due to the configured initial rebalance delay."))
@@ -389,13 +415,23 @@ class StreamsGroupRules(ModernRules):
 
     def on_timer(self, key: StreamsTimer) -> None:
         if isinstance(key, StreamsInitialDelay):
-            group = self.group_of(key.group_id)
-            if group is not None and group.delay_until_ms is not None:
-                group.delay_until_ms = None
-                if group.members:
-                    self.epochs.mark(group.group_id, "initial rebalance delay elapsed")
+            self._end_delay(key.group_id)
         else:
             self.sessions.on_timer(key)
+
+    def _end_delay(self, group_id: str) -> None:
+        """Kafka's ``computeDelayedTargetAssignment``: the target at the group's epoch now,
+        with no bump; nothing for a group gone, empty, without a topology, or (Kafka throws,
+        writing nothing) whose assignment epoch already reached its group epoch."""
+        group = self.group_of(group_id)
+        if group is None or not group.members or group.topology is None:
+            return
+        if group.group_epoch <= group.assignment_epoch:
+            log.error("streams group %s: the initial rebalance delay ended with the group "
+                      "epoch %d not above the assignment epoch %d", group_id,
+                      group.group_epoch, group.assignment_epoch)
+            return
+        self.epochs.compute(group)
 
     def on_metadata(self, groups: list[StreamsGroup]) -> None:
         """Topics created, deleted or grown: a group whose topology now configures otherwise
@@ -417,8 +453,7 @@ class StreamsGroupRules(ModernRules):
         gid = key.group_id  # type: ignore[attr-defined]
         group = self.group_of(gid)
         if type(key) is self.records.group and record.value is None:
-            if group is not None:
-                self.ctx.timers.cancel(StreamsInitialDelay(gid))
+            if group is not None:  # its delay, if any, stays scheduled, as Kafka's does
                 del self.ctx.groups[gid]
             return
         if group is None:

@@ -3,9 +3,16 @@
 The group record a bump writes carries what the bump was computed at: the topics' metadata
 hash, the topology epoch found ready (-1: none) and the assignment configs
 (``num.standby.replicas``). The target is the sticky task assignor's (``assignors.streams``)
-over the configured topology, each member's current target and its reported task offsets;
-every member's target is empty while the topology is not ready and while the initial
-rebalance delay of a group that was empty runs (Kafka 4.2, ASSIGNMENT_DELAYED).
+over the configured topology, each member's current target and its reported task offsets, with
+the assignment configs the group record holds (those of the last bump: Kafka's timer computes
+with ``lastAssignmentConfigs``, its heartbeat with the current ones, which a change has just
+bumped into the record); every member's target is empty while the topology is not ready.
+
+While the initial rebalance delay of a group that was empty runs (its timer is scheduled),
+no target is computed and nothing of one is written, as in Kafka 4.4's
+``maybeUpdateStreamsTargetAssignment``: the group epoch moves on, the assignment epoch stays,
+and the delay's timer computes the target at the group epoch then
+(``StreamsGroupRules.on_timer``).
 """
 
 from __future__ import annotations
@@ -39,11 +46,17 @@ class StreamsEpochs(EpochTurn):
     def client_side(self, group: StreamsGroup) -> bool:
         return False
 
+    def compute(self, group: StreamsGroup) -> None:
+        """Install a target at the group epoch, unless the initial rebalance delay runs and
+        the group has members. A group its last member left gets its (empty) target at the
+        leave's epoch even then: Kafka's fence of a last member writes the target epoch."""
+        if not group.members or not self.rules.delaying(group.group_id):
+            super().compute(group)
+
     def compute_targets(self, group: StreamsGroup) -> Targets:
         empty = StreamsGroupTargetAssignmentMemberValue()
         configured = self.rules.configured(group)
-        delayed = group.delay_until_ms is not None and self.ctx.now_ms < group.delay_until_ms
-        if delayed or configured is None or not configured.ready or not group.members:
+        if configured is None or not configured.ready or not group.members:
             return {mid: empty for mid in sorted(group.members)}
         specs = {}
         for mid, mm in sorted(group.members.items()):
@@ -58,7 +71,7 @@ class StreamsEpochs(EpochTurn):
                               for o in offsets[0]},
                 task_end_offsets={TaskId(o.subtopology_id, o.partition): o.offset
                                   for o in offsets[1]})
-        configs = {kv.key: kv.value for kv in self.rules.assignment_configs(group.group_id)}
+        configs = {kv.key: kv.value for kv in group.last_assignment_configs}
         result = StickyTaskAssignor().assign(GroupSpec(specs, configs), configured)
         out = {}
         for mid in specs:

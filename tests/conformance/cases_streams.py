@@ -22,12 +22,35 @@ from tests.conformance.script import GROUP, Epoch, Script, script
 VERSIONS = (0, 1)
 
 
+# The initial rebalance delay the delay's conversations set (a group config): long enough that
+# the heartbeats right after a join fall within it on a busy machine, short enough to wait out.
+DELAY_MS = 2_500
+ASSIGNMENT_DELAYED = 5
+
+
 def no_delay():
-    """The group's initial rebalance delay off (a group config, set before the group exists):
-    while it runs Kafka keeps the assignment epoch and the group assigning, where Cohort
-    installs an empty target at the new group epoch, a difference of its own (not of a
-    version), left to its own conversation once fixed."""
+    """The group's initial rebalance delay off (a group config, set before the group exists),
+    so a join is assigned at once: the conversations that compare assignments."""
     return alter_configs(changes={"streams.initial.rebalance.delay.ms": "0"})
+
+
+def with_delay():
+    """The group's initial rebalance delay at ``DELAY_MS`` (set before the group exists)."""
+    return alter_configs(changes={"streams.initial.rebalance.delay.ms": str(DELAY_MS)})
+
+
+def delayed(reply: dict) -> bool:
+    return any(s["status_code"] == ASSIGNMENT_DELAYED for s in reply.get("status") or [])
+
+
+def assigned(reply: dict) -> bool:
+    """The delay is over and the reply hands the member its tasks."""
+    return not delayed(reply) and bool(reply.get("active_tasks"))
+
+
+def over(reply: dict) -> bool:
+    """The delay is over (whatever the reply hands out)."""
+    return not delayed(reply)
 
 
 def _described(reply: dict) -> dict:
@@ -78,8 +101,48 @@ def _at(version: int) -> list[Script]:
     ]
 
 
+def _delay() -> list[Script]:
+    """The initial rebalance delay (Kafka 4.4): no target while it runs (the group epoch
+    moves on, the assignment epoch and the members' epochs stay, ASSIGNMENT_DELAYED), then
+    the target at the group epoch, with no bump."""
+    return [
+        script("a streams member joining during the initial delay waits with no tasks, "
+               "then gets them at the group epoch",
+               with_delay(), streams_join("a"), streams_heartbeat("a"),
+               streams_heartbeat("a", until=assigned)),
+        script("a second streams member joining during the initial delay bumps the group "
+               "but waits with the first",
+               with_delay(), streams_join("a"), streams_join("b"), streams_heartbeat("a"),
+               streams_heartbeat("a", until=assigned), streams_heartbeat("b", until=assigned)),
+        script("streams describe during the initial delay shows the group assigning at "
+               "its first assignment epoch",
+               with_delay(), streams_join("a"), streams_join("b"),
+               streams_describe(version=1, view=_described)),
+        script("streams describe after the initial delay shows the target at the group "
+               "epoch",
+               with_delay(), streams_join("a"), streams_join("b"),
+               streams_heartbeat("a", until=assigned), streams_heartbeat("b", until=assigned),
+               streams_describe(version=1, view=_described)),
+        script("a streams member leaving during the initial delay bumps the group and "
+               "the rest wait on",
+               with_delay(), streams_join("a"), streams_join("b"),
+               streams_heartbeat("b", member_epoch=-1), streams_heartbeat("a"),
+               streams_heartbeat("a", until=assigned)),
+        script("the last streams member leaving during the initial delay moves the "
+               "assignment epoch, and the next join waits at it",
+               with_delay(), streams_join("a"), streams_heartbeat("a", member_epoch=-1),
+               streams_join("b"), streams_describe(version=1, view=_described),
+               streams_heartbeat("b", until=assigned)),
+        script("a streams member with a missing source topic waits out the initial delay, "
+               "then is told the topic is missing",
+               with_delay(), streams_join("a", source="cf-no-such-topic"),
+               streams_heartbeat("a", until=over),
+               streams_describe(version=1, view=_described)),
+    ]
+
+
 CASES = [
-    *_at(0), *_at(1),
+    *_at(0), *_at(1), *_delay(),
     script("streams describe v1 asked for the topology description says none is stored",
            no_delay(), streams_join("a", version=1),
            streams_describe(version=1, include_topology_description=True, view=_described)),

@@ -1,8 +1,9 @@
 """Hypothesis drives a streams group with random joins, heartbeats (some reporting stale owned
 tasks), leaves, static leaves, session expiries and topic growth; after every step invariant 8
 holds (no task active on two members, no standby beside its own active copy), member epochs
-never exceed the group epoch, and replaying the log rebuilds the same groups; once it settles,
-every task is active on exactly one member."""
+never exceed the group epoch, and replaying the log rebuilds the same groups; while the
+initial rebalance delay runs every member waits at the assignment epoch with no tasks; once
+it settles, every task is active on exactly one member."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from protocol.config import CoordinatorConfig, GroupConfig
 from protocol.shard import GroupCoordinatorShard
 from protocol.streams import messages as sm
+from protocol.streams.sessions import StreamsInitialDelay
 from tests.protocol.streams.driver import StreamsMember, topology
 from tests.protocol.streams.test_heartbeat import GID, LoggingShard, image
 
@@ -101,6 +103,16 @@ class StreamsGroupMachine(RuleBasedStateMachine):
                 seen[t] = mid
             assert not (mm.tasks.active & (mm.tasks.standby | mm.tasks.warmup)), mid
             assert mm.member_epoch <= group.group_epoch
+
+    @invariant()
+    def while_the_initial_delay_runs_members_wait_at_the_assignment_epoch_with_nothing(self):
+        group = self.shard.groups.get(GID)
+        if group is None or StreamsInitialDelay(GID) not in self.shard.timers:
+            return
+        for mid, mm in group.members.items():
+            assert not mm.tasks.all() and not mm.pending.all(), mid
+            assert mm.member_epoch <= max(1, group.assignment_epoch), mid
+        assert not group.members or group.group_epoch > group.assignment_epoch
 
     @invariant()
     def the_log_rebuilds_the_same_groups(self):
