@@ -50,6 +50,7 @@ from protocol.streams.member import (
     LEAVE_EPOCH,
     STATIC_LEAVE_EPOCH,
     StreamsGroupMember,
+    StreamsMemberState,
     Tasks,
 )
 from protocol.streams.reconcile import reconcile, target_tasks
@@ -223,7 +224,13 @@ class StreamsGroupRules(ModernRules):
             heartbeat_interval_ms=self.sessions.heartbeat_interval_ms(group.group_id),
             acceptable_recovery_lag=self.ctx.config.group_streams_acceptable_recovery_lag,
             task_offset_interval_ms=self.ctx.config.group_streams_task_offset_interval_ms)
-        if req.member_epoch == JOIN_EPOCH or member.tasks != before.tasks:
+        # Kafka sends the tasks on a join or when this heartbeat changed them; Cohort also
+        # when a settled member reports other tasks than it was given: the reply that gave
+        # them was lost (docs/decisions.md, "A streams member behind by a lost reply").
+        owned = _owned(req)
+        behind = (owned is not None and member.current.state == StreamsMemberState.STABLE
+                  and owned != member.tasks)
+        if req.member_epoch == JOIN_EPOCH or behind or member.tasks != before.tasks:
             a_, s_, w_ = member.tasks.maps()
             resp.active_tasks = sm.task_ids(a_)
             resp.standby_tasks = sm.task_ids(s_)
