@@ -12,8 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from protocol import messages as m
-from protocol.consumer.member import ConsumerGroupMember
+from protocol.consumer.member import ConsumerGroupMember, MemberState
 from protocol.modern.changes import common_changes
+
+_UNRELEASED = MemberState.UNRELEASED_PARTITIONS
 
 
 def is_full(req: m.ConsumerGroupHeartbeatRequest) -> bool:
@@ -28,8 +30,13 @@ def is_full(req: m.ConsumerGroupHeartbeatRequest) -> bool:
 def assignment_changed(before: ConsumerGroupMember | None, after: ConsumerGroupMember) -> bool:
     """Whether a reply carries the assignment although the request did not ask for it:
     Kafka's rule (``hasAssignedPartitionsChanged``), the partitions the member may own moved.
-    A new epoch alone, or a revocation acknowledged, is told by the epoch field."""
-    return before is None or before.assigned_partitions != after.assigned_partitions
+    A new epoch alone, or a revocation acknowledged, is told by the epoch field. Also when
+    the member stopped waiting for partitions with its own unchanged: its target no longer
+    holds them, and the reply's pending list (seed 000's, not Kafka's) says so; without it
+    the member would wait for them for good (``test_consumer_client``'s chaos found it)."""
+    if before is None or before.assigned_partitions != after.assigned_partitions:
+        return True
+    return before.state == _UNRELEASED and after.state != _UNRELEASED
 
 
 _TRIGGERS: tuple[Callable[[ConsumerGroupMember], object], ...] = (
