@@ -30,6 +30,9 @@ from actors.tools.reference_kafka import (
 ROOT = Path(__file__).resolve().parents[2]
 CONSUMER_GROUP_HEARTBEAT, SHARE_GROUP_HEARTBEAT, STREAMS_GROUP_HEARTBEAT = 68, 76, 88
 
+# Every test here starts a JVM, the fixture's or one of its own.
+pytestmark = pytest.mark.jvm
+
 
 def _until(predicate, timeout_s: float = 30.0, every_s: float = 0.1):
     """Poll ``predicate`` until it returns something truthy (returned), or fail the test."""
