@@ -86,7 +86,9 @@ def test_a_killed_workers_work_returns_after_the_scheduled_delay(cluster):
 
 def test_a_killed_workers_work_waits_the_delay_then_goes_to_its_replacement(cluster):
     group = "cw-replaced"
-    delay_s = 3.0
+    # Long enough for a replacement's actor to start and join within it on a loaded machine
+    # (3 s was not, with three test lanes at once: the held work then spread to the survivors).
+    delay_s = 10.0
     cluster.create_connector(group, "sink", tasks=6)
 
     def spawn():
