@@ -292,8 +292,10 @@ class Listener:
         if req.api.name == "Metadata" and not self.core.options.authorizer:
             key = metadata_question(req, self.core.leader, tuple(self.core.brokers.nodes()))
             if key is not None:  # one call to the gateway per question (kept_metadata)
+                # The index is read again every second: its topics, not the object, are the image.
+                index = await self.core.topics_knowing()
                 framed = await self._forwarded_metadata.answer(
-                    key, await self.core.topics_knowing(), functools.partial(self._forward, req))
+                    key, index.by_name, functools.partial(self._forward, req))
                 return None if framed is None else addressed(framed, req.header.correlation_id)
         return await self._forward(req)
 

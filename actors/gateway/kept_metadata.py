@@ -17,6 +17,7 @@ authorizer, where the answer depends on the question alone (``broker.metadata_qu
 from __future__ import annotations
 
 import asyncio
+import functools
 import struct
 import time
 from collections.abc import Awaitable, Callable
@@ -28,6 +29,12 @@ from protocol.wire.topics import Node, distinct_topics
 # How long an answer is kept: a client that learns of a new leader a second late retries on
 # NOT_LEADER_OR_FOLLOWER, as after any leader change; a new image drops every answer at once.
 KEPT_S = 1.0
+# How old an answer may be and still be given while the next one is on its way, under the
+# same image: a member's heartbeat waits behind its Metadata on the same connection (Kafka
+# answers a connection's requests in order), so a slow ask stalls the group, not just the
+# client (librdkafka: "Timed out ConsumerGroupHeartbeatRequest ... possibly held back by
+# preceeding MetadataRequest"; 1,000 consumers over Tansu never settled).
+STALE_S = 10.0
 MOST_KEPT = 64
 # The most a kept reply's question may weigh (characters of its topic names, 16 per topic
 # id): a question naming more is answered but not kept, so what is kept stays within ~4 MiB.
@@ -57,40 +64,52 @@ class KeptAnswers(Generic[T]):
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._answers: dict[tuple, tuple[float, asyncio.Future]] = {}
+        self._fresh: dict[tuple, tuple[float, T]] = {}  # under the current image, with its age
         self._last_good: dict[tuple, T] = {}
         self._image: object = None
 
     async def answer(self, key: tuple, image: object, ask: Callable[[], Awaitable[T]]) -> T:
-        """The answer to the question ``key`` under ``image``: shared if asked or answered
-        within ``KEPT_S``, else ``ask()``ed (a failed ask is shared by those waiting on it and
-        forgotten; they get the question's last answer instead, if there is one)."""
-        if image is not self._image:
-            self._answers, self._image = {}, image
+        """The answer to the question ``key`` under ``image`` (compared by value): shared if
+        asked or answered within ``KEPT_S``, else ``ask()``ed, one ask at a time; while an ask
+        is on its way, an answer under this image at most ``STALE_S`` old is given at once. A
+        failed ask is shared by those waiting on it and forgotten; they get the question's
+        last answer instead, if there is one."""
+        if image is not self._image and image != self._image:
+            self._answers, self._fresh, self._image = {}, {}, image
         now = self._clock()
         kept = self._answers.get(key)
-        if kept is None or now - kept[0] > KEPT_S:
+        if kept is None or (now - kept[0] > KEPT_S and kept[1].done()):
             if len(self._answers) >= MOST_KEPT:
                 self._answers.clear()
             future = asyncio.get_running_loop().create_task(ask())
-            future.add_done_callback(_retrieved)  # a failure no one awaited is not logged
+            future.add_done_callback(functools.partial(self._answered, key, image, now))
             kept = self._answers[key] = (now, future)
+        if not kept[1].done():
+            fresh = self._fresh.get(key)
+            if fresh is not None and now - fresh[0] <= STALE_S:
+                return fresh[1]
         try:
-            value = await asyncio.shield(kept[1])
+            return await asyncio.shield(kept[1])
         except Exception:
             if self._answers.get(key) is kept:
                 del self._answers[key]
             if key in self._last_good:
                 return self._last_good[key]
             raise
+
+    def _answered(self, key: tuple, image: object, asked_at: float,
+                  future: asyncio.Future) -> None:
+        """Keep what an ask answered (a failure no one awaited is retrieved, not logged)."""
+        if future.cancelled() or future.exception() is not None:
+            return
+        value = future.result()
         if len(self._last_good) >= MOST_KEPT and key not in self._last_good:
             self._last_good.clear()
         self._last_good[key] = value
-        return value
-
-
-def _retrieved(future: asyncio.Future) -> None:
-    if not future.cancelled():
-        future.exception()
+        if image is self._image or image == self._image:
+            if len(self._fresh) >= MOST_KEPT and key not in self._fresh:
+                self._fresh.clear()
+            self._fresh[key] = (asked_at, value)
 
 
 def metadata_question(req: WireRequest, leader: Node, brokers: tuple[Node, ...]) -> tuple | None:

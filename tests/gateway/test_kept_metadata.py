@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from actors.gateway import topic_handlers
-from actors.gateway.kept_metadata import KEPT_S, KeptAnswers, addressed
+from actors.gateway.kept_metadata import KEPT_S, STALE_S, KeptAnswers, addressed
 from actors.gateway.serving import GatewayOptions, WireRequest
 from protocol.api import BY_API_KEY
 from protocol.wire.codec import RequestHeader, encode_response
@@ -75,7 +75,8 @@ def test_an_answer_is_asked_again_after_a_second_or_under_a_new_image():
         await _asked(kept, ("q",), image, 2, gateway.ask)
         assert gateway.calls == 1
         now[0] = KEPT_S * 2
-        await _asked(kept, ("q",), image, 3, gateway.ask)
+        await _asked(kept, ("q",), image, 3, gateway.ask)  # the last answer, while it is asked
+        await asyncio.sleep(0)
         assert gateway.calls == 2
         await _asked(kept, ("q",), object(), 4, gateway.ask)  # a topic created, say
         assert gateway.calls == 3
@@ -159,11 +160,40 @@ def test_a_failed_ask_gives_the_questions_last_answer_when_it_had_one():
         gateway.release.set()
         image = object()
         assert await _asked(kept, ("q",), image, 1, gateway.ask) == _framed(1)
-        now[0] = KEPT_S * 2
+        now[0] = STALE_S * 2  # too old to give while asking: it waits for the ask
         gateway.fail = True  # the upstream did not answer in time
         assert await _asked(kept, ("q",), image, 2, gateway.ask) == _framed(2)
         assert gateway.calls == 2
         with pytest.raises(ConnectionError):  # a question never answered has nothing to give
             await _asked(kept, ("other",), image, 3, gateway.ask)
+
+    asyncio.run(scenario())
+
+
+def test_while_an_ask_is_slow_the_last_answer_under_the_same_image_is_given_at_once():
+    """A member's heartbeat waits behind its Metadata on their connection: a slow upstream
+    must not hold it. An answer up to ``STALE_S`` old is given while the next is asked, once."""
+    async def scenario():
+        now = [0.0]
+        gateway, kept = Gateway(), KeptAnswers(clock=lambda: now[0])
+        gateway.release.set()
+        image = {"t": 1}
+        assert await _asked(kept, ("q",), image, 1, gateway.ask) == _framed(1)
+        gateway.release.clear()  # the upstream is slow from now on
+        now[0] = KEPT_S * 2
+        replies = [await asyncio.wait_for(_asked(kept, ("q",), {"t": 1}, cid, gateway.ask), 5)
+                   for cid in (2, 3)]
+        assert replies == [_framed(2), _framed(3)]  # an equal image is the same image
+        await asyncio.sleep(0)
+        assert gateway.calls == 2  # one ask on its way for both
+        slow = asyncio.create_task(_asked(kept, ("q",), {"t": 2}, 4, gateway.ask))
+        await asyncio.sleep(0)
+        assert not slow.done()  # a new image: nothing older is given
+        now[0] = KEPT_S * 2 + STALE_S + 1
+        late = asyncio.create_task(_asked(kept, ("q",), {"t": 2}, 5, gateway.ask))
+        await asyncio.sleep(0)
+        assert not late.done()
+        gateway.release.set()
+        assert await slow == _framed(4) and await late == _framed(5)
 
     asyncio.run(scenario())
