@@ -55,20 +55,30 @@ class EpochTurn:
     def __init__(self, ctx: ShardContext) -> None:
         self.ctx = ctx
         self._causes: dict[str, tuple[str, Any]] = {}  # groups to bump: first cause, member
-        # Groups whose target may need computing; empty when the turn has nothing to settle
-        # (the shard then skips this type's end of turn).
+        # Groups the turn changed; empty when the turn has nothing to settle (the shard then
+        # skips this type's end of turn).
         self.touched: set[str] = set()
+        self._due: set[str] = set()  # those whose target may need computing
 
-    def mark(self, group_id: str, reason: str | None, member: Any = None) -> None:
+    def mark(self, group_id: str, reason: str | None, member: Any = None,
+             compute: bool = True) -> None:
         """Note a change of ``group_id``; ``reason`` None: no bump, but a target not computed
-        yet is retried."""
+        yet is retried.
+
+        ``compute`` False bumps the epoch and leaves the target as it is, until a mark that
+        computes (later in this turn or in another). Only streams groups ask for it: Kafka
+        4.4 computes a streams group's target in a heartbeat (or the initial delay's timer),
+        so a member's leave or fence bumps the epoch and the next heartbeat of any member
+        computes the target; a member back before that finds its tasks still free."""
         self.touched.add(group_id)
+        if compute:
+            self._due.add(group_id)
         if reason is not None:
             self._causes.setdefault(group_id, (reason, member))
 
     def finish(self) -> None:
-        causes, touched = self._causes, self.touched
-        self._causes, self.touched = {}, set()
+        causes, due = self._causes, self._due
+        self._causes, self.touched, self._due = {}, set(), set()
         ctx = self.ctx
         for group_id in sorted(causes):
             group = self._group(group_id)
@@ -87,7 +97,7 @@ class EpochTurn:
             for record in self.records_before_bump(group, epoch):
                 ctx.emit(record)
             ctx.emit(Record(group.RECORDS.group(group_id), self.group_value(group, epoch)))
-        for group_id in sorted(touched):
+        for group_id in sorted(due):
             group = self._group(group_id)
             if (
                 group is not None

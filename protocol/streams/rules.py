@@ -414,9 +414,14 @@ class StreamsGroupRules(ModernRules):
         return super().leave(group, req)
 
     def fence(self, group: StreamsGroup, member_id: str, reason: str = "member removed") -> None:
+        """Kafka 4.4's ``streamsGroupFenceMember`` (a leave, a session or rebalance timeout):
+        the member's records go and the group epoch is bumped, but no target is computed;
+        the next heartbeat of the group computes it (so a member back before then finds its
+        tasks free: a rolling restart moves nothing). The last member leaving also writes
+        the target epoch at the bump: the (empty) target is computed then."""
         member = group.members.get(member_id)
         self.remove_member_records(group.group_id, member_id)
-        self.epochs.mark(group.group_id, reason, member)
+        self.epochs.mark(group.group_id, reason, member, compute=not group.members)
 
     # ------------------------------------------------------------------ events
 

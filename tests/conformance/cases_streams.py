@@ -141,8 +141,32 @@ def _delay() -> list[Script]:
     ]
 
 
+def _leave() -> list[Script]:
+    """A leave (Kafka 4.4's ``streamsGroupFenceMember``): the member's records go and the group
+    epoch is bumped, but no target is computed until the next heartbeat of any member (the
+    describe shows the group assigning at the old assignment epoch), so a member back before
+    then finds its tasks free; the last member leaving writes the target epoch at the bump."""
+    return [
+        script("a streams member leaving bumps the group and keeps its target until another "
+               "member heartbeats",
+               no_delay(), streams_join("a"), streams_join("b"),
+               streams_heartbeat("b", member_epoch=-1),
+               streams_describe(version=1, view=_described),
+               streams_heartbeat("a"),
+               streams_describe(version=1, view=_described)),
+        script("a streams member back before the others heartbeat gets its old tasks back",
+               no_delay(), streams_join("a"), streams_join("b"), streams_join("c"),
+               streams_heartbeat("c", member_epoch=-1),
+               streams_join("d", process_id="process-c"),
+               streams_describe(version=1, view=_described)),
+        script("the last streams member leaving moves the assignment epoch to its bump",
+               no_delay(), streams_join("a"), streams_heartbeat("a", member_epoch=-1),
+               streams_describe(version=1, view=_described)),
+    ]
+
+
 CASES = [
-    *_at(0), *_at(1), *_delay(),
+    *_at(0), *_at(1), *_delay(), *_leave(),
     script("streams describe v1 asked for the topology description says none is stored",
            no_delay(), streams_join("a", version=1),
            streams_describe(version=1, include_topology_description=True, view=_described)),
