@@ -93,5 +93,7 @@ def test_a_share_consumer_leaves_its_group_when_the_driver_that_spawned_it_exits
     def members():
         return cluster.call(m.ShareGroupDescribeRequest(group_ids=[group])).groups[0].members
 
-    eventually(lambda: members() == [], timeout_s=25)
+    # Ray notices the driver gone in seconds, more with three test lanes at once; still well
+    # within the session, so the member left rather than expired.
+    eventually(lambda: members() == [], timeout_s=45)
     assert time.monotonic() - exited_at < SESSION_TIMEOUT_MS / 1000  # left; did not expire
