@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from tests.conformance.requests import (
     alter_configs,
+    describe_configs,
     streams_describe,
     streams_heartbeat,
     streams_join,
 )
-from tests.conformance.script import GROUP, Epoch, Script, script
+from tests.conformance.script import GROUP, Epoch, Poll, Script, script
 
 VERSIONS = (0, 1)
 
@@ -28,15 +29,30 @@ DELAY_MS = 2_500
 ASSIGNMENT_DELAYED = 5
 
 
-def no_delay():
+def no_delay() -> Poll:
     """The group's initial rebalance delay off (a group config, set before the group exists),
     so a join is assigned at once: the conversations that compare assignments."""
-    return alter_configs(changes={"streams.initial.rebalance.delay.ms": "0"})
+    return _delay_config("0")
 
 
-def with_delay():
+def with_delay() -> Poll:
     """The group's initial rebalance delay at ``DELAY_MS`` (set before the group exists)."""
-    return alter_configs(changes={"streams.initial.rebalance.delay.ms": str(DELAY_MS)})
+    return _delay_config(str(DELAY_MS))
+
+
+DELAY_CONFIG = "streams.initial.rebalance.delay.ms"
+
+
+def _delay_config(value: str) -> Poll:
+    """Set the delay, then ask until the broker shows it: Kafka takes a group config from
+    its metadata log after IncrementalAlterConfigs has answered, and a join sent before then
+    met the old delay (a loaded run was told ASSIGNMENT_DELAYED after setting it to 0)."""
+    def shown(reply: dict) -> bool:
+        return any(c.get("name") == DELAY_CONFIG and c.get("value") == value
+                   for r in reply.get("results") or [] for c in r.get("configs") or [])
+
+    return Poll((alter_configs(changes={DELAY_CONFIG: value}),
+                 describe_configs(names=[DELAY_CONFIG])), until=shown)
 
 
 def delayed(reply: dict) -> bool:
