@@ -44,6 +44,7 @@ from protocol.modern.rules import Admitted, ModernRules
 from protocol.records import Record
 from protocol.streams import messages as sm
 from protocol.streams.describe import describe_groups
+from protocol.streams.endpoints import endpoints
 from protocol.streams.group import GROUP_TYPE, StreamsGroup
 from protocol.streams.member import (
     JOIN_EPOCH,
@@ -238,7 +239,8 @@ class StreamsGroupRules(ModernRules):
             if member.metadata.user_endpoint is not None:
                 group.endpoint_information_epoch += 1
         if group.endpoint_information_epoch != req.endpoint_information_epoch:
-            resp.partitions_by_user_endpoint = self._endpoints(group)
+            resp.partitions_by_user_endpoint = endpoints(group, self.configured(group),
+                                                          self.ctx.image)
         resp.endpoint_information_epoch = group.endpoint_information_epoch
         status = self._status(group, member, req.api_version, delayed)
         resp.status = status or None
@@ -379,31 +381,6 @@ class StreamsGroupRules(ModernRules):
             return []
         have = {kv.key for kv in member.metadata.client_tags}
         return [t for t in re.split(r"\s*,\s*", wanted) if t not in have]
-
-    def _endpoints(self, group: StreamsGroup) -> list[sm.EndpointToPartitions]:
-        """Every member's endpoint with the input partitions of its tasks (interactive
-        queries): one entry per member with an endpoint."""
-        configured = self.configured(group)
-        inputs = configured.inputs if configured is not None else {}
-        out = []
-        for _mid, mm in sorted(group.members.items()):
-            if mm.metadata.user_endpoint is None:
-                continue
-            tasks = mm.tasks
-            out.append(sm.EndpointToPartitions(
-                mm.metadata.user_endpoint,
-                self._partitions(inputs, tasks.active),
-                self._partitions(inputs, tasks.standby | tasks.warmup)))
-        return out
-
-    def _partitions(self, inputs: dict, tasks) -> dict[str, list[int]]:
-        out: dict[str, set[int]] = {}
-        for sub, p in tasks:
-            for name in inputs.get(sub, ()):
-                topic = self.ctx.image.topic_by_name(name)
-                if topic is not None and p < topic.num_partitions:
-                    out.setdefault(name, set()).add(p)
-        return {n: sorted(ps) for n, ps in sorted(out.items())}
 
     # ------------------------------------------------------------------ leave and fence
 
