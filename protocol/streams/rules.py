@@ -34,7 +34,6 @@ heartbeat computes the target.
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import replace
 
 from protocol.classic.records import GroupMetadataKey
@@ -66,6 +65,7 @@ from protocol.streams.sessions import (
     StreamsTimer,
     setting,
 )
+from protocol.streams.status import RACK_AWARE_ASSIGNMENT_TAGS, statuses
 from protocol.streams.target import StreamsEpochs
 from protocol.streams.topology import Status, configure, metadata_hash
 from protocol.streams.validation import validate_heartbeat
@@ -73,9 +73,6 @@ from protocol.streams.validation import validate_heartbeat
 log = logging.getLogger(__name__)
 
 NUM_STANDBY_REPLICAS = "num.standby.replicas"
-RACK_AWARE_ASSIGNMENT_TAGS = "rack.aware.assignment.tags"
-# The first StreamsGroupHeartbeat version that may be told MISSING_CLIENT_TAGS (KAFKA-20744).
-MISSING_CLIENT_TAGS_VERSION = 1
 
 
 def _owned(req: sm.StreamsGroupHeartbeatRequest) -> Tasks | None:
@@ -242,7 +239,8 @@ class StreamsGroupRules(ModernRules):
             resp.partitions_by_user_endpoint = endpoints(group, self.configured(group),
                                                           self.ctx.image)
         resp.endpoint_information_epoch = group.endpoint_information_epoch
-        status = self._status(group, member, req.api_version, delayed)
+        status = statuses(group, member, self.configured(group), req.api_version, delayed,
+                          self.assignment_configs(group.group_id))
         resp.status = status or None
         configured = group.configured
         if configured is not None and configured.status == Status.MISSING_INTERNAL_TOPICS:
@@ -335,52 +333,6 @@ class StreamsGroupRules(ModernRules):
         """Whether the initial rebalance delay of ``group_id`` runs (its timer is scheduled:
         Kafka's ``timer.isScheduled``; a timer firing is no longer scheduled)."""
         return StreamsInitialDelay(group_id) in self.ctx.timers
-
-    def _status(self, group: StreamsGroup, member: StreamsGroupMember, version: int,
-                delayed: bool) -> list:
-        """The reply's statuses in Kafka's order: stale topology, assignment delayed (the
-        heartbeat reconciled against the delay's empty target), the topology's topic problem,
-        shutdown requested, missing client tags."""
-        out = []
-        topology = group.topology
-        if topology is not None and member.topology_epoch < topology.epoch:
-            out.append(sm.StreamsStatus(
-                Status.STALE_TOPOLOGY,
-                f"The member's topology epoch {member.topology_epoch} is behind the group's "
-                f"topology epoch {topology.epoch}."))
-        if delayed:
-            out.append(sm.StreamsStatus(
-                Status.ASSIGNMENT_DELAYED,
-                "Assignment delayed due to the configured initial rebalance delay."))
-        configured = self.configured(group)
-        if configured is not None and not configured.ready:
-            out.append(sm.StreamsStatus(configured.status, configured.detail))
-        if group.shutdown_requested_by is not None:
-            out.append(sm.StreamsStatus(
-                Status.SHUTDOWN_APPLICATION,
-                f"Streams group member {group.shutdown_requested_by} encountered a fatal error "
-                f"and requested a shutdown for the entire application."))
-        missing = self._missing_client_tags(group, member, version)
-        if missing:
-            out.append(sm.StreamsStatus(
-                Status.MISSING_CLIENT_TAGS,
-                f"Missing required client tags for rack-aware standby assignment: "
-                f"[{', '.join(missing)}]. Configure them via 'client.tag.<tagKey>' in your "
-                f"Streams config."))
-        return out
-
-    def _missing_client_tags(self, group: StreamsGroup, member: StreamsGroupMember,
-                             version: int) -> list[str]:
-        """The rack-aware tags the member does not report (Kafka tells only a v1+ member:
-        a v0 client does not know the status)."""
-        if version < MISSING_CLIENT_TAGS_VERSION:
-            return []
-        configs = {kv.key: kv.value for kv in self.assignment_configs(group.group_id)}
-        wanted = configs.get(RACK_AWARE_ASSIGNMENT_TAGS, "").strip()
-        if not wanted:
-            return []
-        have = {kv.key for kv in member.metadata.client_tags}
-        return [t for t in re.split(r"\s*,\s*", wanted) if t not in have]
 
     # ------------------------------------------------------------------ leave and fence
 
