@@ -141,12 +141,15 @@ def test_a_static_member_bounced_with_reason_restart_gets_its_partitions_back_at
     eventually(lambda: converged([a, b], topic, 4))
     generation = describe_classic(cluster, group).generation_id
     before = owned([b])[0]
+    # a may have had a generation of its own before b joined (b's actor started after the
+    # initial delay on a loaded machine): what matters is a's history from here on.
+    a_events = len(ray.get(a.timeline.remote()))
     ray.get(b.stop.remote(leave=True))  # static: no LeaveGroup; the group keeps b's place
     assert len(describe_classic(cluster, group).members) == 2
     b2 = spawn(cluster, group, [topic], instance_id="static-b", join_reason="restart", **static)
     eventually(lambda: converged([a, b2], topic, 4))
     assert owned([b2])[0] == before
     assert describe_classic(cluster, group).generation_id == generation, "no rebalance"
-    assert [e["event"] for e in ray.get(a.timeline.remote())] == ["assigned"]
+    assert ray.get(a.timeline.remote())[a_events:] == [], "a kept its partitions throughout"
     no_overlap([a, b, b2])
     ray.get([c.stop.remote(leave=True, force=True) for c in (a, b2)])
