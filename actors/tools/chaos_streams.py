@@ -148,11 +148,10 @@ class StreamsChaosRun(ShareChaosRun):
     def _settle_and_check(self) -> None:
         super()._settle_and_check()
         started = time.monotonic()
-        for g in self.streams_groups:
-            self._settle_streams(g)
+        seen = {g: self._settle_streams(g) for g in self.streams_groups}
         self.streams_settled_s = time.monotonic() - started
         for g in self.streams_groups:
-            self.report.violations += self._check_streams(g)
+            self.report.violations += self._check_streams(g, seen[g])
         for s in self.streams_members:
             if s.dead_at is None:
                 ray.get(s.handle.stop.remote(leave=True), timeout=STOP_TIMEOUT_S)
@@ -160,24 +159,34 @@ class StreamsChaosRun(ShareChaosRun):
     def _tasks(self) -> set[tuple[str, int]]:
         return {(sub, p) for sub in ("0", "1") for p in range(self.partitions)}
 
-    def _settle_streams(self, group: str) -> None:
-        """Wait (bounded) until the group is stable at one epoch and its live members' active
-        tasks are every task once; the checks say what is wrong if it never gets there."""
+    def _settle_streams(self, group: str) -> list[dict]:
+        """Wait (bounded) until the group is stable at one epoch, its live members' active
+        tasks are every task once, and each member's timeline ends where the member is; the
+        timelines read then are what the checks judge (a stall after the settle, members
+        fenced by their own session deadline, is a new episode, not the end state). At the
+        deadline, the last timelines read: the checks say what is wrong."""
         deadline = time.monotonic() + SETTLE_TIMEOUT_S
         tasks = sorted(self._tasks())
-        while time.monotonic() < deadline:
-            owned = ray.get([s.handle.owned.remote() for s in self._alive_streams(group)])
+        while True:
+            alive = self._alive_streams(group)
+            owned = ray.get([s.handle.owned.remote() for s in alive])
+            events = [e for s in self.streams_members if s.group == group
+                      for e in read_timeline(s.path)]
+            if time.monotonic() >= deadline:
+                return events
             described = self.cluster.call(sm.StreamsGroupDescribeRequest([group])).groups[0]
             epochs = {o["epoch"] for o in owned}
             actives = sorted(tuple(t) for o in owned for t in o["active"])
+            last = {e["member_id"]: sorted(map(tuple, e["active"])) for e in events}
             if (described.group_state == "stable" and epochs == {described.group_epoch}
-                    and actives == tasks):
-                return
+                    and actives == tasks
+                    and all(last.get(s.member_id) == sorted(map(tuple, o["active"]))
+                            for s, o in zip(alive, owned, strict=True))):
+                return events
             time.sleep(0.1)
 
-    def _check_streams(self, group: str) -> list[Violation]:
+    def _check_streams(self, group: str, events: list[dict]) -> list[Violation]:
         mine = [s for s in self.streams_members if s.group == group]
-        events = [e for s in mine for e in read_timeline(s.path)]
         self.streams_events += len(events)
         live = [s for s in mine if s.dead_at is None]
         found = []
