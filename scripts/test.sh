@@ -5,12 +5,13 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 source scripts/env.sh
 
-# One pytest session: "what" names it; exit code 5 (nothing collected) is a failure, not a pass.
+# One pytest session (at niceness $NICE, if set): "what" names it; exit code 5 (nothing
+# collected) is a failure, not a pass.
 session() {
   local what=$1
   shift
   set +e
-  python -m pytest "$@"
+  ${NICE:+nice -n "$NICE"} python -m pytest "$@"
   local rc=$?
   set -e
   if [ "$rc" -eq 5 ]; then
@@ -26,25 +27,39 @@ if [ "$#" -gt 0 ]; then
   session "" --durations=30 "$@"
   exit 0
 fi
-# Three lanes at once. The tests that need Ray, Spark or a JVM (the reference broker, the Java
-# clients) mostly wait on sessions and timers, so they run as two sessions, each with a Ray of
-# its own (tests/actors, and the rest); the pure tests (no Ray, no JVM) keep a core busy beside
-# them. Ray tests must hold with both cores busy: here they are. Each lane's report follows.
+# Lanes at once, each a chain of pytest sessions with a Ray of its own. The tests that need
+# Ray, Spark or a JVM (the reference broker, the Java clients) mostly wait on sessions and
+# timers, so they run as four lanes (the client actors of tests/actors, the rest of
+# tests/actors then tests/multinode's Ray nodes, the other Ray/Spark/JVM tests, then Cohort
+# in front of real upstreams); the pure tests (no Ray, no JVM) take what CPU is left, at a
+# lower priority. Ray tests must hold with both cores busy: here they are. Each lane's report
+# follows, in order.
 RAY_TESTS="ray or spark or jvm"
-lane() {  # name, then pytest arguments: runs in the background, its report in a file
-  local name=$1
-  shift
-  ( rc=0
-    session "$name" -p no:cacheprovider "$@" >"$lanes/$name.log" 2>&1 || rc=$?
-    echo "$rc" >"$lanes/$name.rc" ) &
+ALONE=(-o addopts="-ra --strict-markers")  # tests/upstream and tests/multinode: their own marks
+on_clients() { session clients --durations=15 -m "$RAY_TESTS" tests/actors/clients; }
+on_actors() {
+  local rc=0
+  session actors --durations=15 -m "$RAY_TESTS" tests/actors --ignore=tests/actors/clients || rc=1
+  session multinode --durations=10 "${ALONE[@]}" -m multinode tests/multinode || rc=1
+  return "$rc"
 }
+on_rest() {
+  local rc=0
+  session rest --durations=15 -m "$RAY_TESTS" --ignore=tests/actors || rc=1
+  session upstream --durations=10 "${ALONE[@]}" -m upstream tests/upstream || rc=1
+  return "$rc"
+}
+on_pure() { NICE=10 session pure --durations=15 -m "not ray and not spark and not jvm"; }
 lanes=$(mktemp -d -t cohort-lanes.XXXXXX)
-lane actors --durations=20 -m "$RAY_TESTS" tests/actors
-lane rest --durations=20 -m "$RAY_TESTS" --ignore=tests/actors
-lane pure --durations=15 -m "not ray and not spark and not jvm"
+LANES=(clients actors rest pure)
+for name in "${LANES[@]}"; do  # each in the background, its report in a file
+  ( rc=0
+    PYTEST_ADDOPTS="-p no:cacheprovider" "on_$name" >"$lanes/$name.log" 2>&1 || rc=$?
+    echo "$rc" >"$lanes/$name.rc" ) &
+done
 wait
 failed=""
-for name in actors rest pure; do
+for name in "${LANES[@]}"; do
   echo "================================ lane: $name ================================"
   cat "$lanes/$name.log"
   [ "$(cat "$lanes/$name.rc")" = 0 ] || failed="$failed $name"
@@ -54,8 +69,3 @@ if [ -n "$failed" ]; then
   echo "test.sh: lanes that failed:$failed" >&2
   exit 1
 fi
-# Cohort in front of real upstream brokers (tests/upstream): a Cohort with an upstream, so a
-# Ray and a session of their own.
-session upstream --durations=10 -o addopts="-ra --strict-markers" -m upstream tests/upstream
-# Several Ray nodes on this machine (tests/multinode): their own Ray, so their own session.
-session multinode --durations=10 -o addopts="-ra --strict-markers" -m multinode tests/multinode
