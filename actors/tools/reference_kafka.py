@@ -62,7 +62,10 @@ TOOL_JVM_OPTIONS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
 # Feature levels set at format time. They are 4.4's defaults for a new cluster; named here so
 # that share and streams groups are on because this file says so, not by a default's grace.
 FEATURES_AT_FORMAT = {"share.version": 2, "streams.version": 1}
-READY_TIMEOUT_S = 60.0
+# A JVM that exits is seen at once; one that is slow is waited for: a loaded machine (every
+# lane of scripts/test.sh starting its Ray and its JVMs at once) took over 60 s, logging as it
+# went.
+READY_TIMEOUT_S = 180.0
 API_VERSIONS_KEY = 18
 
 
