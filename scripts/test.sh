@@ -5,13 +5,13 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 source scripts/env.sh
 
-# One pytest session (at niceness $NICE, if set): "what" names it; exit code 5 (nothing
-# collected) is a failure, not a pass.
+# One pytest session: "what" names it; exit code 5 (nothing collected) is a failure, not a
+# pass.
 session() {
   local what=$1
   shift
   set +e
-  ${NICE:+nice -n "$NICE"} python -m pytest "$@"
+  python -m pytest "$@"
   local rc=$?
   set -e
   if [ "$rc" -eq 5 ]; then
@@ -29,29 +29,31 @@ if [ "$#" -gt 0 ]; then
 fi
 # Lanes at once, each a chain of pytest sessions with a Ray of its own. The tests that need
 # Ray, Spark or a JVM (the reference broker, the Java clients) mostly wait on sessions and
-# timers, so they run as four lanes (the client actors of tests/actors, the rest of
-# tests/actors then tests/multinode's Ray nodes, the other Ray/Spark/JVM tests, then Cohort
-# in front of real upstreams); the pure tests (no Ray, no JVM) take what CPU is left, at a
-# lower priority. Ray tests must hold with both cores busy: here they are. Each lane's report
-# follows, in order.
+# timers, so they run as three lanes (the client actors of tests/actors, then Cohort in front
+# of real upstreams; the rest of tests/actors; the other Ray/Spark/JVM tests, then
+# tests/multinode's Ray nodes); the pure tests (no Ray, no JVM) keep the cores busy beside
+# them as two more (tests/protocol, and the others). Ray tests must hold with both cores busy:
+# here they are. Each lane's report follows, in order.
 RAY_TESTS="ray or spark or jvm"
+PURE_TESTS="not ray and not spark and not jvm"
 ALONE=(-o addopts="-ra --strict-markers")  # tests/upstream and tests/multinode: their own marks
-on_clients() { session clients --durations=15 -m "$RAY_TESTS" tests/actors/clients; }
-on_actors() {
+on_clients() {
   local rc=0
-  session actors --durations=15 -m "$RAY_TESTS" tests/actors --ignore=tests/actors/clients || rc=1
-  session multinode --durations=10 "${ALONE[@]}" -m multinode tests/multinode || rc=1
-  return "$rc"
-}
-on_rest() {
-  local rc=0
-  session rest --durations=15 -m "$RAY_TESTS" --ignore=tests/actors || rc=1
+  session clients --durations=15 -m "$RAY_TESTS" tests/actors/clients || rc=1
   session upstream --durations=10 "${ALONE[@]}" -m upstream tests/upstream || rc=1
   return "$rc"
 }
-on_pure() { NICE=10 session pure --durations=15 -m "not ray and not spark and not jvm"; }
+on_actors() { session actors --durations=15 -m "$RAY_TESTS" tests/actors --ignore=tests/actors/clients; }
+on_rest() {
+  local rc=0
+  session rest --durations=15 -m "$RAY_TESTS" --ignore=tests/actors || rc=1
+  session multinode --durations=10 "${ALONE[@]}" -m multinode tests/multinode || rc=1
+  return "$rc"
+}
+on_protocol() { session protocol --durations=10 -m "$PURE_TESTS" tests/protocol; }
+on_pure() { session pure --durations=10 -m "$PURE_TESTS" --ignore=tests/protocol; }
 lanes=$(mktemp -d -t cohort-lanes.XXXXXX)
-LANES=(clients actors rest pure)
+LANES=(clients actors rest protocol pure)
 for name in "${LANES[@]}"; do  # each in the background, its report in a file
   ( rc=0
     PYTEST_ADDOPTS="-p no:cacheprovider" "on_$name" >"$lanes/$name.log" 2>&1 || rc=$?
