@@ -416,8 +416,12 @@ class Connection(Relaying, ConnectionDeadlines):
         if self._failed is None:
             self._failed = why
         for _, reply, _, owned in self._owed:
-            if owned and not reply.done():
+            if not owned:
+                continue
+            if not reply.done():
                 reply.cancel()
+            elif not reply.cancelled():
+                reply.exception()  # a relay that failed with the client: seen, not logged
         self._owed.clear()
         self._idle.set()
         self._flowing.set()
