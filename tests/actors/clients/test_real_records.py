@@ -12,8 +12,9 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from actors.clients import real_records
 from actors.clients.real_records import RealRecords, ShareRecords
-from actors.upstream.reader import OFFSET_OUT_OF_RANGE, PartitionRead
+from actors.upstream.reader import OFFSET_OUT_OF_RANGE, PartitionRead, UpstreamReader
 from actors.upstream.settings import UpstreamSettings
+from actors.upstream.view import UpstreamView
 from protocol import messages as m
 from protocol.client.stream_progress import StreamProgress
 from protocol.share.messages import ACK_ACCEPT, ACK_RELEASE
@@ -115,3 +116,32 @@ def test_a_share_range_is_accepted_after_the_function_returned_and_released_othe
     share.process = lambda records: got.append(records)
     assert asyncio.run(share.handle("orders", 0, 2, 5)) == ACK_RELEASE
     assert len(got) == 1
+
+
+class _Upstream(UpstreamReader):
+    """The reader's own logic over reads given here (no upstream dialled)."""
+
+    def __init__(self, reads: list[PartitionRead]) -> None:
+        super().__init__(UpstreamView(SETTINGS))
+        self.reads = reads
+
+    async def fetch(self, offsets, partition_max_bytes=0):
+        return {tp: self.reads.pop(0) for tp in offsets}
+
+
+def test_a_read_that_brings_nothing_below_the_high_watermark_is_not_read_not_a_gap():
+    # Tansu, loaded, answered a share consumer's read of 50..59 with no records: accepting
+    # the range would have lost ten records never processed. Released, they come again.
+    empty = PartitionRead(0, 100, 0, b"")
+    assert asyncio.run(_Upstream([empty]).batches(TP, [(50, 59)])) is None
+    full = PartitionRead(0, 7, 0, LOG)
+    assert asyncio.run(_Upstream([full]).batches(TP, [(2, 5)])) == LOG
+
+
+def test_offsets_at_or_past_the_high_watermark_that_no_batch_holds_are_gaps():
+    # A log truncated below what was acquired: nothing to read there, ever.
+    past = PartitionRead(0, 50, 0, b"")
+    assert asyncio.run(_Upstream([past]).batches(TP, [(50, 59)])) == b""
+    # Read up to its end, then nothing more: what the batches held, the rest gaps.
+    assert asyncio.run(_Upstream([PartitionRead(0, 7, 0, LOG), PartitionRead(0, 7, 0, b"")])
+                       .batches(TP, [(2, 9)])) == LOG
