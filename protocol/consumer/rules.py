@@ -197,11 +197,17 @@ class ConsumerGroupRules(ModernRules):
 
     def fence(self, group: ConsumerGroup, member_id: str, reason: str = "member removed") -> None:
         """Remove a member (it left, was fenced or timed out) and trigger a rebalance; a group
-        left with classic members only converts back to a classic group (seed 002)."""
+        left with classic members only converts back to a classic group (seed 002).
+
+        The turn computes the new target (seed 002: "B leaves; the coordinator computes a new
+        target"), unless KIP-1263's assignment interval holds it back (``EpochTurn``); Kafka
+        4.4 leaves it to the group's next heartbeat (docs/decisions.md, "Assignment
+        interval")."""
         member = group.members.get(member_id)
-        self.remove_member_records(group.group_id, member_id)
-        self.ctx.classic_members.forget(group.group_id, member_id)
-        self.turn.mark(group.group_id, reason, member)
+        gid = group.group_id
+        self.remove_member_records(gid, member_id)
+        self.ctx.classic_members.forget(gid, member_id)
+        self.turn.mark(gid, reason, member)
         self.ctx.migration.maybe_downgrade(group)
 
     # ------------------------------------------------- for classic members (migration)

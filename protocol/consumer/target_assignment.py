@@ -15,6 +15,17 @@ builder's cost is then a few dictionary lookups per member plus the assignor's o
 Step 2 of a heartbeat turn for consumer groups is here too (``EpochTurn``, the kernel's
 ``modern.epochs``): a bump records the subscribed topics' metadata when it changed, and the
 target is the server assignor's.
+
+KIP-1263's assignment interval, as Kafka 4.4's ``GroupMetadataManager.maybeUpdateTargetAssignment``
+applies it: a target is computed only when the group's interval
+(``consumer.assignment.interval.ms`` over ``group.consumer.assignment.interval.ms``) has passed
+since the last computation, whose time the target epoch record keeps
+(``assignment_timestamp``, so it survives a reload, as Kafka's tagged field does). A bump within
+the interval leaves the target (and the assignment epoch) as they are: members reconcile toward
+the current target, a new member joins at its epoch with nothing, and the first heartbeat of
+any member once the interval is over computes the target (Kafka has no timer for it). A group
+its last member left gets its empty target at once, with timestamp 0 (Kafka's fence writes the
+target epoch so), so the next member to join is assigned at once.
 """
 
 from __future__ import annotations
@@ -33,7 +44,7 @@ from protocol.consumer.records import (
 )
 from protocol.metadata import MetadataImage
 from protocol.modern.epochs import EpochTurn as ModernEpochTurn
-from protocol.modern.epochs import target_records
+from protocol.modern.epochs import interval_over, target_records
 from protocol.records import Record
 
 __all__ = ["Targets", "assignment_spec", "compute_target", "target_records"]
@@ -172,6 +183,17 @@ class EpochTurn(ModernEpochTurn):
 
     def client_side(self, group: ConsumerGroup) -> bool:
         return group.assignor(self.ctx.config).client_side
+
+    def interval_ms(self, group_id: str) -> int:
+        """The group's KIP-1263 assignment interval (its group config over the broker's)."""
+        return self.ctx.group_config(group_id).effective_assignment_interval_ms(self.ctx.config)
+
+    def may_compute(self, group: ConsumerGroup) -> bool:
+        return not group.members or interval_over(
+            group.assignment_timestamp, self.interval_ms(group.group_id), self.ctx.now_ms)
+
+    def assignment_timestamp(self, group: ConsumerGroup) -> int:
+        return self.ctx.now_ms if group.members else 0
 
     def compute_targets(self, group: ConsumerGroup) -> Targets:
         return compute_target(group, self.ctx.image, group.assignor(self.ctx.config).name)
