@@ -28,7 +28,8 @@ ADMIN_COMMIT = {"member_id": "", "generation_id_or_member_epoch": -1}
 GROUP_CONFIG = 8  # DescribeConfigs' source of a group's own config
 # The group configs both define (Kafka 4.4 has more: docs/decisions.md, "Differential
 # conformance"; Cohort has Connect's scheduled rebalance delay).
-BOTH_DEFINE = ["consumer.heartbeat.interval.ms", "consumer.session.timeout.ms",
+BOTH_DEFINE = ["consumer.assignment.interval.ms",
+               "consumer.heartbeat.interval.ms", "consumer.session.timeout.ms",
                "share.auto.offset.reset", "share.delivery.count.limit",
                "share.heartbeat.interval.ms", "share.record.lock.duration.ms",
                "share.session.timeout.ms"]
