@@ -199,15 +199,17 @@ class ConsumerGroupRules(ModernRules):
         """Remove a member (it left, was fenced or timed out) and trigger a rebalance; a group
         left with classic members only converts back to a classic group (seed 002).
 
-        The turn computes the new target (seed 002: "B leaves; the coordinator computes a new
-        target"), unless KIP-1263's assignment interval holds it back (``EpochTurn``); Kafka
-        4.4 leaves it to the group's next heartbeat (docs/decisions.md, "Assignment
-        interval")."""
+        With no assignment interval the turn computes the new target (seed 002: "B leaves;
+        the coordinator computes a new target"). With one (KIP-1263), the target is left to
+        the group's next heartbeat, as Kafka 4.4's fence leaves it, so the interval counts
+        from that heartbeat's computation; a group left empty gets its empty target at once
+        (docs/decisions.md, "Assignment interval of consumer groups")."""
         member = group.members.get(member_id)
         gid = group.group_id
         self.remove_member_records(gid, member_id)
         self.ctx.classic_members.forget(gid, member_id)
-        self.turn.mark(gid, reason, member)
+        self.turn.mark(gid, reason, member,
+                       compute=not group.members or self.turn.interval_ms(gid) == 0)
         self.ctx.migration.maybe_downgrade(group)
 
     # ------------------------------------------------- for classic members (migration)
