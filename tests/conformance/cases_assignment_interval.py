@@ -4,10 +4,11 @@ The session runs both at interval 0 (tests/conformance/conftest.py); each conver
 the group config ``consumer.assignment.interval.ms`` before its group exists and polls
 DescribeConfigs until the broker shows it (Kafka applies a group config through its metadata
 log, a moment after IncrementalAlterConfigs answers). The interval is long enough that the
-steps right after a join fall within it on a busy machine, short enough to wait out within a
-poll's deadline. Kafka 4.4's rule (``canComputeNextTargetAssignment``): the first target is
-computed at once, a bump within the interval leaves the target for the first heartbeat after
-it, and a group left empty gets an empty target with no time, so the next join is assigned.
+steps right after a join fall within it on a busy machine, short enough to wait out before the
+members that do not heartbeat meanwhile time out. Kafka 4.4's rule
+(``canComputeNextTargetAssignment``): the first target is computed at once, a bump within the
+interval leaves the target for the first heartbeat after it, and a group left empty gets an
+empty target with no time, so the next join is assigned.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from tests.conformance.requests import (
 )
 from tests.conformance.script import Poll, Script, script
 
-INTERVAL_MS = 8_000
+# Below the session's session timeout (4 s), so the members not heartbeating while one polls
+# out the interval are still there when it ends.
+INTERVAL_MS = 2_500
 KEY = "consumer.assignment.interval.ms"
 
 
