@@ -208,8 +208,7 @@ class ConsumerGroupRules(ModernRules):
         gid = group.group_id
         self.remove_member_records(gid, member_id)
         self.ctx.classic_members.forget(gid, member_id)
-        self.turn.mark(gid, reason, member,
-                       compute=not group.members or self.turn.interval_ms(gid) == 0)
+        self.turn.mark(gid, reason, member, compute=self.turn.computes_at_fence(group))
         self.ctx.migration.maybe_downgrade(group)
 
     # ------------------------------------------------- for classic members (migration)

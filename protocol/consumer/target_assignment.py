@@ -44,7 +44,7 @@ from protocol.consumer.records import (
 )
 from protocol.metadata import MetadataImage
 from protocol.modern.epochs import EpochTurn as ModernEpochTurn
-from protocol.modern.epochs import interval_over, target_records
+from protocol.modern.epochs import target_records
 from protocol.records import Record
 
 __all__ = ["Targets", "assignment_spec", "compute_target", "target_records"]
@@ -187,13 +187,6 @@ class EpochTurn(ModernEpochTurn):
     def interval_ms(self, group_id: str) -> int:
         """The group's KIP-1263 assignment interval (its group config over the broker's)."""
         return self.ctx.group_config(group_id).effective_assignment_interval_ms(self.ctx.config)
-
-    def may_compute(self, group: ConsumerGroup) -> bool:
-        return not group.members or interval_over(
-            group.assignment_timestamp, self.interval_ms(group.group_id), self.ctx.now_ms)
-
-    def assignment_timestamp(self, group: ConsumerGroup) -> int:
-        return self.ctx.now_ms if group.members else 0
 
     def compute_targets(self, group: ConsumerGroup) -> Targets:
         return compute_target(group, self.ctx.image, group.assignor(self.ctx.config).name)

@@ -152,15 +152,32 @@ class EpochTurn:
         """The group's own record at ``epoch``."""
         raise NotImplementedError
 
+    def interval_ms(self, group_id: str) -> int | None:
+        """The group's KIP-1263 assignment interval (None: the type has none, and its target
+        epoch record keeps no time)."""
+        return None
+
     def may_compute(self, group: Any) -> bool:
-        """Whether the coordinator's assignor may compute ``group``'s target in this turn
-        (always, by default: no assignment interval)."""
-        return True
+        """Whether the coordinator's assignor may compute ``group``'s target in this turn:
+        always with no interval or when the group has no members left, else once the
+        interval since the last computation is over."""
+        interval = self.interval_ms(group.group_id)
+        return interval is None or not group.members or interval_over(
+            group.assignment_timestamp, interval, self.ctx.now_ms)
 
     def assignment_timestamp(self, group: Any) -> int | None:
-        """What the target epoch record keeps as the computation's time (None: the type's
-        record has no such field)."""
-        return None
+        """What the target epoch record keeps as the computation's time: now; 0 for a group
+        left empty (Kafka's fence of the last member writes 0, so the next join is assigned
+        at once); None for a type with no interval."""
+        if self.interval_ms(group.group_id) is None:
+            return None
+        return self.ctx.now_ms if group.members else 0
+
+    def computes_at_fence(self, group: Any) -> bool:
+        """Whether a member's removal computes the target in its own turn: with no interval
+        (Cohort's rule, seed 002), or when the group is left empty. With one, Kafka 4.4's
+        fence leaves it to the group's next heartbeat."""
+        return not group.members or not self.interval_ms(group.group_id)
 
     def client_side(self, group: Any) -> bool:
         """Whether a member computes the group's target (client-side assignment)."""
