@@ -73,6 +73,10 @@ class CoordinatorConfig:
     group_share_min_heartbeat_interval_ms: int = 5_000
     group_share_max_heartbeat_interval_ms: int = 15_000
     group_share_max_size: int = 200
+    # KIP-1263, as for consumer groups (``group_consumer_assignment_interval_ms``).
+    group_share_assignment_interval_ms: int = 1_000
+    group_share_min_assignment_interval_ms: int = 0
+    group_share_max_assignment_interval_ms: int = 15_000
     group_share_assignors: tuple[str, ...] = (SHARE_ASSIGNOR,)
     group_share_record_lock_duration_ms: int = 30_000
     group_share_min_record_lock_duration_ms: int = 15_000
@@ -157,6 +161,11 @@ class CoordinatorConfig:
                              (f"min_{what}", what, f"max_{what}"))
             if not 0 < lo <= value <= hi:
                 raise ValueError(f"group_share_{what} must be within [min, max] and positive")
+        if not 0 <= self.group_share_min_assignment_interval_ms \
+                <= self.group_share_assignment_interval_ms \
+                <= self.group_share_max_assignment_interval_ms:
+            raise ValueError("group_share_assignment_interval_ms must be within [min, max] "
+                             "and not negative")
         if self.group_share_auto_offset_reset not in ("latest", "earliest"):
             raise ValueError("group_share_auto_offset_reset must be latest or earliest")
         if self.group_share_heartbeat_interval_ms >= self.group_share_session_timeout_ms:
@@ -199,6 +208,7 @@ class GroupConfig:
     # KIP-1263's consumer.assignment.interval.ms. Last: the controller stores a config as its
     # fields in declaration order, and an older, shorter one still loads.
     consumer_assignment_interval_ms: int | None = None
+    share_assignment_interval_ms: int | None = None  # KIP-1263's share.assignment.interval.ms
 
     def __post_init__(self) -> None:
         if self.share_auto_offset_reset not in (None, "latest", "earliest"):
@@ -225,6 +235,8 @@ class GroupConfig:
             (self.share_record_lock_duration_ms, "share.record.lock.duration.ms",
              b.group_share_min_record_lock_duration_ms, b.group_share_max_record_lock_duration_ms),
             (self.share_delivery_count_limit, "share.delivery.count.limit", 2, 10),
+            (self.share_assignment_interval_ms, "share.assignment.interval.ms",
+             b.group_share_min_assignment_interval_ms, b.group_share_max_assignment_interval_ms),
         ]
 
     def type_bounds(self, broker: CoordinatorConfig) -> list[tuple[int | None, str, int, int]]:

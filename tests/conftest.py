@@ -45,6 +45,7 @@ RAY_TEST_CONFIG = CoordinatorConfig(
     group_share_min_session_timeout_ms=1_000,
     group_share_heartbeat_interval_ms=300,
     group_share_min_heartbeat_interval_ms=100,
+    group_share_assignment_interval_ms=0,  # KIP-1263, as the consumer groups'
 )
 RAY_TEST_PARTITIONS = 3
 
