@@ -36,6 +36,12 @@ class CoordinatorConfig:
     # nor above the group's interval. Set it to the heartbeat interval to turn it off.
     group_consumer_reconciliation_heartbeat_interval_ms: int = 50
     group_consumer_max_size: int = INT32_MAX
+    # KIP-1263 (Kafka 4.3+): a group's target is computed at most once per interval; a bump
+    # within it waits for the first heartbeat after it (``consumer.target_assignment``). 0
+    # computes in the turn that bumps.
+    group_consumer_assignment_interval_ms: int = 1_000
+    group_consumer_min_assignment_interval_ms: int = 0
+    group_consumer_max_assignment_interval_ms: int = 15_000
     # The first is the default server assignor.
     group_consumer_assignors: tuple[str, ...] = ("uniform", "range")
     # Classic groups
@@ -67,6 +73,10 @@ class CoordinatorConfig:
     group_share_min_heartbeat_interval_ms: int = 5_000
     group_share_max_heartbeat_interval_ms: int = 15_000
     group_share_max_size: int = 200
+    # KIP-1263, as for consumer groups (``group_consumer_assignment_interval_ms``).
+    group_share_assignment_interval_ms: int = 1_000
+    group_share_min_assignment_interval_ms: int = 0
+    group_share_max_assignment_interval_ms: int = 15_000
     group_share_assignors: tuple[str, ...] = (SHARE_ASSIGNOR,)
     group_share_record_lock_duration_ms: int = 30_000
     group_share_min_record_lock_duration_ms: int = 15_000
@@ -128,6 +138,12 @@ class CoordinatorConfig:
             raise ValueError("the heartbeat interval must be below the session timeout")
         if self.group_consumer_reconciliation_heartbeat_interval_ms < 1:
             raise ValueError("the reconciliation heartbeat interval must be positive")
+        if not 0 <= self.group_consumer_min_assignment_interval_ms \
+                <= self.group_consumer_assignment_interval_ms \
+                <= self.group_consumer_max_assignment_interval_ms:
+            # Kafka's GroupCoordinatorConfig requires min <= interval <= max (each >= 0).
+            raise ValueError("group_consumer_assignment_interval_ms must be within [min, max] "
+                             "and not negative")
         self._check_share()
 
     def _check_share(self) -> None:
@@ -145,6 +161,11 @@ class CoordinatorConfig:
                              (f"min_{what}", what, f"max_{what}"))
             if not 0 < lo <= value <= hi:
                 raise ValueError(f"group_share_{what} must be within [min, max] and positive")
+        if not 0 <= self.group_share_min_assignment_interval_ms \
+                <= self.group_share_assignment_interval_ms \
+                <= self.group_share_max_assignment_interval_ms:
+            raise ValueError("group_share_assignment_interval_ms must be within [min, max] "
+                             "and not negative")
         if self.group_share_auto_offset_reset not in ("latest", "earliest"):
             raise ValueError("group_share_auto_offset_reset must be latest or earliest")
         if self.group_share_heartbeat_interval_ms >= self.group_share_session_timeout_ms:
@@ -184,6 +205,10 @@ class GroupConfig:
     streams_heartbeat_interval_ms: int | None = None
     streams_num_standby_replicas: int | None = None
     streams_initial_rebalance_delay_ms: int | None = None
+    # KIP-1263's consumer.assignment.interval.ms. Last: the controller stores a config as its
+    # fields in declaration order, and an older, shorter one still loads.
+    consumer_assignment_interval_ms: int | None = None
+    share_assignment_interval_ms: int | None = None  # KIP-1263's share.assignment.interval.ms
 
     def __post_init__(self) -> None:
         if self.share_auto_offset_reset not in (None, "latest", "earliest"):
@@ -210,6 +235,8 @@ class GroupConfig:
             (self.share_record_lock_duration_ms, "share.record.lock.duration.ms",
              b.group_share_min_record_lock_duration_ms, b.group_share_max_record_lock_duration_ms),
             (self.share_delivery_count_limit, "share.delivery.count.limit", 2, 10),
+            (self.share_assignment_interval_ms, "share.assignment.interval.ms",
+             b.group_share_min_assignment_interval_ms, b.group_share_max_assignment_interval_ms),
         ]
 
     def type_bounds(self, broker: CoordinatorConfig) -> list[tuple[int | None, str, int, int]]:
@@ -243,6 +270,14 @@ class GroupConfig:
         """The group's heartbeat interval, by the same rule as the session timeout."""
         override = self.consumer_heartbeat_interval_ms
         return override if override is not None else broker.group_consumer_heartbeat_interval_ms
+
+    def effective_assignment_interval_ms(self, broker: CoordinatorConfig) -> int:
+        """The group's KIP-1263 assignment interval, by the same rule (Kafka's
+        ``consumerGroupAssignmentIntervalMs``: the group config over the broker's)."""
+        override = self.consumer_assignment_interval_ms
+        if override is not None:
+            return override
+        return broker.group_consumer_assignment_interval_ms
 
     def effective_scheduled_rebalance_max_delay_ms(self, broker: CoordinatorConfig) -> int:
         """A Connect group's scheduled rebalance delay, by the same rule."""

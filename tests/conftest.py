@@ -30,6 +30,9 @@ RAY_TEST_CONFIG = CoordinatorConfig(
     # "Heartbeat"), off under Kafka's defaults; off here too, so that tests/conformance compares
     # every heartbeat reply with Apache Kafka's configured alike.
     group_consumer_reconciliation_heartbeat_interval_ms=300,
+    # KIP-1263: no assignment interval (Kafka's default is 1 s), so a join is assigned in the
+    # turn that bumps; the reference broker is configured alike (tests/conformance).
+    group_consumer_assignment_interval_ms=0,
     group_min_session_timeout_ms=1_000,
     group_initial_rebalance_delay_ms=300,
     # Streams groups' group configs as the streams tests set them (Kafka's shipped minimums,
@@ -42,6 +45,7 @@ RAY_TEST_CONFIG = CoordinatorConfig(
     group_share_min_session_timeout_ms=1_000,
     group_share_heartbeat_interval_ms=300,
     group_share_min_heartbeat_interval_ms=100,
+    group_share_assignment_interval_ms=0,  # KIP-1263, as the consumer groups'
 )
 RAY_TEST_PARTITIONS = 3
 

@@ -164,7 +164,9 @@ class BulkGroups:
         for key, value in _pairs(by_type, _PARTITION_META):
             groups[key[1]].subscription_metadata = {t.topic_id: t for t in value.topics}
         for key, value in _pairs(by_type, _TARGET_META):
-            groups[key[1]].assignment_epoch = value.assignment_epoch
+            group = groups[key[1]]
+            group.assignment_epoch = value.assignment_epoch
+            group.assignment_timestamp = value.assignment_timestamp
         for key, value in _pairs(by_type, _TARGET):
             groups[key[1]].target[key[2]] = value
         meta_keys, metas = by_type.get(_MEMBER, ([], []))

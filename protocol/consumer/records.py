@@ -77,6 +77,11 @@ class ConsumerGroupTargetAssignmentMetadataKey:
 @dataclass(frozen=True)
 class ConsumerGroupTargetAssignmentMetadataValue:
     assignment_epoch: int
+    # KIP-1263: when the coordinator's assignor computed this target (ms; 0: not computed by
+    # it, so the next target may be computed at once). Kafka 4.3+ keeps it in this record.
+    assignment_timestamp: int = 0
+
+    ADDED_FIELDS: ClassVar[int] = 1  # assignment_timestamp: records written before it lack it
 
 @dataclass(frozen=True)
 class ConsumerGroupTargetAssignmentMemberKey:

@@ -197,11 +197,18 @@ class ConsumerGroupRules(ModernRules):
 
     def fence(self, group: ConsumerGroup, member_id: str, reason: str = "member removed") -> None:
         """Remove a member (it left, was fenced or timed out) and trigger a rebalance; a group
-        left with classic members only converts back to a classic group (seed 002)."""
+        left with classic members only converts back to a classic group (seed 002).
+
+        With no assignment interval the turn computes the new target (seed 002: "B leaves;
+        the coordinator computes a new target"). With one (KIP-1263), the target is left to
+        the group's next heartbeat, as Kafka 4.4's fence leaves it, so the interval counts
+        from that heartbeat's computation; a group left empty gets its empty target at once
+        (docs/decisions.md, "Assignment interval of consumer groups")."""
         member = group.members.get(member_id)
-        self.remove_member_records(group.group_id, member_id)
-        self.ctx.classic_members.forget(group.group_id, member_id)
-        self.turn.mark(group.group_id, reason, member)
+        gid = group.group_id
+        self.remove_member_records(gid, member_id)
+        self.ctx.classic_members.forget(gid, member_id)
+        self.turn.mark(gid, reason, member, compute=self.turn.computes_at_fence(group))
         self.ctx.migration.maybe_downgrade(group)
 
     # ------------------------------------------------- for classic members (migration)

@@ -15,6 +15,17 @@ builder's cost is then a few dictionary lookups per member plus the assignor's o
 Step 2 of a heartbeat turn for consumer groups is here too (``EpochTurn``, the kernel's
 ``modern.epochs``): a bump records the subscribed topics' metadata when it changed, and the
 target is the server assignor's.
+
+KIP-1263's assignment interval, as Kafka 4.4's ``GroupMetadataManager.maybeUpdateTargetAssignment``
+applies it: a target is computed only when the group's interval
+(``consumer.assignment.interval.ms`` over ``group.consumer.assignment.interval.ms``) has passed
+since the last computation, whose time the target epoch record keeps
+(``assignment_timestamp``, so it survives a reload, as Kafka's tagged field does). A bump within
+the interval leaves the target (and the assignment epoch) as they are: members reconcile toward
+the current target, a new member joins at its epoch with nothing, and the first heartbeat of
+any member once the interval is over computes the target (Kafka has no timer for it). A group
+its last member left gets its empty target at once, with timestamp 0 (Kafka's fence writes the
+target epoch so), so the next member to join is assigned at once.
 """
 
 from __future__ import annotations
@@ -172,6 +183,10 @@ class EpochTurn(ModernEpochTurn):
 
     def client_side(self, group: ConsumerGroup) -> bool:
         return group.assignor(self.ctx.config).client_side
+
+    def interval_ms(self, group_id: str) -> int:
+        """The group's KIP-1263 assignment interval (its group config over the broker's)."""
+        return self.ctx.group_config(group_id).effective_assignment_interval_ms(self.ctx.config)
 
     def compute_targets(self, group: ConsumerGroup) -> Targets:
         return compute_target(group, self.ctx.image, group.assignor(self.ctx.config).name)

@@ -11,6 +11,11 @@ A target is installed as a unit (``target_records``), whoever computed it (the c
 assignor here, or a member through InstallAssignment): a reader of the log sees the members'
 targets, then the target epoch record that makes them current. Kafka's
 ``TargetAssignmentBuilder`` ends the same way.
+
+A group type may hold a bumped group's computation back (``may_compute``): KIP-1263's
+assignment interval computes a consumer group's target at most once per interval, and a bump
+within it leaves the target as it is until a later turn (Kafka 4.4: a later heartbeat) finds
+the interval over (``interval_over``).
 """
 
 from __future__ import annotations
@@ -29,9 +34,18 @@ log = logging.getLogger(__name__)
 Targets = dict[str, Any]
 
 
-def target_records(group: Any, targets: Targets, epoch: int) -> list[Record]:
+def interval_over(last_ms: int, interval_ms: int, now_ms: int) -> bool:
+    """Whether a target may be computed now (Kafka 4.4's ``canComputeNextTargetAssignment``):
+    none computed yet (timestamp 0), no interval, or the interval since the last one is over."""
+    return last_ms == 0 or interval_ms == 0 or now_ms >= last_ms + interval_ms
+
+
+def target_records(group: Any, targets: Targets, epoch: int,
+                   timestamp: int | None = None) -> list[Record]:
     """The records that install ``targets`` at ``epoch`` in ``group`` (a ``ModernGroup``):
-    a member's target only when it changed (an identical value is a quick skip)."""
+    a member's target only when it changed (an identical value is a quick skip). ``timestamp``:
+    when the coordinator's assignor computed them, for a type whose target epoch record keeps
+    it (KIP-1263); None for the others."""
     gid, kinds, current = group.group_id, group.RECORDS, group.target
     member_key = kinds.target
     records = []
@@ -39,7 +53,9 @@ def target_records(group: Any, targets: Targets, epoch: int) -> list[Record]:
         old = current.get(mid)
         if old is not value and old != value:
             records.append(Record(member_key(gid, mid), value))
-    records.append(Record(kinds.target_epoch(gid), kinds.target_epoch_value(epoch)))
+    value = kinds.target_epoch_value(epoch) if timestamp is None else \
+        kinds.target_epoch_value(epoch, timestamp)
+    records.append(Record(kinds.target_epoch(gid), value))
     return records
 
 
@@ -103,6 +119,7 @@ class EpochTurn:
                 group is not None
                 and group.group_epoch > group.assignment_epoch
                 and not self.client_side(group)
+                and self.may_compute(group)
             ):
                 self.compute(group)
 
@@ -117,7 +134,8 @@ class EpochTurn:
             # target and stays "assigning" until a later turn computes one.
             log.exception("the assignor of %s group %s failed", self.group_type, group.group_id)
             return
-        for record in target_records(group, targets, group.group_epoch):
+        for record in target_records(group, targets, group.group_epoch,
+                                     self.assignment_timestamp(group)):
             self.ctx.emit(record)
 
     def _group(self, group_id: str) -> Any:
@@ -133,6 +151,33 @@ class EpochTurn:
     def group_value(self, group: Any, epoch: int) -> Any:
         """The group's own record at ``epoch``."""
         raise NotImplementedError
+
+    def interval_ms(self, group_id: str) -> int | None:
+        """The group's KIP-1263 assignment interval (None: the type has none, and its target
+        epoch record keeps no time)."""
+        return None
+
+    def may_compute(self, group: Any) -> bool:
+        """Whether the coordinator's assignor may compute ``group``'s target in this turn:
+        always with no interval or when the group has no members left, else once the
+        interval since the last computation is over."""
+        interval = self.interval_ms(group.group_id)
+        return interval is None or not group.members or interval_over(
+            group.assignment_timestamp, interval, self.ctx.now_ms)
+
+    def assignment_timestamp(self, group: Any) -> int | None:
+        """What the target epoch record keeps as the computation's time: now; 0 for a group
+        left empty (Kafka's fence of the last member writes 0, so the next join is assigned
+        at once); None for a type with no interval."""
+        if self.interval_ms(group.group_id) is None:
+            return None
+        return self.ctx.now_ms if group.members else 0
+
+    def computes_at_fence(self, group: Any) -> bool:
+        """Whether a member's removal computes the target in its own turn: with no interval
+        (Cohort's rule, seed 002), or when the group is left empty. With one, Kafka 4.4's
+        fence leaves it to the group's next heartbeat."""
+        return not group.members or not self.interval_ms(group.group_id)
 
     def client_side(self, group: Any) -> bool:
         """Whether a member computes the group's target (client-side assignment)."""

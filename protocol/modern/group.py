@@ -78,6 +78,9 @@ class ModernGroup:
     group_id: str
     group_epoch: int = 0
     assignment_epoch: int = 0
+    # When the coordinator's assignor last computed the target (KIP-1263; 0: never, or a
+    # type that does not record it): the consumer's assignment interval counts from it.
+    assignment_timestamp: int = 0
     members: dict[str, Any] = field(default_factory=dict)
     target: dict[str, Any] = field(default_factory=dict)
     # derived from the records, kept in step by replay
@@ -117,6 +120,7 @@ class ModernGroup:
         elif kind is kinds.target_epoch:
             if value is not None:
                 self.assignment_epoch = value.assignment_epoch
+                self.assignment_timestamp = getattr(value, "assignment_timestamp", 0)
         elif value is not None:
             self._replay_group_record(kind, value)
 

@@ -53,6 +53,10 @@ class ShareGroupTargetAssignmentMetadataKey:
 @dataclass(frozen=True)
 class ShareGroupTargetAssignmentMetadataValue:
     assignment_epoch: int
+    # KIP-1263: when the coordinator computed this target (ms; 0: the next may be at once).
+    assignment_timestamp: int = 0
+
+    ADDED_FIELDS: ClassVar[int] = 1  # assignment_timestamp: records written before it lack it
 
 
 @dataclass(frozen=True)

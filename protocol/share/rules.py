@@ -50,6 +50,12 @@ class ShareEpochs(EpochTurn):
     def client_side(self, group: ShareGroup) -> bool:
         return False
 
+    def interval_ms(self, group_id: str) -> int:
+        """KIP-1263's ``share.assignment.interval.ms`` (Kafka 4.4's
+        ``shareGroupAssignmentIntervalMs``: the group config over the broker's)."""
+        return self.ctx.group_config(group_id).share_setting(self.ctx.config,
+                                                             "assignment_interval_ms")
+
     def compute_targets(self, group: ShareGroup) -> Targets:
         image = self.ctx.image
         subscriptions: dict[str, frozenset[str]] = {}
@@ -190,11 +196,14 @@ class ShareGroupRules(ModernRules):
 
     def fence(self, group: ShareGroup, member_id: str, reason: str = "member removed") -> None:
         """Remove a member (it left or timed out): its records go back to the share-partitions,
-        its three records are deleted, and the group rebalances."""
+        its three records are deleted, and the group rebalances (with an assignment interval,
+        at the group's next heartbeat, as Kafka 4.4's ``shareGroupFenceMember``:
+        ``EpochTurn.computes_at_fence``)."""
         member = group.members.get(member_id)
         self.partitions.release_member(group, member_id)
         self.remove_member_records(group.group_id, member_id)
-        self.epochs.mark(group.group_id, reason, member)
+        self.epochs.mark(group.group_id, reason, member,
+                         compute=self.epochs.computes_at_fence(group))
 
     # ------------------------------------------------------------------ events
 

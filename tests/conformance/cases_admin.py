@@ -28,8 +28,10 @@ ADMIN_COMMIT = {"member_id": "", "generation_id_or_member_epoch": -1}
 GROUP_CONFIG = 8  # DescribeConfigs' source of a group's own config
 # The group configs both define (Kafka 4.4 has more: docs/decisions.md, "Differential
 # conformance"; Cohort has Connect's scheduled rebalance delay).
-BOTH_DEFINE = ["consumer.heartbeat.interval.ms", "consumer.session.timeout.ms",
+BOTH_DEFINE = ["consumer.assignment.interval.ms",
+               "consumer.heartbeat.interval.ms", "consumer.session.timeout.ms",
                "share.auto.offset.reset", "share.delivery.count.limit",
+               "share.assignment.interval.ms",
                "share.heartbeat.interval.ms", "share.record.lock.duration.ms",
                "share.session.timeout.ms"]
 
@@ -186,6 +188,15 @@ def _configs() -> list[Script]:
         script("set a share group's heartbeat interval",
                alter_configs(changes={share_interval: "200"}),
                describe_configs(names=[share_interval], until=_set), share_join("a")),
+        script("set a share group's assignment interval",
+               alter_configs(changes={"share.assignment.interval.ms": "2000"}),
+               describe_configs(names=["share.assignment.interval.ms"], until=_set)),
+        script("set a share group's assignment interval above the broker's maximum",
+               alter_configs(changes={"share.assignment.interval.ms": "15001"}),
+               describe_configs(names=["share.assignment.interval.ms"])),
+        script("set a consumer group's assignment interval above the broker's maximum",
+               alter_configs(changes={"consumer.assignment.interval.ms": "15001"}),
+               describe_configs(names=["consumer.assignment.interval.ms"])),
         script("set a share group's auto offset reset",
                alter_configs(changes={"share.auto.offset.reset": "earliest"}),
                describe_configs(names=["share.auto.offset.reset"], until=_set)),

@@ -52,11 +52,14 @@ def kafka_config(c: CoordinatorConfig, partitions: int) -> dict[str, object]:
         "group.share.heartbeat.interval.ms": c.group_share_heartbeat_interval_ms,
         "group.share.min.heartbeat.interval.ms": c.group_share_min_heartbeat_interval_ms,
         "group.share.max.heartbeat.interval.ms": c.group_share_max_heartbeat_interval_ms,
-        # KIP-1263: no batching window, so a target is computed when a heartbeat needs it.
-        "group.consumer.assignment.interval.ms": 0,
-        "group.consumer.min.assignment.interval.ms": 0,
-        "group.share.assignment.interval.ms": 0,
-        "group.share.min.assignment.interval.ms": 0,
+        # KIP-1263: the session's interval (0: a target is computed when a heartbeat needs
+        # it) and its bounds.
+        "group.consumer.assignment.interval.ms": c.group_consumer_assignment_interval_ms,
+        "group.consumer.min.assignment.interval.ms": c.group_consumer_min_assignment_interval_ms,
+        "group.consumer.max.assignment.interval.ms": c.group_consumer_max_assignment_interval_ms,
+        "group.share.assignment.interval.ms": c.group_share_assignment_interval_ms,
+        "group.share.min.assignment.interval.ms": c.group_share_min_assignment_interval_ms,
+        "group.share.max.assignment.interval.ms": c.group_share_max_assignment_interval_ms,
         "group.streams.assignment.interval.ms": 0,
         "group.streams.min.assignment.interval.ms": 0,
         "group.streams.session.timeout.ms": c.group_streams_session_timeout_ms,

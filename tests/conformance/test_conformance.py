@@ -15,6 +15,7 @@ import pytest
 from tests.conformance import (
     allowlist,
     cases_admin,
+    cases_assignment_interval,
     cases_classic,
     cases_consumer_membership,
     cases_consumer_validation,
@@ -35,6 +36,7 @@ CASES = [
     *cases_share.CASES,
     *cases_admin.CASES,
     *cases_streams.CASES,
+    *cases_assignment_interval.CASES,
 ]
 ALLOWED = allowlist.load()
 MINIMUM_CASES = 300

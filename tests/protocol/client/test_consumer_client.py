@@ -34,6 +34,7 @@ CONFIG = CoordinatorConfig(
     group_consumer_min_session_timeout_ms=1_000,
     group_consumer_heartbeat_interval_ms=HEARTBEAT_MS,
     group_consumer_min_heartbeat_interval_ms=100,
+    group_consumer_assignment_interval_ms=0,  # each join assigned in its own turn
 )
 NAMES = {"foo-id": "foo"}
 ALL = [("foo", p) for p in range(6)]

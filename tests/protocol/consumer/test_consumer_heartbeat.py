@@ -167,6 +167,9 @@ def test_leaving_removes_the_member_and_rebalances_the_rest():
     assert (resp.error_code, resp.member_epoch) == (Errors.NONE, -1)
     assert list(group(shard).members) == ["B"]
     assert group(shard).group_epoch == epoch + 1
+    # Kafka 4.4 (KIP-1263's default interval): the next heartbeat of the group computes it.
+    assert group(shard).assignment_epoch == epoch
+    b.heartbeat()
     assert group(shard).target_of("B") == {"foo-id": (0, 1, 2, 3)}
 
 

@@ -59,7 +59,9 @@ from protocol.metadata import MetadataImage, TopicMetadata
 from protocol.records import PartitionMap, Record
 from protocol.shard import CoordinatorResult, GroupCoordinatorShard
 
-CONFIG = CoordinatorConfig()
+# No KIP-1263 assignment interval: ``settle`` converges without the clock moving (the
+# interval's own properties: test_assignment_interval.py).
+CONFIG = CoordinatorConfig(group_consumer_assignment_interval_ms=0)
 SESSION_TIMEOUT_MS = CONFIG.group_consumer_session_timeout_ms
 
 GROUPS = ("g", "g", "h")  # mostly one group; a second one shares the shard

@@ -7,13 +7,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocol import partitions as pm
+from protocol.config import CoordinatorConfig
 from protocol.consumer.member import MemberState
 from protocol.shard import GroupCoordinatorShard
 from tests.protocol.driver import Member, heartbeat_rounds, image, together
 
 
 def shard_with(**topics: int) -> GroupCoordinatorShard:
-    return GroupCoordinatorShard(metadata=image(**topics))
+    # No KIP-1263 interval: a leave's turn computes the target and wakes whom it concerns.
+    config = CoordinatorConfig(group_consumer_assignment_interval_ms=0)
+    return GroupCoordinatorShard(config=config, metadata=image(**topics))
 
 
 def test_a_joining_member_is_woken_when_the_holder_acknowledges_the_revocation():

@@ -19,6 +19,7 @@ from protocol.classic.consumer_protocol import (
 )
 from protocol.classic.group import ClassicGroup
 from protocol.classic.records import GroupMemberMetadata, GroupMetadataKey, GroupMetadataValue
+from protocol.config import CoordinatorConfig
 from protocol.consumer.group import ConsumerGroup
 from protocol.errors import Errors
 from protocol.records import OffsetCommitKey, OffsetCommitValue, Record
@@ -88,7 +89,9 @@ def _classic_member(mid: str, iid: str, parts: list[int]) -> GroupMemberMetadata
 
 
 def classic_group_at_generation_22() -> GroupCoordinatorShard:
-    shard = GroupCoordinatorShard(metadata=image(foo=6))
+    # No KIP-1263 interval: a leave's turn computes the target, as the seed tells it.
+    config = CoordinatorConfig(group_consumer_assignment_interval_ms=0)
+    shard = GroupCoordinatorShard(config=config, metadata=image(foo=6))
     value = GroupMetadataValue(
         protocol_type="consumer",
         generation=22,

@@ -51,6 +51,7 @@ def test_share_bounds_name_every_int_share_config_with_kafkas_limits():
         "share.heartbeat.interval.ms": (5_000, 15_000),
         "share.record.lock.duration.ms": (15_000, 60_000),
         "share.delivery.count.limit": (2, 10),
+        "share.assignment.interval.ms": (0, 15_000),
     }
 
 
