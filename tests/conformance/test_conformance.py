@@ -10,6 +10,8 @@ the differences, and how many each row allowed.
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from tests.conformance import (
@@ -26,6 +28,7 @@ from tests.conformance import (
 )
 from tests.conformance.runner import compare, play_both
 from tests.conformance.tally import TALLY
+from tests.conftest import RAY_TEST_CONFIG
 
 CASES = [
     *cases_consumer_validation.CASES,
@@ -40,6 +43,10 @@ CASES = [
 ]
 ALLOWED = allowlist.load()
 MINIMUM_CASES = 300
+# A conversation played slower than the session's member session timeout is not the one
+# scripted (below); it is played again up to this many times.
+SESSION_S = RAY_TEST_CONFIG.group_consumer_session_timeout_ms / 1000
+SLOW_REPLAYS = 2
 
 
 def test_the_allow_list_is_the_table_of_seed_demanded_differences():
@@ -56,15 +63,23 @@ def test_there_are_at_least_300_conversations_each_with_its_own_name():
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name.replace(" ", "_") for c in CASES])
 def test_kafka_and_cohort_answer_alike(case, systems):
-    on_kafka, on_cohort = play_both(systems.kafka, systems.cohort, case, systems.pool)
-    unexplained = []
-    for difference in compare(on_kafka, on_cohort):
+    for _ in range(1 + SLOW_REPLAYS):
+        started = time.monotonic()
+        on_kafka, on_cohort = play_both(systems.kafka, systems.cohort, case, systems.pool)
+        took_s = time.monotonic() - started
+        differences = compare(on_kafka, on_cohort)
+        unexplained = [d for d in differences
+                       if not any(r.matches(case.name, d) for r in ALLOWED)]
+        if not unexplained or took_s < SESSION_S:
+            break
+        # Played slower than a member's session: a broker may have expired a member the script
+        # keeps alive (a loaded CI run saw Kafka fence one between two steps). Not the
+        # conversation scripted: played again, with fresh groups.
+    for difference in differences:
         TALLY.differences += 1
         row = next((r for r in ALLOWED if r.matches(case.name, difference)), None)
-        if row is None:
-            unexplained.append(str(difference))
-        else:
+        if row is not None:
             TALLY.allowed[str(row)] += 1
     TALLY.cases += 1
-    TALLY.unexplained.extend(f"{case.name}: {u}" for u in unexplained)
-    assert not unexplained, "differences no seed explains:\n" + "\n".join(unexplained)
+    TALLY.unexplained.extend(f"{case.name}: {u}" for u in map(str, unexplained))
+    assert not unexplained, "differences no seed explains:\n" + "\n".join(map(str, unexplained))
