@@ -138,12 +138,12 @@ class CoordinatorConfig:
             raise ValueError("the heartbeat interval must be below the session timeout")
         if self.group_consumer_reconciliation_heartbeat_interval_ms < 1:
             raise ValueError("the reconciliation heartbeat interval must be positive")
-        if not 0 <= self.group_consumer_min_assignment_interval_ms \
-                <= self.group_consumer_assignment_interval_ms \
-                <= self.group_consumer_max_assignment_interval_ms:
-            # Kafka's GroupCoordinatorConfig requires min <= interval <= max (each >= 0).
-            raise ValueError("group_consumer_assignment_interval_ms must be within [min, max] "
-                             "and not negative")
+        for kind in ("consumer", "share"):  # Kafka's GroupCoordinatorConfig: 0 <= min <= it <= max
+            low, it, high = (getattr(self, f"group_{kind}_{b}assignment_interval_ms")
+                             for b in ("min_", "", "max_"))
+            if not 0 <= low <= it <= high:
+                raise ValueError(f"group_{kind}_assignment_interval_ms must be within [min, "
+                                 "max] and not negative")
         self._check_share()
 
     def _check_share(self) -> None:
@@ -161,11 +161,6 @@ class CoordinatorConfig:
                              (f"min_{what}", what, f"max_{what}"))
             if not 0 < lo <= value <= hi:
                 raise ValueError(f"group_share_{what} must be within [min, max] and positive")
-        if not 0 <= self.group_share_min_assignment_interval_ms \
-                <= self.group_share_assignment_interval_ms \
-                <= self.group_share_max_assignment_interval_ms:
-            raise ValueError("group_share_assignment_interval_ms must be within [min, max] "
-                             "and not negative")
         if self.group_share_auto_offset_reset not in ("latest", "earliest"):
             raise ValueError("group_share_auto_offset_reset must be latest or earliest")
         if self.group_share_heartbeat_interval_ms >= self.group_share_session_timeout_ms:
