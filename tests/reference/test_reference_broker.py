@@ -134,7 +134,9 @@ def test_records_come_back_to_a_consumer_protocol_group_that_commits_and_the_too
 def test_stop_kills_the_broker_and_removes_its_directory():
     broker = ReferenceKafka().start()
     pid, directory = broker.pid, broker.work_dir
-    assert broker.start_seconds is not None and broker.start_seconds < 60
+    # How long a start takes is a figure for bench/ (bench/streams.py prints it), not a bound
+    # here: a loaded machine took 67 s while four other lanes started their JVMs.
+    assert broker.start_seconds is not None and broker.start_seconds > 0
     assert (directory / "broker.log").exists()
     broker.stop()
     assert not directory.exists()
