@@ -88,7 +88,8 @@ async def share_fetch(core: GatewayCore, req: WireRequest) -> dict:
     wanted = _rotated(wanted, body.get("share_session_epoch", 0))
     source = records_of(core)
     bounds = {} if step.close else await source.bounds(index, wanted)
-    request = _pure_fetch(named, wanted, with_acks, acks, step.close, bounds)
+    request = _pure_fetch(named, wanted, with_acks, acks, step.close, bounds,
+                          source.batch_records())
     request.released = _released(req, step)
     resp = await core.router.call(request)
     core.share_sessions.answered(named.group_id, named.member_id, resp.error_code)
@@ -132,9 +133,10 @@ def _rotated(partitions: list, session_epoch: int) -> list:
 
 
 def _pure_fetch(named: m.ShareFetchRequest, wanted, with_acks, acks, close: bool,
-                bounds: dict) -> m.ShareFetchRequest:
+                bounds: dict, batch_records: int) -> m.ShareFetchRequest:
     """The shard's ShareFetch: the session's partitions whose log bounds are known (fetched,
-    unless the session closes) and every partition with acknowledgements."""
+    unless the session closes) and every partition with acknowledgements; ``batch_records``:
+    the log's batch length where the source knows it before reading (0: it does not)."""
     by_topic: dict[str, list[m.ShareFetchPartition]] = {}
     order = list(dict.fromkeys(([] if close else [tp for tp in wanted if tp in bounds])
                                + with_acks))
@@ -142,11 +144,11 @@ def _pure_fetch(named: m.ShareFetchRequest, wanted, with_acks, acks, close: bool
         start, end = bounds.get((tid, p), (0, 0))
         by_topic.setdefault(tid, []).append(m.ShareFetchPartition(
             p, list(acks.get((tid, p), [])), fetch=not close and (tid, p) in bounds,
-            log_end_offset=end, log_start_offset=start))
+            log_end_offset=end, log_start_offset=start, batch_records=batch_records))
     return m.ShareFetchRequest(
         group_id=named.group_id, member_id=named.member_id,
         topics=[m.ShareFetchTopic(t, ps) for t, ps in by_topic.items()],
-        max_records=named.max_records, close_session=close)
+        max_records=named.max_records, acquire_mode=named.acquire_mode, close_session=close)
 
 
 def _acquired(resp: m.ShareFetchResponse) -> int:

@@ -2,9 +2,10 @@
 upstream's partitions.
 
 The shard decides which offsets a member acquires, from the log's bounds the gateway hands it;
-the gateway then sends the records of those offsets. Two sources answer the same three
+the gateway then sends the records of those offsets. Two sources answer the same four
 questions (each partition's bounds now, the batches of what was acquired, how long until
-asking again is worth it):
+asking again is worth it, how long the log's batches are where that is known before reading:
+a fetch acquires whole batches, Kafka's default acquire mode):
 
 * ``StreamRecords``: the synthetic stream (no upstream). Every partition is the same stream
   from offset 0; its end is a function of time, its batches are made here.
@@ -59,6 +60,12 @@ class StreamRecords:
     def next_poll_ms(self, now_ms: int) -> int:
         return self.stream.next_batch_in_ms(now_ms)
 
+    def batch_records(self) -> int:
+        """The records of one arrival, the stream's batch (its boundaries are multiples of
+        it when it is whole); 0 otherwise."""
+        per_batch = self.stream.records_per_s * self.stream.batch_interval_ms / 1000
+        return int(per_batch) if per_batch >= 1 and per_batch == int(per_batch) else 0
+
 
 class UpstreamRecords:
     """The upstream's partitions (see the module docstring)."""
@@ -91,6 +98,10 @@ class UpstreamRecords:
 
     def next_poll_ms(self, now_ms: int) -> int:
         return UPSTREAM_POLL_MS
+
+    def batch_records(self) -> int:
+        """0: the upstream's batches are known only once read, after the shard acquired."""
+        return 0
 
 
 def records_of(core: GatewayCore) -> StreamRecords | UpstreamRecords:

@@ -9,9 +9,10 @@ acquisitions and acknowledgements are durable, and a reloaded shard holds the sa
 A request is atomic: every partition's new state is computed on a copy and emitted when the
 handler returns. Per partition, acknowledgements apply first (all of a partition's batches, or
 none: ``acknowledge_error_code``), then records are acquired up to the stream's end the request
-carries (``log_end_offset``), within ``max_records`` for the whole request. A share-partition
-read for the first time starts at that end (``share.auto.offset.reset`` latest, Kafka's
-default) or at the log's start the request carries (earliest: ``log_start_offset``).
+carries (``log_end_offset``), within ``max_records`` for the whole request (a soft limit,
+unless the request asks for KIP-1206's record_limit mode: see ``SharePartition.acquire``). A
+share-partition read for the first time starts at that end (``share.auto.offset.reset``
+latest, Kafka's default) or at the log's start the request carries (earliest: ``log_start_offset``).
 ``close_session`` releases every record the member still holds (of the ``released``
 partitions only, when the entry point names them: the member's session at one broker of several).
 """
@@ -25,6 +26,7 @@ from protocol.context import ShardContext
 from protocol.errors import CoordinatorError, Errors, invalid_request
 from protocol.records import Record
 from protocol.share.group import GROUP_TYPE, ShareGroup, TopicPartition
+from protocol.share.messages import BATCH_OPTIMIZED, RECORD_LIMIT
 from protocol.share.partition_state import Limits, SharePartition
 from protocol.share.records import SharePartitionStateKey
 from protocol.share.sessions import ShareLockExpiry
@@ -43,6 +45,8 @@ class SharePartitions:
         group = self._member_group(req)
         if req.max_records < 0:
             raise invalid_request("MaxRecords can't be negative.")
+        if req.acquire_mode not in (BATCH_OPTIMIZED, RECORD_LIMIT):
+            raise invalid_request(f"Unknown share acquire mode id: {req.acquire_mode}")
         _check_unique(req.topics)
         limits = self.limits(group.group_id)
         work = _Work(group)
@@ -68,8 +72,9 @@ class SharePartitions:
                         out.acknowledge_error_code, out.acknowledge_error_message = ack_error
                 if p.fetch and not req.close_session and budget > 0:
                     sp = work.get(tp) or work.create(tp, self._start_offset(group, p))
-                    out.acquired = sp.acquire(req.member_id, budget, p.log_end_offset,
-                                              self.ctx.now_ms, limits)
+                    out.acquired = sp.acquire(
+                        req.member_id, budget, p.log_end_offset, self.ctx.now_ms, limits,
+                        0 if req.acquire_mode == RECORD_LIMIT else p.batch_records)
                     budget -= sum(a.last_offset - a.first_offset + 1 for a in out.acquired)
             topics.append(m.ShareFetchResponseTopic(topic.topic_id, parts))
         if req.close_session:

@@ -29,6 +29,9 @@ from protocol.types import Int8, Int16, Int32, Int64
 # compacted or transaction-marker hole); ACCEPT consumes; RELEASE gives the record back for
 # another delivery; REJECT archives it (never delivered again).
 ACK_GAP, ACK_ACCEPT, ACK_RELEASE, ACK_REJECT = 0, 1, 2, 3
+# KIP-1206's ShareAcquireMode ids (ShareFetch v2): whole log batches (``max_records`` a soft
+# limit, Kafka's default), or exactly ``max_records``.
+BATCH_OPTIMIZED, RECORD_LIMIT = 0, 1
 
 # ------------------------------------------------------------------ ShareGroupHeartbeat
 
@@ -130,6 +133,10 @@ class ShareFetchPartition:
     # The log's first offset (the upstream's log start; 0 for the synthetic stream): where a
     # new share-partition with ``share.auto.offset.reset=earliest`` starts.
     log_start_offset: Int64 = 0
+    # The log's batches here hold this many records each, from offset 0 (the synthetic
+    # stream's arrivals); 0 when the entry point does not know them before reading (an
+    # upstream's): new records are then acquired exactly to ``max_records``.
+    batch_records: Int64 = 0
 
 
 @dataclass
@@ -143,8 +150,13 @@ class ShareFetchRequest:
     group_id: str
     member_id: str
     topics: list[ShareFetchTopic] = field(default_factory=list)
-    # At most this many records acquired by this request, over all its partitions.
+    # This many records acquired by this request, over all its partitions: a soft limit, as
+    # Kafka's default acquire mode (KIP-1206's batch_optimized) makes it: the last new records
+    # acquired run to the end of the log batch that holds the limit's record.
     max_records: Int32 = 500
+    # KIP-1206's ShareAcquireMode: ``BATCH_OPTIMIZED`` or ``RECORD_LIMIT`` (``max_records``
+    # exact); any other id is refused.
+    acquire_mode: Int8 = BATCH_OPTIMIZED
     # The entry point's share session ended (epoch -1): after the acknowledgements, release
     # every record this member still holds in the group; acquire nothing.
     close_session: bool = False

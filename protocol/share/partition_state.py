@@ -136,9 +136,13 @@ class SharePartition:
     # --- moves -----------------------------------------------------------------------------
 
     def acquire(self, member_id: str, max_records: int, log_end_offset: int, now_ms: int,
-                limits: Limits) -> list[AcquiredRecords]:
+                limits: Limits, batch_records: int = 0) -> list[AcquiredRecords]:
         """Lock up to ``max_records`` records for ``member_id``: AVAILABLE ones first (lowest
-        offset first), then new ones below ``log_end_offset``, never past the in-flight bound."""
+        offset first), then new ones below ``log_end_offset``, up to the in-flight bound.
+        ``batch_records`` > 0 (the log's batches hold that many, from offset 0): the new ones
+        run on to the end of the batch holding the last one counted, the bound included, as
+        Kafka's ``SharePartition.acquire`` takes whole fetched batches (KIP-1206's
+        batch_optimized mode: ``max_records`` is a soft limit)."""
         deadline = now_ms + limits.record_lock_duration_ms
         left = max_records
         edits: list[_Edit] = []
@@ -164,6 +168,8 @@ class SharePartition:
         if left > 0 and self.next_offset < window_end:
             first = self.next_offset
             last = min(window_end, first + left) - 1
+            if batch_records > 0:  # on to the end of that record's batch
+                last = min(log_end_offset, (last // batch_records + 1) * batch_records) - 1
             self._push(first, last, (RecordState.ACQUIRED, 1, member_id, deadline))
             _take(taken, first, last, 1)
             self.next_offset = last + 1

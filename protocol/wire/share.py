@@ -119,6 +119,7 @@ def fetch_request(body: dict, index: TopicIndex) -> m.ShareFetchRequest:
             for p in t.get("partitions", [])
         ]) for t in body.get("topics", [])],
         max_records=body.get("max_records", 0) or m.ShareFetchRequest.max_records,
+        acquire_mode=body.get("share_acquire_mode", 0),
     )
 
 

@@ -17,6 +17,7 @@ from protocol.api import BY_API_KEY
 from protocol.shard import GroupCoordinatorShard
 from protocol.wire.codec import RequestHeader
 from protocol.wire.share_session import ShareSessions
+from protocol.wire.stream import SyntheticStream
 from protocol.wire.topics import Node, TopicIndex
 
 SHARE_FETCH = 78
@@ -38,7 +39,7 @@ def _core() -> SimpleNamespace:
     return SimpleNamespace(
         router=_Router(), share_sessions=ShareSessions(), node=Node(0, "h", 9092),
         topics_knowing=topics_knowing, may=lambda *args: True, now_ms=lambda: 1_000,
-        stream=SimpleNamespace(end_offset=lambda now_ms: 0))
+        stream=SyntheticStream(anchor_ms=0, records_per_s=0.0))  # empty: its end stays 0
 
 
 def _fetch(core: SimpleNamespace, group: str, member: str) -> dict:

@@ -48,16 +48,17 @@ def assigned(resp: m.ShareGroupHeartbeatResponse) -> set[tuple[str, int]]:
 
 
 def fetch_request(member: str, *parts: tuple[str, int], end: int = 100, max_records: int = 500,
-                  acks: dict | None = None, close: bool = False,
-                  group: str = GROUP) -> m.ShareFetchRequest:
+                  acks: dict | None = None, close: bool = False, group: str = GROUP,
+                  batch_records: int = 0, acquire_mode: int = 0) -> m.ShareFetchRequest:
     acks = acks or {}
     by_topic: dict[str, list[m.ShareFetchPartition]] = {}
     for topic, p in parts:
         by_topic.setdefault(tid(topic), []).append(
-            m.ShareFetchPartition(p, acks.get((topic, p), []), log_end_offset=end))
+            m.ShareFetchPartition(p, acks.get((topic, p), []), log_end_offset=end,
+                                  batch_records=batch_records))
     topics = [m.ShareFetchTopic(t, ps) for t, ps in by_topic.items()]
     return m.ShareFetchRequest(group, member, topics, max_records=max_records,
-                               close_session=close)
+                               close_session=close, acquire_mode=acquire_mode)
 
 
 def fetch(shard: GroupCoordinatorShard, member: str, *parts: tuple[str, int],

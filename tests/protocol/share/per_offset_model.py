@@ -62,9 +62,10 @@ class PerOffsetPartition:
     # --- moves -----------------------------------------------------------------------------
 
     def acquire(self, member_id: str, max_records: int, log_end_offset: int, now_ms: int,
-                limits: Limits) -> list[AcquiredRecords]:
+                limits: Limits, batch_records: int = 0) -> list[AcquiredRecords]:
         """Lock up to ``max_records`` records for ``member_id``: AVAILABLE ones first (lowest
-        offset first), then new ones below ``log_end_offset``, never past the in-flight bound."""
+        offset first), then new ones below ``log_end_offset``, up to the in-flight bound; with
+        ``batch_records``, new ones on to the end of the last one's batch."""
         deadline = now_ms + limits.record_lock_duration_ms
         taken: list[tuple[int, int]] = []
         for offset in range(self.start_offset, self.next_offset):
@@ -81,11 +82,15 @@ class PerOffsetPartition:
             self.records[offset] = InFlight(RecordState.ACQUIRED, count, member_id, deadline)
             taken.append((offset, count))
         window_end = min(log_end_offset, self.start_offset + limits.max_record_locks)
-        while len(taken) < max_records and self.next_offset < window_end:
+        new = 0
+        while self.next_offset < log_end_offset and (
+                (len(taken) < max_records and self.next_offset < window_end)
+                or (batch_records and new and self.next_offset % batch_records)):
             offset = self.next_offset
             self.records[offset] = InFlight(RecordState.ACQUIRED, 1, member_id, deadline)
             taken.append((offset, 1))
             self.next_offset += 1
+            new += 1
         self._advance()
         return _ranges(taken)
 

@@ -47,8 +47,10 @@ def batches(draw) -> list[AcknowledgementBatch]:
 
 
 moves = st.one_of(
-    st.tuples(st.just("acquire"), members, st.integers(0, 30), st.integers(0, 80), limits),
-    st.tuples(st.just("acquire"), members, st.integers(0, 30), st.integers(0, 80), limits),
+    st.tuples(st.just("acquire"), members, st.integers(0, 30), st.integers(0, 80), limits,
+              st.sampled_from((0, 0, 1, 3, 7))),
+    st.tuples(st.just("acquire"), members, st.integers(0, 30), st.integers(0, 80), limits,
+              st.sampled_from((0, 0, 1, 3, 7))),
     st.tuples(st.just("acknowledge"), members, batches(), limits),
     st.tuples(st.just("held"), members, st.lists(st.sampled_from(TYPES), min_size=1,
                                                  max_size=4), st.integers(1, 5), limits),
@@ -82,8 +84,8 @@ def play(sp, move: tuple, now: int):
     kind, *args = move
     try:
         if kind == "acquire":
-            m, n, end, lim = args
-            return "ok", sp.acquire(m, n, end, now, lim)
+            m, n, end, lim, batch = args
+            return "ok", sp.acquire(m, n, end, now, lim, batch)
         if kind == "acknowledge":
             return "ok", sp.acknowledge(*args)
         if kind == "release":

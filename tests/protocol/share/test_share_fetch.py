@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from protocol import messages as m
 from protocol.errors import Errors
-from protocol.share.messages import ACK_ACCEPT, ACK_RELEASE, AcknowledgementBatch
+from protocol.share.messages import ACK_ACCEPT, ACK_RELEASE, RECORD_LIMIT, AcknowledgementBatch
 from protocol.share.records import SharePartitionStateKey
 from tests.protocol.share.helpers import (
     GROUP,
@@ -58,6 +58,32 @@ def test_max_records_bounds_the_whole_request():
     assert counts == [10, 2]
     result = shard.handle(fetch_request("a", ("orders", 2), end=10, max_records=0))
     assert acquired(result.response) == [] and result.records == []
+
+
+def test_max_records_is_soft_a_fetch_takes_the_rest_of_the_batch_holding_its_last_record():
+    # Kafka's default acquire mode (KIP-1206 batch_optimized): whole log batches.
+    shard = two_members()
+    a = acquired(fetch(shard, "a", ("orders", 0), end=5_000, max_records=500,
+                       batch_records=1_000))
+    b = acquired(fetch(shard, "b", ("orders", 0), end=5_000, max_records=1_000,
+                       batch_records=1_000))
+    assert a == [(0, 999, 1)] and b == [(1_000, 1_999, 1)]
+
+
+def test_a_batchs_rest_stops_at_the_log_end_and_a_spent_budget_takes_no_more_partitions():
+    shard = two_members()
+    resp = fetch(shard, "a", ("orders", 0), ("orders", 1), end=700, max_records=500,
+                 batch_records=1_000)
+    assert [[(x.first_offset, x.last_offset) for x in p.acquired]
+            for p in resp.topics[0].partitions] == [[(0, 699)], []]
+
+
+def test_record_limit_mode_acquires_exactly_max_records():
+    # KIP-1206's record_limit (ShareFetch v2's ShareAcquireMode 1).
+    shard = two_members()
+    resp = fetch(shard, "a", ("orders", 0), end=5_000, max_records=500, batch_records=1_000,
+                 acquire_mode=RECORD_LIMIT)
+    assert acquired(resp) == [(0, 499, 1)]
 
 
 def test_latest_starts_a_new_share_partition_at_the_stream_end():
@@ -151,6 +177,7 @@ def test_malformed_fetches_are_invalid_request_and_change_nothing():
     bad = [
         fetch_request("a", ("orders", 0), ("orders", 0)),  # a partition twice
         fetch_request("a", ("orders", 0), max_records=-1),
+        fetch_request("a", ("orders", 0), acquire_mode=2),  # neither of KIP-1206's modes
         fetch_request("a", ("orders", 0), end=-5),
         m.ShareFetchRequest(GROUP, "a", [m.ShareFetchTopic(tid("orders"), [
             m.ShareFetchPartition(0, log_end_offset=5, log_start_offset=6)])]),
