@@ -98,6 +98,11 @@ class CoordinatorConfig:
     group_streams_max_standby_replicas: int = 2
     group_streams_initial_rebalance_delay_ms: int = 3_000
     group_streams_max_size: int = INT32_MAX
+    # KIP-1263, as for consumer groups (Kafka 4.4's group.streams.*assignment.interval.ms): a
+    # bumped group's target waits for a heartbeat after the interval, told ASSIGNMENT_DELAYED.
+    group_streams_assignment_interval_ms: int = 1_000
+    group_streams_min_assignment_interval_ms: int = 0
+    group_streams_max_assignment_interval_ms: int = 15_000
     # The client tags standbys are spread over (an assignment config when set; a v1 member
     # lacking one is told MISSING_CLIENT_TAGS), the lag a warm-up may have to count as caught
     # up, and how often members report their task offsets.
@@ -138,7 +143,7 @@ class CoordinatorConfig:
             raise ValueError("the heartbeat interval must be below the session timeout")
         if self.group_consumer_reconciliation_heartbeat_interval_ms < 1:
             raise ValueError("the reconciliation heartbeat interval must be positive")
-        for kind in ("consumer", "share"):  # Kafka's GroupCoordinatorConfig: 0 <= min <= it <= max
+        for kind in ("consumer", "share", "streams"):  # Kafka's: 0 <= min <= it <= max
             low, it, high = (getattr(self, f"group_{kind}_{b}assignment_interval_ms")
                              for b in ("min_", "", "max_"))
             if not 0 <= low <= it <= high:
@@ -204,6 +209,7 @@ class GroupConfig:
     # fields in declaration order, and an older, shorter one still loads.
     consumer_assignment_interval_ms: int | None = None
     share_assignment_interval_ms: int | None = None  # KIP-1263's share.assignment.interval.ms
+    streams_assignment_interval_ms: int | None = None  # and streams.assignment.interval.ms
 
     def __post_init__(self) -> None:
         if self.share_auto_offset_reset not in (None, "latest", "earliest"):
@@ -249,6 +255,9 @@ class GroupConfig:
              b.group_streams_max_standby_replicas),
             (self.streams_initial_rebalance_delay_ms, "streams.initial.rebalance.delay.ms", 0,
              INT32_MAX),
+            (self.streams_assignment_interval_ms, "streams.assignment.interval.ms",
+             b.group_streams_min_assignment_interval_ms,
+             b.group_streams_max_assignment_interval_ms),
         ]
 
     def share_starts_at_earliest(self, broker: CoordinatorConfig) -> bool:

@@ -46,6 +46,7 @@ RAY_TEST_CONFIG = CoordinatorConfig(
     group_share_heartbeat_interval_ms=300,
     group_share_min_heartbeat_interval_ms=100,
     group_share_assignment_interval_ms=0,  # KIP-1263, as the consumer groups'
+    group_streams_assignment_interval_ms=0,  # and the streams groups'
 )
 RAY_TEST_PARTITIONS = 3
 

@@ -117,6 +117,11 @@ class StreamsGroupTargetAssignmentMetadataKey:
 @dataclass(frozen=True)
 class StreamsGroupTargetAssignmentMetadataValue:
     assignment_epoch: int
+    # KIP-1263 (Kafka 4.3+'s tagged AssignmentTimestamp): when the coordinator's assignor
+    # computed this target (ms; 0: not computed by it, so the next may be computed at once).
+    assignment_timestamp: int = 0
+
+    ADDED_FIELDS: ClassVar[int] = 1  # assignment_timestamp: records written before it lack it
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,12 @@ computed at the group epoch of the group then (``on_timer``, Kafka's
 ``computeDelayedTargetAssignment``), and the members reconcile toward it on their next
 heartbeats. The timer is soft state: a restarted shard has none, and the group's next
 heartbeat computes the target.
+
+KIP-1263's assignment interval holds a bumped group's target back until the interval since
+the last computation is over (``StreamsEpochs``); meanwhile every heartbeat reconciles toward
+the current target at the assignment epoch (a new member: nothing) and is told
+ASSIGNMENT_DELAYED "due to the configured assignment interval", as Kafka 4.4's. The end of the
+initial delay computes through the same gate, as Kafka's timer does.
 """
 
 from __future__ import annotations
@@ -65,7 +71,12 @@ from protocol.streams.sessions import (
     StreamsTimer,
     setting,
 )
-from protocol.streams.status import RACK_AWARE_ASSIGNMENT_TAGS, statuses
+from protocol.streams.status import (
+    ASSIGNMENT_INTERVAL,
+    INITIAL_DELAY,
+    RACK_AWARE_ASSIGNMENT_TAGS,
+    statuses,
+)
 from protocol.streams.target import StreamsEpochs
 from protocol.streams.topology import Status, configure, metadata_hash
 from protocol.streams.validation import validate_heartbeat
@@ -208,10 +219,12 @@ class StreamsGroupRules(ModernRules):
         assert group is not None
         member = group.members[a.member_id]
         before = member
-        delayed = self.delaying(group.group_id)
-        if delayed:  # Kafka: the assignment epoch (at least 1), no tasks
-            target_epoch, target = max(1, group.assignment_epoch), Tasks()
-        else:
+        delayed = None
+        if self.delaying(group.group_id):  # Kafka: the assignment epoch (at least 1), no tasks
+            delayed, target_epoch, target = INITIAL_DELAY, max(1, group.assignment_epoch), Tasks()
+        else:  # the target now; the interval may have held a new one back (KIP-1263)
+            if self.epochs.held_back(group):
+                delayed = ASSIGNMENT_INTERVAL
             target_epoch = group.assignment_epoch
             target = target_tasks(group.target.get(member.member_id, group.NO_TARGET))
         member = reconcile(group, member, target_epoch, target, _owned(req))
@@ -347,7 +360,8 @@ class StreamsGroupRules(ModernRules):
         the member's records go and the group epoch is bumped, but no target is computed;
         the next heartbeat of the group computes it (so a member back before then finds its
         tasks free: a rolling restart moves nothing). The last member leaving also writes
-        the target epoch at the bump: the (empty) target is computed then."""
+        the target epoch at the bump: the (empty) target is computed then, with time 0 (so
+        the assignment interval lets the next join's target be computed at once)."""
         member = group.members.get(member_id)
         self.remove_member_records(group.group_id, member_id)
         self.epochs.mark(group.group_id, reason, member, compute=not group.members)
@@ -372,7 +386,8 @@ class StreamsGroupRules(ModernRules):
                       "epoch %d not above the assignment epoch %d", group_id,
                       group.group_epoch, group.assignment_epoch)
             return
-        self.epochs.compute(group)
+        if self.epochs.may_compute(group):  # Kafka's timer passes the interval's gate too
+            self.epochs.compute(group)
 
     def on_metadata(self, groups: list[StreamsGroup]) -> None:
         """Topics created, deleted or grown: a group whose topology now configures otherwise

@@ -4,7 +4,8 @@ Timer keys (the shard routes a due timer by its base type, ``StreamsTimer``): a 
 session and revocation deadlines (``modern.sessions``) and the group's initial rebalance delay.
 Settings are Kafka 4.4's ``group.streams.*`` broker defaults, overridden per group by the group
 configs ``streams.session.timeout.ms``, ``streams.heartbeat.interval.ms``,
-``streams.num.standby.replicas`` and ``streams.initial.rebalance.delay.ms`` when the group's
+``streams.num.standby.replicas``, ``streams.initial.rebalance.delay.ms`` and
+``streams.assignment.interval.ms`` (KIP-1263) when the group's
 ``GroupConfig`` carries them (an attribute ``streams_<name>``; None or absent: the default).
 """
 

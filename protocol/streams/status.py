@@ -16,12 +16,17 @@ from protocol.streams.topology import Status
 RACK_AWARE_ASSIGNMENT_TAGS = "rack.aware.assignment.tags"
 # The first StreamsGroupHeartbeat version that may be told MISSING_CLIENT_TAGS (KAFKA-20744).
 MISSING_CLIENT_TAGS_VERSION = 1
+# Kafka 4.4's two ASSIGNMENT_DELAYED details (``maybeUpdateStreamsTargetAssignment``): the
+# initial rebalance delay runs, or the assignment interval (KIP-1263) holds the target back.
+INITIAL_DELAY = "Assignment delayed due to the configured initial rebalance delay."
+ASSIGNMENT_INTERVAL = "Assignment delayed due to the configured assignment interval."
 
 
 def statuses(group: StreamsGroup, member: StreamsGroupMember, configured, version: int,
-             delayed: bool, assignment_configs: Iterable[KeyValue]) -> list:
-    """The statuses of a reply to ``member`` (``delayed``: the heartbeat reconciled against
-    the initial delay's empty target)."""
+             delayed: str | None, assignment_configs: Iterable[KeyValue]) -> list:
+    """The statuses of a reply to ``member`` (``delayed``: why its target is delayed, the
+    detail of ASSIGNMENT_DELAYED: ``INITIAL_DELAY`` or ``ASSIGNMENT_INTERVAL``; None: it is
+    not)."""
     out = []
     topology = group.topology
     if topology is not None and member.topology_epoch < topology.epoch:
@@ -29,10 +34,8 @@ def statuses(group: StreamsGroup, member: StreamsGroupMember, configured, versio
             Status.STALE_TOPOLOGY,
             f"The member's topology epoch {member.topology_epoch} is behind the group's "
             f"topology epoch {topology.epoch}."))
-    if delayed:
-        out.append(sm.StreamsStatus(
-            Status.ASSIGNMENT_DELAYED,
-            "Assignment delayed due to the configured initial rebalance delay."))
+    if delayed is not None:
+        out.append(sm.StreamsStatus(Status.ASSIGNMENT_DELAYED, delayed))
     if configured is not None and not configured.ready:
         out.append(sm.StreamsStatus(configured.status, configured.detail))
     if group.shutdown_requested_by is not None:

@@ -13,6 +13,14 @@ no target is computed and nothing of one is written, as in Kafka 4.4's
 ``maybeUpdateStreamsTargetAssignment``: the group epoch moves on, the assignment epoch stays,
 and the delay's timer computes the target at the group epoch then
 (``StreamsGroupRules.on_timer``).
+
+KIP-1263's assignment interval (Kafka 4.4's ``maybeUpdateStreamsTargetAssignment`` after the
+initial delay's check, ``canComputeNextTargetAssignment``): a target is computed at most once
+per ``streams.assignment.interval.ms`` (over ``group.streams.assignment.interval.ms``), whose
+last time the target epoch record keeps (``assignment_timestamp``). A bump within it leaves the
+target and the assignment epoch as they are (``EpochTurn.may_compute``): each heartbeat then
+reconciles toward the current target, is told ASSIGNMENT_DELAYED, and the first heartbeat
+after the interval computes the target (no timer, as Kafka and the consumer groups' rule).
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from protocol.streams.records import (
     StreamsGroupMetadataValue,
     StreamsGroupTargetAssignmentMemberValue,
 )
+from protocol.streams.sessions import setting
 from protocol.streams.topology import metadata_hash
 
 
@@ -45,6 +54,16 @@ class StreamsEpochs(EpochTurn):
 
     def client_side(self, group: StreamsGroup) -> bool:
         return False
+
+    def interval_ms(self, group_id: str) -> int:
+        """KIP-1263's ``streams.assignment.interval.ms`` (Kafka 4.4's
+        ``streamsGroupAssignmentIntervalMs``: the group config over the broker's)."""
+        return setting(self.ctx, group_id, "assignment_interval_ms")
+
+    def held_back(self, group: StreamsGroup) -> bool:
+        """Whether the interval holds back the target of ``group``, whose epoch is ahead of
+        its assignment epoch (Kafka answers a heartbeat then ASSIGNMENT_DELAYED)."""
+        return group.group_epoch > group.assignment_epoch and not self.may_compute(group)
 
     def compute(self, group: StreamsGroup) -> None:
         """Install a target at the group epoch, unless the initial rebalance delay runs and

@@ -1,4 +1,5 @@
-"""KIP-1263's assignment interval for consumer groups, with a nonzero interval on both systems.
+"""KIP-1263's assignment interval for consumer and streams groups, with a nonzero interval on
+both systems.
 
 The session runs both at interval 0 (tests/conformance/conftest.py); each conversation here sets
 the group config ``consumer.assignment.interval.ms`` before its group exists and polls
@@ -11,11 +12,16 @@ interval leaves the target for the first heartbeat after it, and a group left em
 empty target with no time, so the next join is assigned. Which of three members gets which
 partition follows the member ids' order, each broker its own (v1 ids are random): those replies
 are compared without the assignment, and the describe by sizes and what is held together.
+
+Streams groups (``streams.assignment.interval.ms``, the initial rebalance delay off): a member
+whose target the interval holds back is told ASSIGNMENT_DELAYED "Assignment delayed due to the
+configured assignment interval." and reconciles toward the current target meanwhile.
 """
 
 from __future__ import annotations
 
 from tests.conformance.cases_consumer_membership import _counts, _no_assignment
+from tests.conformance.cases_streams import DELAY_CONFIG, _described, over
 from tests.conformance.requests import (
     ack,
     alter_configs,
@@ -24,6 +30,9 @@ from tests.conformance.requests import (
     describe_configs,
     join,
     leave,
+    streams_describe,
+    streams_heartbeat,
+    streams_join,
 )
 from tests.conformance.script import Poll, Script, script
 
@@ -31,16 +40,28 @@ from tests.conformance.script import Poll, Script, script
 # out the interval are still there when it ends.
 INTERVAL_MS = 2_500
 KEY = "consumer.assignment.interval.ms"
+STREAMS_KEY = "streams.assignment.interval.ms"
 
 
 def with_interval(value: int = INTERVAL_MS) -> Poll:
     """The group's assignment interval set (before the group exists), then asked for until
     the broker shows it."""
-    def shown(reply: dict) -> bool:
-        return any(c.get("name") == KEY and c.get("value") == str(value)
-                   for r in reply.get("results") or [] for c in r.get("configs") or [])
+    return _configs({KEY: str(value)})
 
-    return Poll((alter_configs(changes={KEY: str(value)}), describe_configs(names=[KEY])),
+
+def streams_interval() -> Poll:
+    """A streams group's assignment interval at ``INTERVAL_MS`` and its initial rebalance
+    delay off, so the first join is assigned at once and the next ones meet the interval."""
+    return _configs({STREAMS_KEY: str(INTERVAL_MS), DELAY_CONFIG: "0"})
+
+
+def _configs(changes: dict[str, str]) -> Poll:
+    def shown(reply: dict) -> bool:
+        got = {c.get("name"): c.get("value")
+               for r in reply.get("results") or [] for c in r.get("configs") or []}
+        return all(got.get(k) == v for k, v in changes.items())
+
+    return Poll((alter_configs(changes=changes), describe_configs(names=sorted(changes))),
                 until=shown)
 
 
@@ -74,4 +95,24 @@ def _scripts(v: int) -> list[Script]:
     ]
 
 
-CASES: list[Script] = [case for v in (1,) for case in _scripts(v)]
+def _streams() -> list[Script]:
+    return [
+        script("a streams join inside the assignment interval waits at the target's epoch "
+               "with nothing, told assignment delayed, and so is the member already there",
+               streams_interval(), streams_join("a"), streams_join("b"), streams_heartbeat("a"),
+               streams_describe(version=1, view=_described)),
+        script("the first streams heartbeat after the assignment interval computes the target "
+               "once for the joins within it",
+               streams_interval(), streams_join("a"), streams_join("b"), streams_join("c"),
+               streams_heartbeat("a", until=over),
+               streams_describe(version=1, view=_described)),
+        script("the last streams member leaving inside the assignment interval lets the next "
+               "join be assigned at once",
+               streams_interval(), streams_join("a"), streams_heartbeat("a", member_epoch=-1),
+               streams_join("b")),
+        script("describe configs shows a streams group's assignment interval",
+               streams_interval(), describe_configs(names=[STREAMS_KEY])),
+    ]
+
+
+CASES: list[Script] = [*(case for v in (1,) for case in _scripts(v)), *_streams()]

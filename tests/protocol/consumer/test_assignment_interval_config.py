@@ -88,10 +88,10 @@ def test_alter_sets_and_deletes_the_interval():
 
 def test_the_intervals_are_stored_last_so_an_older_shorter_config_still_loads():
     cfg = GroupConfig(consumer_session_timeout_ms=50_000, consumer_assignment_interval_ms=700,
-                      share_assignment_interval_ms=800)
+                      share_assignment_interval_ms=800, streams_assignment_interval_ms=900)
     payload = _config_payload(cfg)
-    assert payload[0] == 50_000 and payload[-2:] == [700, 800]
+    assert payload[0] == 50_000 and payload[-3:] == [700, 800, 900]
     assert GroupConfig(*payload) == cfg
     # A config the controller logged before the intervals existed (the controller loads a
     # payload as ``GroupConfig(*payload)``).
-    assert GroupConfig(*payload[:-2]) == GroupConfig(consumer_session_timeout_ms=50_000)
+    assert GroupConfig(*payload[:-3]) == GroupConfig(consumer_session_timeout_ms=50_000)

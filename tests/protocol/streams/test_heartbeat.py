@@ -39,8 +39,13 @@ def image(**topics: int) -> MetadataImage:
     return MetadataImage([TopicMetadata(f"{n}-id", n, p) for n, p in topics.items()])
 
 
+# No KIP-1263 assignment interval: these tests have a join or a leave assigned at the next
+# heartbeat without the clock moving (the interval's own tests: test_assignment_interval.py).
+CONFIG = CoordinatorConfig(group_streams_assignment_interval_ms=0)
+
+
 def shard(**topics: int) -> LoggingShard:
-    return LoggingShard(config=CoordinatorConfig(), metadata=image(**(topics or {"input": 4})))
+    return LoggingShard(config=CONFIG, metadata=image(**(topics or {"input": 4})))
 
 
 def ready(s: LoggingShard, *members: StreamsMember) -> None:
