@@ -43,6 +43,27 @@ KEY = "consumer.assignment.interval.ms"
 STREAMS_KEY = "streams.assignment.interval.ms"
 
 
+def _streams_counts(reply: dict) -> dict:
+    """A streams describe (``_described``) with each member's task counts as a multiset (which
+    member gets which task follows the random member ids' order) and the active tasks the
+    targets hold together."""
+    group = dict(_described(reply)["groups"][0])
+
+    def tasks(member: dict, which: str, kind: str) -> list:
+        return [(t["subtopology_id"], p) for t in (member.get(which) or {}).get(kind) or []
+                for p in t["partitions"]]
+
+    members = group["members"]
+    group["targets_active"] = sorted(t for x in members
+                                     for t in tasks(x, "target_assignment", "active_tasks"))
+    group["members"] = sorted(
+        (x["member_epoch"], *(len(tasks(x, which, kind))
+                              for which in ("assignment", "target_assignment")
+                              for kind in ("active_tasks", "standby_tasks", "warmup_tasks")))
+        for x in members)
+    return group
+
+
 def with_interval(value: int = INTERVAL_MS) -> Poll:
     """The group's assignment interval set (before the group exists), then asked for until
     the broker shows it."""
@@ -105,7 +126,7 @@ def _streams() -> list[Script]:
                "once for the joins within it",
                streams_interval(), streams_join("a"), streams_join("b"), streams_join("c"),
                streams_heartbeat("a", until=over),
-               streams_describe(version=1, view=_described)),
+               streams_describe(version=1, view=_streams_counts)),
         script("the last streams member leaving inside the assignment interval lets the next "
                "join be assigned at once",
                streams_interval(), streams_join("a"), streams_heartbeat("a", member_epoch=-1),
