@@ -31,13 +31,14 @@ def test_the_broker_defaults_are_kafkas():
             c.group_consumer_max_assignment_interval_ms) == (1_000, 0, 15_000)
 
 
+@pytest.mark.parametrize("kind", ["consumer", "share", "streams"])
 @pytest.mark.parametrize(("low", "value", "high"), [(0, -1, 15_000), (500, 100, 15_000),
-                                                     (0, 20_000, 15_000)])
-def test_a_broker_interval_outside_its_bounds_is_refused(low, value, high):
-    with pytest.raises(ValueError, match="assignment_interval"):
-        CoordinatorConfig(group_consumer_min_assignment_interval_ms=low,
-                          group_consumer_assignment_interval_ms=value,
-                          group_consumer_max_assignment_interval_ms=high)
+                                                     (0, 20_000, 15_000), (-1, 0, 10)])
+def test_a_broker_interval_outside_its_bounds_is_refused(kind, low, value, high):
+    with pytest.raises(ValueError, match=f"group_{kind}_assignment_interval_ms"):
+        CoordinatorConfig(**{f"group_{kind}_min_assignment_interval_ms": low,
+                             f"group_{kind}_assignment_interval_ms": value,
+                             f"group_{kind}_max_assignment_interval_ms": high})
 
 
 def test_the_group_config_overrides_the_broker_interval_and_unset_falls_back():

@@ -69,15 +69,6 @@ def test_the_streams_assignment_interval_has_kafkas_default_and_bounds():
             c.group_streams_max_assignment_interval_ms) == (1_000, 0, 15_000)
 
 
-@pytest.mark.parametrize(("low", "value", "high"), [(0, -1, 10), (500, 100, 1_000),
-                                                    (0, 2_000, 1_000), (-1, 0, 10)])
-def test_a_broker_streams_interval_outside_its_bounds_is_refused_at_start(low, value, high):
-    with pytest.raises(ValueError, match="group_streams_assignment_interval_ms"):
-        CoordinatorConfig(group_streams_min_assignment_interval_ms=low,
-                          group_streams_assignment_interval_ms=value,
-                          group_streams_max_assignment_interval_ms=high)
-
-
 def test_a_streams_interval_above_the_brokers_maximum_is_refused_in_kafkas_words():
     broker = CoordinatorConfig(group_streams_max_assignment_interval_ms=5_000)
     with pytest.raises(CoordinatorError) as refused:
