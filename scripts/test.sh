@@ -28,39 +28,32 @@ if [ "$#" -gt 0 ]; then
   exit 0
 fi
 # Lanes at once, each a chain of pytest sessions with a Ray of its own. The tests that need
-# Ray, Spark or a JVM (the reference broker, the Java clients) mostly wait on sessions, timers
-# and process starts (the whole suite keeps the two cores less than half busy), so they run as
-# six lanes: tests/actors' client actors; Cohort in front of real upstreams, then
-# tests/multinode's Ray nodes; the CLI and tools of tests/actors; the rest of tests/actors;
-# the JVM-bound tests (conformance against the reference broker, the Java clients); the other
-# Ray/Spark tests (chaos, the gateway, Spark). The pure tests (no Ray, no JVM) keep the cores
-# busy beside them as two more (tests/protocol, and the others). Ray tests must hold with
-# both cores busy: here they are. Each lane's report follows, in order.
+# Ray, Spark or a JVM (the reference broker, the Java clients) mostly wait on sessions and
+# timers, so they run as three lanes (the client actors of tests/actors, then Cohort in front
+# of real upstreams; the rest of tests/actors; the other Ray/Spark/JVM tests, then
+# tests/multinode's Ray nodes); the pure tests (no Ray, no JVM) keep the cores busy beside
+# them as two more (tests/protocol, and the others). Ray tests must hold with both cores busy:
+# here they are. Each lane's report follows, in order.
 RAY_TESTS="ray or spark or jvm"
 PURE_TESTS="not ray and not spark and not jvm"
 ALONE=(-o addopts="-ra --strict-markers")  # tests/upstream and tests/multinode: their own marks
-JVM_DIRS=(tests/conformance tests/reference tests/java_clients)
-on_clients() { session clients --durations=15 -m "$RAY_TESTS" tests/actors/clients; }
-on_upstream() {
+on_clients() {
   local rc=0
+  session clients --durations=15 -m "$RAY_TESTS" tests/actors/clients || rc=1
   session upstream --durations=10 "${ALONE[@]}" -m upstream tests/upstream || rc=1
-  session multinode --durations=10 "${ALONE[@]}" -m multinode tests/multinode || rc=1
   return "$rc"
 }
-on_tools() { session tools --durations=15 -m "$RAY_TESTS" tests/actors/tools; }
-on_actors() {
-  session actors --durations=15 -m "$RAY_TESTS" tests/actors --ignore=tests/actors/clients \
-    --ignore=tests/actors/tools
-}
-on_jvm() { session jvm --durations=15 -m "$RAY_TESTS" "${JVM_DIRS[@]}"; }
+on_actors() { session actors --durations=15 -m "$RAY_TESTS" tests/actors --ignore=tests/actors/clients; }
 on_rest() {
-  session rest --durations=15 -m "$RAY_TESTS" --ignore=tests/actors \
-    "${JVM_DIRS[@]/#/--ignore=}"
+  local rc=0
+  session rest --durations=15 -m "$RAY_TESTS" --ignore=tests/actors || rc=1
+  session multinode --durations=10 "${ALONE[@]}" -m multinode tests/multinode || rc=1
+  return "$rc"
 }
 on_protocol() { session protocol --durations=10 -m "$PURE_TESTS" tests/protocol; }
 on_pure() { session pure --durations=10 -m "$PURE_TESTS" --ignore=tests/protocol; }
 lanes=$(mktemp -d -t cohort-lanes.XXXXXX)
-LANES=(clients upstream tools actors jvm rest protocol pure)
+LANES=(clients actors rest protocol pure)
 for name in "${LANES[@]}"; do  # each in the background, its report in a file
   ( rc=0
     PYTEST_ADDOPTS="-p no:cacheprovider" "on_$name" >"$lanes/$name.log" 2>&1 || rc=$?
