@@ -87,8 +87,9 @@ def test_a_killed_workers_work_returns_after_the_scheduled_delay(cluster):
 def test_a_killed_workers_work_waits_the_delay_then_goes_to_its_replacement(cluster):
     group = "cw-replaced"
     # Long enough for a replacement's actor to start and join within it on a loaded machine
-    # (3 s was not, with three test lanes at once: the held work then spread to the survivors).
-    delay_s = 10.0
+    # (3 s was not with three test lanes at once, nor 10 s in a CI run at load average 50:
+    # the held work then spread to the survivors).
+    delay_s = 30.0
     cluster.create_connector(group, "sink", tasks=6)
 
     def spawn():
@@ -121,7 +122,10 @@ def test_a_killed_workers_work_waits_the_delay_then_goes_to_its_replacement(clus
     # IncrementalCooperativeAssignor: workers that joined since the loss). One that joined
     # before the fence would have been balanced in at once, and the lost tasks then spread
     # over the least loaded workers when the delay ran out.
+    fenced_at = time.monotonic()
     replacement = spawn()
+    eventually(lambda: len(cluster.describe_connect(group).members) == 3, 60, every_s=0.05)
+    assert time.monotonic() < fenced_at + delay_s, "the replacement joined after the delay"
     # Once the delay has run out they go to the replacement.
     eventually(lambda: moved <= tasks_of([replacement]), 60)
     everyone = [*survivors, replacement]
