@@ -61,10 +61,7 @@ class StreamRecords:
         return self.stream.next_batch_in_ms(now_ms)
 
     def batch_records(self) -> int:
-        """The records of one arrival, the stream's batch (its boundaries are multiples of
-        it when it is whole); 0 otherwise."""
-        per_batch = self.stream.records_per_s * self.stream.batch_interval_ms / 1000
-        return int(per_batch) if per_batch >= 1 and per_batch == int(per_batch) else 0
+        return self.stream.batch_records()
 
 
 class UpstreamRecords:

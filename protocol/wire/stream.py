@@ -89,6 +89,12 @@ class SyntheticStream:
         first = self.end_offset(timestamp_ms - 1)
         return first if first < self.end_offset(now_ms) else None
 
+    def batch_records(self) -> int:
+        """The records of one arrival, when that is a whole number (then every arrival's
+        first offset is a multiple of it); 0 otherwise."""
+        per_batch = self.records_per_s * self.batch_interval_ms / 1000
+        return int(per_batch) if per_batch >= 1 and per_batch == int(per_batch) else 0
+
     def next_batch_in_ms(self, now_ms: int) -> int:
         """How long until the next batch arrives."""
         elapsed = now_ms - self.anchor_ms

@@ -167,3 +167,13 @@ def test_a_batch_decodes_to_what_was_written(rows, base):
     data = record_batch(base, timestamps, [v for _, v in rows])
     assert _records(data) == [(base + i, v, ts)
                               for i, ((_, v), ts) in enumerate(zip(rows, timestamps, strict=True))]
+
+
+def test_an_arrival_of_a_whole_number_of_records_is_the_streams_batch_length():
+    # A share fetch acquires to the end of such a batch (KIP-1206's soft limit).
+    assert stream.SyntheticStream(anchor_ms=0, records_per_s=50_000.0).batch_records() == 10_000
+    slow = stream.SyntheticStream(anchor_ms=0, records_per_s=50.0)
+    assert slow.batch_records() == 10
+    assert all(slow.end_offset(k * slow.batch_interval_ms) % 10 == 0 for k in range(50))
+    assert stream.SyntheticStream(anchor_ms=0, records_per_s=7.0).batch_records() == 0  # 1.4
+    assert stream.SyntheticStream(anchor_ms=0, records_per_s=0.0).batch_records() == 0
