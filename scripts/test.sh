@@ -32,8 +32,9 @@ fi
 # timers, so they run as three lanes (the client actors of tests/actors, then Cohort in front
 # of real upstreams; the rest of tests/actors; the other Ray/Spark/JVM tests, then
 # tests/multinode's Ray nodes); the pure tests (no Ray, no JVM) keep the cores busy beside
-# them as two more (tests/protocol, and the others). Ray tests must hold with both cores busy:
-# here they are. Each lane's report follows, in order.
+# them as two more (tests/protocol, then the short chaos runs once it is done, as the third
+# lane is the longest; and the others). Ray tests must hold with both cores busy: here they
+# are. Each lane's report follows, in order.
 RAY_TESTS="ray or spark or jvm"
 PURE_TESTS="not ray and not spark and not jvm"
 ALONE=(-o addopts="-ra --strict-markers")  # tests/upstream and tests/multinode: their own marks
@@ -46,11 +47,16 @@ on_clients() {
 on_actors() { session actors --durations=15 -m "$RAY_TESTS" tests/actors --ignore=tests/actors/clients; }
 on_rest() {
   local rc=0
-  session rest --durations=15 -m "$RAY_TESTS" --ignore=tests/actors || rc=1
+  session rest --durations=15 -m "$RAY_TESTS" --ignore=tests/actors --ignore=tests/chaos || rc=1
   session multinode --durations=10 "${ALONE[@]}" -m multinode tests/multinode || rc=1
   return "$rc"
 }
-on_protocol() { session protocol --durations=10 -m "$PURE_TESTS" tests/protocol; }
+on_protocol() {
+  local rc=0
+  session protocol --durations=10 -m "$PURE_TESTS" tests/protocol || rc=1
+  session chaos --durations=5 -m "$RAY_TESTS" tests/chaos || rc=1
+  return "$rc"
+}
 on_pure() { session pure --durations=10 -m "$PURE_TESTS" --ignore=tests/protocol; }
 lanes=$(mktemp -d -t cohort-lanes.XXXXXX)
 LANES=(clients actors rest protocol pure)
