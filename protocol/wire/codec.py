@@ -41,11 +41,14 @@ from protocol.types import MAX_REQUEST_ENTRIES, MAX_STRING_BYTES
 from protocol.validation import string_error
 from protocol.wire.array_guard import check_arrays
 from protocol.wire.entities import build, plain
+from protocol.wire.fast_metadata import METADATA, metadata
 from protocol.wire.fast_requests import DECODERS
 from protocol.wire.fast_responses import ENCODERS, offset_commit_reply
 from protocol.wire.framing import frame
 from protocol.wire.versions import served, supports
 
+# The hand-written response encoders: the hot group APIs' and Metadata's (fast_metadata).
+_BODY_ENCODERS = {**ENCODERS, METADATA: metadata}
 _HEADER = struct.Struct(">hhi")
 _SIZE_AND_CORRELATION = struct.Struct(">ii")
 _INT16 = struct.Struct(">h")
@@ -189,7 +192,7 @@ def encode_response(header: RequestHeader, body: dict[str, Any] | EncodedBody,
     version = header.api_version if version is None else version
     if isinstance(body, EncodedBody):
         return _framed(header, body, version)
-    encode = ENCODERS.get(header.api_key)
+    encode = _BODY_ENCODERS.get(header.api_key)
     if encode is None:
         return encode_response_with_kio(header, body, version)
     out = _response_head(header, version)
@@ -229,8 +232,14 @@ def _framed(header: RequestHeader, body: EncodedBody, version: int) -> bytes:
 
 
 def encode_body(api_key: int, version: int, body: dict[str, Any]) -> EncodedBody:
-    """``body`` written once in ``version`` (by kio), to be framed for any number of requests:
-    for a reply that never changes (ApiVersions', asked on every new connection)."""
+    """``body`` written once in ``version``, to be framed for any number of requests: for a
+    reply that never changes (ApiVersions', asked on every new connection), or is kept while
+    its answer holds (Metadata's)."""
+    encode = _BODY_ENCODERS.get(api_key)
+    if encode is not None:
+        out = bytearray()
+        encode(out, body, version)
+        return EncodedBody([bytes(out)])
     schema = _response_schema(api_key, version)
     buf = io.BytesIO()
     _writer(schema)(buf, build(schema, body))

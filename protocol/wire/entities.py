@@ -102,10 +102,12 @@ def _coerce(f: dataclasses.Field, value: Any) -> Any:
 
 def _built_each(nested: type, items: list) -> tuple:
     """Each item built, an item repeated (the same object again: a reply naming one group for
-    each of 100,000 repeated names) built once and repeated."""
+    each of 100,000 repeated names) built once and repeated. The items are held while built:
+    a sequence that makes its items on demand (``fast_metadata.UniformPartitions``) frees
+    each one after use, and a freed item's id may come back for the next."""
     built: dict[int, Any] = {}
     out = []
-    for item in items:
+    for item in list(items):
         entity = built.get(id(item))
         if entity is None:
             entity = built[id(item)] = build(nested, item)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from kio.schema.errors import ErrorCode as E
 
 from protocol.metadata import TopicMetadata
+from protocol.wire.fast_metadata import UniformPartitions
 from protocol.wire.ids import topic_uuid, uuid_topic_id
 
 # Kafka's ``num.partitions`` default, used when CreateTopics leaves the count to the broker.
@@ -124,12 +125,9 @@ def _topic_entry(t: TopicMetadata, node: Node) -> dict:
         "name": t.name,
         "topic_id": topic_uuid(t.topic_id),
         "is_internal": False,
-        "partitions": [
-            {"error_code": 0, "partition_index": p, "leader_id": node.node_id, "leader_epoch": 0,
-             "replica_nodes": [node.node_id], "isr_nodes": [node.node_id],
-             "offline_replicas": []}
-            for p in range(t.num_partitions)
-        ],
+        "partitions": UniformPartitions(t.num_partitions, {
+            "leader_id": node.node_id, "leader_epoch": 0, "replica_nodes": [node.node_id],
+            "isr_nodes": [node.node_id], "offline_replicas": []}),
         "topic_authorized_operations": UNKNOWN_AUTHORIZED_OPERATIONS,
     }
 
