@@ -26,12 +26,17 @@ UNKNOWN_TOPIC_OR_PARTITION (Kafka checks this in ``KafkaApis``), metadata longer
 INVALID_COMMIT_OFFSET_SIZE. The valid partitions of a request are written even when others fail.
 
 Retention: one periodic timer, ``RetentionCheck``, armed when the first offset is replayed
-and re-armed while any offset remains. A group's offsets of topics it does not subscribe to
-expire when their explicit expiry time passes, or else ``offsets_retention_minutes`` after a
-base time: the commit time, or for an EMPTY classic group the later of the commit time and the
-time the group became empty. Offsets of subscribed topics never expire; a group with members
-subscribes to its members' topics (classic: only a STABLE "consumer" group whose
-subscriptions all decode may expire anything, as Kafka's ``offsetExpirationCondition``).
+or a turn ends with groups (``keep_watch``) and re-armed while any offset or group remains.
+After a check's expired offsets, a group left with no offsets that is empty is deleted (its
+row's tombstones), unless its row keeps empty groups (``GroupRow.expires_when_empty``: share
+groups), as Kafka's ``GroupCoordinatorShard.cleanupGroupMetadata`` and
+``Group.shouldExpire`` do every ``offsets.retention.check.interval.ms``. A group's offsets of
+topics it does not subscribe to expire when their explicit expiry time passes, or else
+``offsets_retention_minutes`` after a base time: the commit time, or for an EMPTY classic
+group the later of the commit time and the time the group became empty. Offsets of
+subscribed topics never expire; a group with members subscribes to its members' topics
+(classic: only a STABLE "consumer" group whose subscriptions all decode may expire anything,
+as Kafka's ``offsetExpirationCondition``).
 
 Where Cohort differs from Kafka, on purpose:
 
@@ -317,10 +322,27 @@ class OffsetRules:
         expired = list(self._expired(MAX_EXPIRED_PER_CHECK))
         for gid, topic, partition in expired:
             self.ctx.emit(Record(OffsetCommitKey(gid, topic, partition), None))
-        if len(expired) >= MAX_EXPIRED_PER_CHECK:
+        if len(expired) >= MAX_EXPIRED_PER_CHECK or \
+                self._delete_expired_groups(MAX_EXPIRED_PER_CHECK) >= MAX_EXPIRED_PER_CHECK:
             self._arm(self.ctx.now_ms)  # more to do: the next tick carries on
-        elif self.offsets:
+        elif self.offsets or self.ctx.groups:
             self._arm(self.ctx.now_ms + self.ctx.config.offsets_retention_check_interval_ms)
+
+    def keep_watch(self) -> None:
+        """At a turn's end: the check is armed while there are groups (a group that never
+        committed is deleted by it once empty)."""
+        if self.ctx.groups and EXPIRE_TIMER not in self.ctx.timers:
+            self._arm(self.ctx.now_ms + self.ctx.config.offsets_retention_check_interval_ms)
+
+    def _delete_expired_groups(self, limit: int) -> int:
+        """Delete up to ``limit`` empty groups without offsets whose row lets them expire;
+        how many were."""
+        doomed = [gid for gid, group in self.ctx.groups.items()
+                  if gid not in self.offsets and (row := type_of(group)).expires_when_empty
+                  and row.is_empty(group) and not row.is_dead(group)][:limit]
+        for gid in doomed:
+            self._delete_group(gid)
+        return len(doomed)
 
     def _arm(self, deadline_ms: int) -> None:
         self.ctx.timers.schedule(EXPIRE_TIMER, deadline_ms)
