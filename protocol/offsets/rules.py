@@ -288,6 +288,7 @@ class OffsetRules:
                 committed.pop(tp, None)
                 if not committed:
                     del self.offsets[key.group_id]
+                    self._disarm_if_idle()
             return
         assert isinstance(record.value, OffsetCommitValue), record.value
         self.offsets.setdefault(key.group_id, {})[tp] = record.value
@@ -308,6 +309,9 @@ class OffsetRules:
                     committed.pop((topic, partition), None)
                     if not committed:
                         del offsets[gid]
+                        if armed and not offsets and not self.ctx.groups:
+                            self._disarm_if_idle()
+                            armed = False
                 continue
             if committed is None:
                 committed = offsets[gid] = {}
@@ -330,9 +334,16 @@ class OffsetRules:
 
     def keep_watch(self) -> None:
         """At a turn's end: the check is armed while there are groups (a group that never
-        committed is deleted by it once empty)."""
-        if self.ctx.groups and EXPIRE_TIMER not in self.ctx.timers:
+        committed is deleted by it once empty) or offsets, and only then (a shard with
+        neither has no timer left)."""
+        if EXPIRE_TIMER not in self.ctx.timers and (self.ctx.groups or self.offsets):
             self._arm(self.ctx.now_ms + self.ctx.config.offsets_retention_check_interval_ms)
+        self._disarm_if_idle()
+
+    def _disarm_if_idle(self) -> None:
+        """No offsets and no groups: nothing for the check to do, so no timer."""
+        if not (self.ctx.groups or self.offsets):
+            self.ctx.timers.cancel(EXPIRE_TIMER)
 
     def _delete_expired_groups(self, limit: int) -> int:
         """Delete up to ``limit`` empty groups without offsets whose row lets them expire;
