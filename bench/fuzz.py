@@ -52,6 +52,7 @@ from actors.tools import admin_security
 from actors.tools.fuzz_checks import (
     Probe,
     actor_processes,
+    census,
     commits_and_reads_back,
     listeners,
     loop_stalls,
@@ -149,6 +150,7 @@ async def run(cluster: Cluster, args: argparse.Namespace) -> int:
     }
     result = probe.stop()
     stalls = loop_stalls(watched)
+    left = census(plain)
     for writer in idle:
         writer.close()
     after = actor_processes()
@@ -159,6 +161,7 @@ async def run(cluster: Cluster, args: argparse.Namespace) -> int:
           f"({sum(slow_closed)} closed by the listeners within 20 s); frames past the size "
           f"bounds refused: {sum(v for o in oversized.values() for v in o.values())} of "
           f"{sum(len(o) for o in oversized.values())}")
+    print(f"left behind: {left}")
     print(f"\n{'listener':<28} {'answers after':>13} {'round trips':>12} {'longest ms':>11}")
     for t in every:
         print(f"{t.name:<28} {'yes' if answering[t.name] else 'NO':>13} "

@@ -128,6 +128,9 @@ class GroupType:
     bulk_load: BulkLoad | None = None
     # State, epochs and member counts of one group (``OffsetsPartition.summarize``).
     summarize: Callable[[Group], dict] = summarize_modern
+    # Whether the retention check deletes such a group once it is empty and has no offsets
+    # (Kafka's ``Group.shouldExpire``: true but for share groups).
+    expires_when_empty: bool = True
     # Its own metrics beside ``group_count`` (Kafka's per-type ``<type>-group-count`` by state
     # and ``<type>-group-rebalance-rate/count``): the gauge counting its groups by state, and
     # the name of the counter (``_count``) and rate (``_rate``) of its epoch bumps (its own

@@ -138,7 +138,9 @@ class GroupCoordinatorShard:
         self._completed = []
         self._checked = checked
         try:
-            return self._handle_batch(requests)
+            result = self._handle_batch(requests)
+            self.offsets.keep_watch()
+            return result
         finally:
             self._checked = ()
 

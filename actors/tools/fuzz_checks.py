@@ -86,6 +86,18 @@ def commits_and_reads_back(bootstrap: str, topic: str, group: str, offset: int,
         consumer.close()
 
 
+def census(bootstrap: str) -> str:
+    """What a run left behind, as a client sees it: topics, their partitions and groups (a
+    fuzzer's CreateTopics and joins make them; what grows, the processes' memory follows)."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    topics = admin.list_topics(timeout=60).topics
+    groups = admin.list_consumer_groups(request_timeout=60).result()
+    partitions = sum(len(t.partitions) for t in topics.values())
+    return f"{len(topics):,} topics, {partitions:,} partitions, {len(groups.valid):,} groups"
+
+
 # ------------------------------------------------------------------------------- probe
 
 

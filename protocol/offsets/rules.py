@@ -26,12 +26,17 @@ UNKNOWN_TOPIC_OR_PARTITION (Kafka checks this in ``KafkaApis``), metadata longer
 INVALID_COMMIT_OFFSET_SIZE. The valid partitions of a request are written even when others fail.
 
 Retention: one periodic timer, ``RetentionCheck``, armed when the first offset is replayed
-and re-armed while any offset remains. A group's offsets of topics it does not subscribe to
-expire when their explicit expiry time passes, or else ``offsets_retention_minutes`` after a
-base time: the commit time, or for an EMPTY classic group the later of the commit time and the
-time the group became empty. Offsets of subscribed topics never expire; a group with members
-subscribes to its members' topics (classic: only a STABLE "consumer" group whose
-subscriptions all decode may expire anything, as Kafka's ``offsetExpirationCondition``).
+or a turn ends with groups (``keep_watch``) and re-armed while any offset or group remains.
+After a check's expired offsets, a group left with no offsets that is empty is deleted (its
+row's tombstones), unless its row keeps empty groups (``GroupRow.expires_when_empty``: share
+groups), as Kafka's ``GroupCoordinatorShard.cleanupGroupMetadata`` and
+``Group.shouldExpire`` do every ``offsets.retention.check.interval.ms``. A group's offsets of
+topics it does not subscribe to expire when their explicit expiry time passes, or else
+``offsets_retention_minutes`` after a base time: the commit time, or for an EMPTY classic
+group the later of the commit time and the time the group became empty. Offsets of
+subscribed topics never expire; a group with members subscribes to its members' topics
+(classic: only a STABLE "consumer" group whose subscriptions all decode may expire anything,
+as Kafka's ``offsetExpirationCondition``).
 
 Where Cohort differs from Kafka, on purpose:
 
@@ -283,6 +288,7 @@ class OffsetRules:
                 committed.pop(tp, None)
                 if not committed:
                     del self.offsets[key.group_id]
+                    self._disarm_if_idle()
             return
         assert isinstance(record.value, OffsetCommitValue), record.value
         self.offsets.setdefault(key.group_id, {})[tp] = record.value
@@ -303,6 +309,9 @@ class OffsetRules:
                     committed.pop((topic, partition), None)
                     if not committed:
                         del offsets[gid]
+                        if armed and not offsets and not self.ctx.groups:
+                            self._disarm_if_idle()
+                            armed = False
                 continue
             if committed is None:
                 committed = offsets[gid] = {}
@@ -317,10 +326,34 @@ class OffsetRules:
         expired = list(self._expired(MAX_EXPIRED_PER_CHECK))
         for gid, topic, partition in expired:
             self.ctx.emit(Record(OffsetCommitKey(gid, topic, partition), None))
-        if len(expired) >= MAX_EXPIRED_PER_CHECK:
+        if len(expired) >= MAX_EXPIRED_PER_CHECK or \
+                self._delete_expired_groups(MAX_EXPIRED_PER_CHECK) >= MAX_EXPIRED_PER_CHECK:
             self._arm(self.ctx.now_ms)  # more to do: the next tick carries on
-        elif self.offsets:
+        elif self.offsets or self.ctx.groups:
             self._arm(self.ctx.now_ms + self.ctx.config.offsets_retention_check_interval_ms)
+
+    def keep_watch(self) -> None:
+        """At a turn's end: the check is armed while there are groups (a group that never
+        committed is deleted by it once empty) or offsets, and only then (a shard with
+        neither has no timer left)."""
+        if EXPIRE_TIMER not in self.ctx.timers and (self.ctx.groups or self.offsets):
+            self._arm(self.ctx.now_ms + self.ctx.config.offsets_retention_check_interval_ms)
+        self._disarm_if_idle()
+
+    def _disarm_if_idle(self) -> None:
+        """No offsets and no groups: nothing for the check to do, so no timer."""
+        if not (self.ctx.groups or self.offsets):
+            self.ctx.timers.cancel(EXPIRE_TIMER)
+
+    def _delete_expired_groups(self, limit: int) -> int:
+        """Delete up to ``limit`` empty groups without offsets whose row lets them expire;
+        how many were."""
+        doomed = [gid for gid, group in self.ctx.groups.items()
+                  if gid not in self.offsets and (row := type_of(group)).expires_when_empty
+                  and row.is_empty(group) and not row.is_dead(group)][:limit]
+        for gid in doomed:
+            self._delete_group(gid)
+        return len(doomed)
 
     def _arm(self, deadline_ms: int) -> None:
         self.ctx.timers.schedule(EXPIRE_TIMER, deadline_ms)

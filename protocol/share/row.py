@@ -179,6 +179,7 @@ ROW = GroupType(
     offsets_deletable=refuse_offsets,  # OffsetDelete: GROUP_ID_NOT_FOUND, as Kafka
     may_expire_offsets=_never,  # share groups have no offset expiry
     is_empty=lambda g: not g.members,
+    expires_when_empty=False,  # Kafka's ShareGroup.shouldExpire: its share-partitions stay
     tombstones=share_group.group_tombstones,
     subscribed_topics=lambda g, image, strict: g.subscribed_topic_names(),
     describe_classic=lambda shard, g, history: describe_as_classic(g, history),

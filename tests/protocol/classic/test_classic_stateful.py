@@ -26,8 +26,9 @@ The client model (``Client``), reduced to what the invariants need:
   again. A crashed process loses its partitions and its in-flight requests.
 
 Invariants checked after every step: no partition owned by two clients; eager clients own
-nothing when they join; the group's generation never goes down, nor any client's; every
-request is answered exactly once (delayed replies included); a successful reply speaks for
+nothing when they join; the group's generation never goes down while it exists (the
+retention check deletes it once empty without offsets), nor any client's; every request is
+answered exactly once (delayed replies included); a successful reply speaks for
 the group's current generation and a current member; the coordinator's assignments in a
 Stable group are disjoint; whenever the group is Stable or Empty, replaying every record so
 far into a fresh shard describes the same group. At the end faults stop, time moves on and
@@ -63,6 +64,7 @@ from protocol.classic.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
+from protocol.classic.records import GroupMetadataKey
 from protocol.codec import decode_record, encode_record
 from protocol.config import CoordinatorConfig
 from protocol.errors import Errors
@@ -400,6 +402,8 @@ class ClassicLifecycles(RuleBasedStateMachine):
         for r in res.records:
             self.records.append(r)
             self.shadow.replay(decode_record(encode_record(r)))
+            if isinstance(r.key, GroupMetadataKey) and r.value is None:
+                self._group_deleted()
         for req, resp in res.replies:
             pending = self.outstanding.pop(id(req), None)
             assert pending is not None and pending.req is req, (
@@ -414,6 +418,13 @@ class ClassicLifecycles(RuleBasedStateMachine):
                 client.on_lost(req, self.shard.now_ms, delayed)
             else:
                 client.on_reply(req, resp, self.shard.now_ms, delayed)
+
+    def _group_deleted(self) -> None:
+        """The retention check deleted the empty group (it had no offsets): a later join
+        creates a new group, whose generations start again, as Kafka's do."""
+        self.highest_generation = 0
+        for c in self.clients:
+            c.highest_generation = -1
 
     def _check_reply(self, req: object, resp: object) -> None:
         """A successful reply speaks for the group's current generation."""

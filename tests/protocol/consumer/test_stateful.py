@@ -6,7 +6,8 @@ or a regex) or assignor; time jumps, also right onto the coordinator's timers; t
 appear, vanish, come back under a new id and move racks; several requests share one turn.
 After every step the machine checks invariants 1 and 2 of the design (exclusive ownership,
 from both the clients' and the coordinator's view; epochs that never go back nor pass the
-group's), and at the end, once changes stop, invariant 3 (every group settles within a
+group's, while the group lives: the retention check deletes an empty one without offsets), and
+at the end, once changes stop, invariant 3 (every group settles within a
 bounded number of heartbeats, complete and balanced). Every heartbeat at an epoch > 0 sent
 alone is also checked against seed 000's epoch rule (fenced unless current, or the previous
 epoch of a lost reply with nothing owned outside the assignment); zombies exercise it.
@@ -54,6 +55,7 @@ from protocol import messages as m
 from protocol import partitions as pm
 from protocol.config import CoordinatorConfig
 from protocol.consumer.member import STATIC_LEAVE_EPOCH
+from protocol.consumer.records import ConsumerGroupMetadataKey
 from protocol.errors import Errors
 from protocol.metadata import MetadataImage, TopicMetadata
 from protocol.records import PartitionMap, Record
@@ -310,7 +312,14 @@ class GroupEvents(RuleBasedStateMachine):
 
     def _record(self, result: CoordinatorResult) -> CoordinatorResult:
         self.journal.append(list(result.records))
+        for r in result.records:
+            if isinstance(r.key, ConsumerGroupMetadataKey) and r.value is None:
+                self.group_deleted(r.key.group_id)
         return result
+
+    def group_deleted(self, group_id: str) -> None:
+        """The retention check deleted an empty group without offsets; a later join creates
+        a new one, whose epochs start again (as Kafka's)."""
 
     def image(self) -> MetadataImage:
         def racks(name: str, n: int) -> tuple[frozenset[str], ...] | None:
@@ -695,6 +704,10 @@ class GroupLifecycles(GroupEvents):
                 f"{c.name} uses {_fmt(c.owned)}, the coordinator gave it {_fmt(held)}\n"
                 + self.describe_clients()
             )
+
+    def group_deleted(self, group_id: str) -> None:
+        self.group_epochs.pop(group_id, None)
+        self.member_epochs = {k: v for k, v in self.member_epochs.items() if k[0] != group_id}
 
     @invariant()
     def epochs_never_go_back_nor_pass_the_group_epoch(self) -> None:

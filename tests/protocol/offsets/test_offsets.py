@@ -727,13 +727,33 @@ def test_offsets_of_subscribed_topics_never_expire_while_the_group_has_members()
     assert committed(shard) == {("foo", 0): 1}  # bar's offset expired (Kafka 4), foo's stays
 
 
-def test_offsets_of_an_emptied_consumer_group_expire():
+def test_an_emptied_consumer_group_is_deleted_by_the_check_that_expires_its_offsets():
+    # Kafka 4.4's cleanupGroupMetadata: offsets expired, then an empty group without offsets
+    # goes (Group.shouldExpire).
     shard = new_shard()
     (a,) = consumer_group(shard, "A")
     commit(shard, {("foo", 0): 1}, epoch=a.epoch, member="A")
     a.leave()
-    shard.tick(RETENTION_MS + CHECK_MS)
-    assert committed(shard) == {} and "g" in shard.groups  # the group itself stays
+    res = shard.tick(RETENTION_MS + CHECK_MS)
+    assert committed(shard) == {} and "g" not in shard.groups
+    assert Record(OffsetCommitKey("g", "foo", 0), None) in res.records
+    assert any(r.key == ConsumerGroupMetadataKey("g") and r.value is None for r in res.records)
+
+
+def test_an_empty_group_that_never_committed_goes_at_the_next_check_a_live_one_stays():
+    shard = new_shard()
+    (a,) = consumer_group(shard, "A")
+    a.leave()
+    assert "g" in shard.groups and shard.timers.deadline(EXPIRE_TIMER) is not None
+    shard.tick(shard.timers.deadline(EXPIRE_TIMER) - 1)
+    assert "g" in shard.groups  # not before the check
+    live = new_shard(config=CoordinatorConfig(group_consumer_session_timeout_ms=3 * CHECK_MS))
+    (b,) = consumer_group(live, "B")  # a session that outlives the checks
+    for t in (CHECK_MS, 2 * CHECK_MS):
+        shard.tick(t)
+        live.tick(t)
+        assert b.heartbeat().error_code == Errors.NONE
+    assert "g" not in shard.groups and "g" in live.groups
 
 
 def test_the_expiry_check_is_armed_by_the_first_offset_and_stops_when_none_remain():

@@ -108,6 +108,7 @@ class OffsetsModel(RuleBasedStateMachine):
         assert set(partition_errors(res.response).values()) <= {Errors.NONE}
         for p in partitions:
             self.model.pop((group, topic, p), None)
+        self._nothing_left_to_watch()
 
     @rule(group=st.sampled_from(GROUPS))
     def delete_group(self, group):
@@ -116,6 +117,13 @@ class OffsetsModel(RuleBasedStateMachine):
         expected = Errors.NONE if known else Errors.GROUP_ID_NOT_FOUND
         assert group_errors(res.response) == {group: expected}
         self.model = {k: v for k, v in self.model.items() if k[0] != group}
+        self._nothing_left_to_watch()
+
+    def _nothing_left_to_watch(self) -> None:
+        """A turn that leaves no offsets (and these groups have no members) disarms the
+        check: a shard with nothing to expire keeps no timer."""
+        if not self.model:
+            self.check_at = None
 
     # Whole minutes too, so time often lands exactly on a retention boundary.
     @rule(dt=st.one_of(st.integers(0, 3 * CHECK_MS), st.integers(0, 30).map(lambda k: k * 60_000)))
@@ -134,8 +142,9 @@ class OffsetsModel(RuleBasedStateMachine):
         fresh = TracedShard(config=CONFIG, metadata=image(**TOPICS), now_ms=self.now)
         fresh.load(journal)
         self.shard = fresh
-        # Loading arms the check once it replays an offset (even one deleted later).
-        self.check_at = self.now + CHECK_MS if any(r.value for r in journal) else None
+        # Loading arms the check once it replays an offset, and disarms it when a tombstone
+        # leaves neither offsets nor groups.
+        self.check_at = self.now + CHECK_MS if self.model else None
 
     def _tick(self, now):
         self.now = now

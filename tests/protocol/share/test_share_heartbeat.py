@@ -230,3 +230,14 @@ def test_an_empty_share_group_can_be_deleted_and_a_live_one_cannot():
     heartbeat(shard, "a", -1)
     resp = shard.handle(m.DeleteGroupsRequest([GROUP])).response
     assert resp.results[0].error_code == 0 and GROUP not in shard.groups
+
+
+def test_an_empty_share_group_outlives_the_retention_checks_that_delete_other_empty_groups():
+    # Kafka's ShareGroup.shouldExpire is false: its share-partitions' state stays.
+    shard = new_shard()
+    join(shard, "a")
+    assert heartbeat(shard, "a", -1).error_code == Errors.NONE
+    check_ms = CoordinatorConfig().offsets_retention_check_interval_ms
+    for t in (check_ms, 2 * check_ms):
+        shard.tick(t)
+    assert GROUP in shard.groups and not shard.groups[GROUP].members
