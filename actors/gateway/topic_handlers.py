@@ -106,11 +106,13 @@ async def create_topics(core: GatewayCore, req: WireRequest) -> dict:
     index = await core.topics(refresh=True)
     may_create = core.may(req, "CREATE", CLUSTER, CLUSTER_NAME)
     for plan in plans:
+        if not plan.error and not (may_create or core.may(req, "CREATE", TOPIC, plan.name)):
+            plan.error, plan.message = E.topic_authorization_failed.value, "Not authorized."
+    topics.refuse_excessive(plans, lambda p: p.count, topics.EXCESSIVE_PARTITIONS)
+    for plan in plans:
         if plan.error:
             continue
-        if not (may_create or core.may(req, "CREATE", TOPIC, plan.name)):
-            plan.error, plan.message = E.topic_authorization_failed.value, "Not authorized."
-        elif validate_only:
+        if validate_only:
             if plan.name in index.by_name:
                 plan.error = E.topic_already_exists.value
                 plan.message = f"Topic '{plan.name}' already exists."
@@ -141,11 +143,15 @@ async def create_partitions(core: GatewayCore, req: WireRequest) -> dict:
     validate_only = req.body.get("validate_only", False)
     index = await core.topics(refresh=True)
     for plan in plans:
+        if not plan.error and not core.may(req, "ALTER", TOPIC, plan.name):
+            plan.error, plan.message = E.topic_authorization_failed.value, "Not authorized."
+    topics.refuse_excessive(  # an unknown topic adds none (it is refused on its own)
+        plans, lambda p: max(0, p.count - (index.partitions(p.name) or p.count)),
+        topics.EXCESSIVE_ADDED_PARTITIONS)
+    for plan in plans:
         if plan.error:
             continue
-        if not core.may(req, "ALTER", TOPIC, plan.name):
-            plan.error, plan.message = E.topic_authorization_failed.value, "Not authorized."
-        elif validate_only:
+        if validate_only:
             now = index.partitions(plan.name)
             if now is None:
                 plan.error = E.unknown_topic_or_partition.value

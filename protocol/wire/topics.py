@@ -200,6 +200,25 @@ def _plan_creation(t: dict) -> TopicChange:
     return plan
 
 
+# Kafka's controller refuses a CreateTopics or CreatePartitions that would add more partitions
+# than this in all (``ReplicationControlManager.MAX_PARTITIONS_PER_BATCH``), whole.
+MAX_PARTITIONS_PER_REQUEST = 10_000
+EXCESSIVE_PARTITIONS = "Excessively large number of partitions per request."
+EXCESSIVE_ADDED_PARTITIONS = "Excessively large number of additional partitions per request."
+
+
+def refuse_excessive(plans: list[TopicChange], added: Callable[[TopicChange], int],
+                     message: str) -> bool:
+    """If the plans still to do would add more than MAX_PARTITIONS_PER_REQUEST partitions
+    (``added`` says how many each adds), every entry of the request is refused,
+    POLICY_VIOLATION, as Kafka's controller fails the request; whether they were."""
+    if sum(added(p) for p in plans if not p.error) <= MAX_PARTITIONS_PER_REQUEST:
+        return False
+    for p in plans:
+        p.error, p.message = E.policy_violation.value, message
+    return True
+
+
 def create_topics_response(plans: list[TopicChange], validate_only: bool) -> dict:
     return {"throttle_time": 0, "topics": [
         {"name": p.name, "topic_id": None if p.error or validate_only or not p.new_topic_id
