@@ -24,6 +24,7 @@ from collections.abc import Iterator, Sequence
 from functools import cache
 from typing import Any
 
+from kio.index import load_response_schema
 from kio.serial import entity_writer
 
 from protocol.wire.entities import build
@@ -69,10 +70,10 @@ class UniformPartitions(Sequence):
 
 
 @cache
-def _schema(version: int):
-    from protocol.wire.codec import response_schema
-
-    response = response_schema(METADATA, version)
+def _schema(version: int) -> tuple[type, type, type]:
+    """Metadata's response, topic and partition entities at ``version`` (kio's: Cohort has
+    no schema of its own for Metadata)."""
+    response = load_response_schema(METADATA, version)
     topic = _field_type(response, "topics")
     return response, topic, _field_type(topic, "partitions")
 
