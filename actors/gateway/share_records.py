@@ -54,7 +54,7 @@ class StreamRecords:
 
     async def batches(self, index: TopicIndex, resp: m.ShareFetchResponse
                       ) -> tuple[dict[Key, bytes], dict[Key, list[tuple[int, int]]]]:
-        return {k: b"".join(self.stream.records(lo, hi + 1) for lo, hi in ranges)
+        return {k: b"".join(self.stream.shared_records(lo, hi + 1) for lo, hi in ranges)
                 for k, ranges in acquired_ranges(resp).items()}, {}
 
     def next_poll_ms(self, now_ms: int) -> int:

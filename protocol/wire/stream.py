@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode as E
@@ -49,6 +49,12 @@ BATCH_OVERHEAD_BYTES = 61
 MAX_CHUNKS_PER_PARTITION = 64
 MAX_RESPONSE_BYTES = 8 << 20
 MAX_BUILDS_PER_RESPONSE = 8
+# A share group acquires the stream in ranges the batch arithmetic aligns (``batch_records``),
+# and every partition of every topic is the same stream, so the consumers of a group's
+# partitions ask for the same ranges: each range is encoded once and kept (the
+# CACHED_SHARE_RANGES most recently served; 2,500 records are ~32 KiB). Encoding one cost the
+# gateway's event loop 3-30 ms a ShareFetch (bench/groups.py's Java share run, 2026-11-28).
+CACHED_SHARE_RANGES = 64
 # ListOffsets' special timestamps.
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL = -1, -2, -3, -4
 PRODUCE_REFUSAL = ("Cohort's topics are synthetic streams (offset n is the n-th record, "
@@ -63,6 +69,9 @@ class SyntheticStream:
     # Memo of encoded chunks (not part of the stream's identity).
     chunks: ChunkCache = field(default_factory=lambda: ChunkCache(), init=False, repr=False,
                                 compare=False, hash=False)
+    # Memo of the ranges share groups acquired, by (start, end) (``shared_records``).
+    share_ranges: ChunkCache = field(default_factory=lambda: ChunkCache(CACHED_SHARE_RANGES),
+                                     init=False, repr=False, compare=False, hash=False)
 
     def end_offset(self, now_ms: int) -> int:
         """The log end offset at ``now_ms``: every batch that has arrived by then."""
@@ -106,6 +115,15 @@ class SyntheticStream:
         """Offsets ``[start, end)`` as one v2 record batch."""
         return record_batch(start, self.timestamps(start, end),
                             [str(o).encode() for o in range(start, end)])
+
+    def shared_records(self, start: int, end: int) -> bytes:
+        """``records(start, end)``, encoded once for every partition and share group that
+        acquires the same range (see CACHED_SHARE_RANGES)."""
+        found = self.share_ranges.get((start, end))
+        if found is None:
+            found = self.records(start, end)
+            self.share_ranges.put((start, end), found)
+        return found
 
     def timestamps(self, start: int, end: int) -> list[int]:
         """Each record's timestamp in ``[start, end)``: one ``timestamp_of`` per arrival
@@ -159,25 +177,26 @@ class SyntheticStream:
 
 
 class ChunkCache:
-    """A stream's encoded chunks by index: the CACHED_CHUNKS most recently served."""
+    """A stream's encoded chunks by index (or ranges by (start, end)): the ``capacity`` most
+    recently served."""
 
     def __init__(self, capacity: int = CACHED_CHUNKS) -> None:
         self.capacity = capacity
-        self._by_index: OrderedDict[int, bytes] = OrderedDict()
+        self._by_index: OrderedDict[Hashable, bytes] = OrderedDict()
 
-    def __contains__(self, k: int) -> bool:
+    def __contains__(self, k: Hashable) -> bool:
         return k in self._by_index
 
     def __len__(self) -> int:
         return len(self._by_index)
 
-    def get(self, k: int) -> bytes | None:
+    def get(self, k: Hashable) -> bytes | None:
         found = self._by_index.get(k)
         if found is not None:
             self._by_index.move_to_end(k)
         return found
 
-    def put(self, k: int, data: bytes) -> None:
+    def put(self, k: Hashable, data: bytes) -> None:
         self._by_index[k] = data
         self._by_index.move_to_end(k)
         while len(self._by_index) > self.capacity:

@@ -177,3 +177,23 @@ def test_an_arrival_of_a_whole_number_of_records_is_the_streams_batch_length():
     assert all(slow.end_offset(k * slow.batch_interval_ms) % 10 == 0 for k in range(50))
     assert stream.SyntheticStream(anchor_ms=0, records_per_s=7.0).batch_records() == 0  # 1.4
     assert stream.SyntheticStream(anchor_ms=0, records_per_s=0.0).batch_records() == 0
+
+
+def test_a_share_range_is_encoded_once_for_every_partition_that_acquires_it():
+    """Every partition is the same stream, so a share group's consumers of three partitions
+    acquire the same aligned ranges: the gateway encodes each once, the bytes the stream's."""
+    s = stream.SyntheticStream(anchor_ms=1_000, records_per_s=50, batch_interval_ms=200)
+    first = s.shared_records(2_500, 5_000)
+    assert first == s.records(2_500, 5_000)
+    assert [o for o, _v, _t in _records(first)] == list(range(2_500, 5_000))
+    with patch.object(stream, "record_batch", side_effect=AssertionError("encoded again")):
+        assert s.shared_records(2_500, 5_000) is first
+    assert len(s.share_ranges) == 1
+
+
+def test_the_share_range_cache_is_bounded():
+    s = stream.SyntheticStream(anchor_ms=1_000, records_per_s=50, batch_interval_ms=200)
+    for k in range(stream.CACHED_SHARE_RANGES + 5):
+        s.shared_records(k * 10, k * 10 + 10)
+    assert len(s.share_ranges) == stream.CACHED_SHARE_RANGES
+    assert (0, 10) not in s.share_ranges
