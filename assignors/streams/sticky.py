@@ -113,7 +113,7 @@ class _Run:
             self.processes.setdefault(pid, ProcessState(pid)).add_member(member_id)
             for sub, parts in spec.active_tasks.items():
                 for p in parts:
-                    self.prev_active.setdefault(TaskId(sub, p), member_id)
+                    self.prev_active[TaskId(sub, p)] = member_id  # Kafka: the last one put
             _collect_candidates(ranked, spec, member_id)
         # Previous standby/warm-up holders before members known only by their offsets; the
         # most caught-up first; ties in member order (the sort is stable).
