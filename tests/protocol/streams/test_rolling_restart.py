@@ -14,7 +14,7 @@ from tests.protocol.streams.test_heartbeat import GID, ready, shard
 
 
 def test_a_standby_takes_over_a_leavers_active_task_on_its_next_heartbeat():
-    s = shard(input=4, **{"app-store-changelog": 4})
+    s = shard(input=3, **{"app-store-changelog": 3})
     s.set_group_config(GID, GroupConfig(streams_num_standby_replicas=1))
     t = topology(stateful=True)
     a, b, c = (StreamsMember(s, x, topology=t) for x in "abc")
