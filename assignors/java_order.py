@@ -58,6 +58,13 @@ def hash_map_order(keys: Iterable[str], initial_capacity: int | None = None,
     threshold = 0 if initial_capacity is None else _table_size_for(max(initial_capacity, 0))
     table: list[list[str]] = []
     present: set[str] = set()
+    spread: dict[str, int] = {}  # each key's spread hash, computed once
+
+    def bucket(key: str, capacity: int) -> int:
+        h = spread.get(key)
+        if h is None:
+            h = spread[key] = _spread(java_string_hash(key))
+        return h & (capacity - 1)
 
     def resize() -> None:
         nonlocal table, threshold
@@ -72,7 +79,7 @@ def hash_map_order(keys: Iterable[str], initial_capacity: int | None = None,
         grown: list[list[str]] = [[] for _ in range(capacity)]
         for chain in table:
             for key in chain:
-                grown[_spread(java_string_hash(key)) & (capacity - 1)].append(key)
+                grown[bucket(key, capacity)].append(key)
         table = grown
 
     for key in keys:
@@ -82,7 +89,7 @@ def hash_map_order(keys: Iterable[str], initial_capacity: int | None = None,
             continue
         if not table:
             resize()
-        chain = table[_spread(java_string_hash(key)) & (len(table) - 1)]
+        chain = table[bucket(key, len(table))]
         if compute_if_absent:
             chain.insert(0, key)
         else:
