@@ -12,16 +12,9 @@ from __future__ import annotations
 
 import functools
 
-_INT32_MASK = 0xFFFFFFFF
+from assignors.java_order import java_string_hash
 
-
-def java_string_hash(s: str) -> int:
-    """Java's ``String.hashCode``: ``s[0]*31^(n-1) + ... + s[n-1]`` over UTF-16 code units."""
-    h = 0
-    units = s.encode("utf-16-be", "surrogatepass")
-    for i in range(0, len(units), 2):
-        h = (31 * h + ((units[i] << 8) | units[i + 1])) & _INT32_MASK
-    return h - (1 << 32) if h & 0x80000000 else h
+__all__ = ["java_string_hash", "kafka_abs", "partition_for"]
 
 
 def kafka_abs(n: int) -> int:

@@ -5,12 +5,15 @@ members (stream threads). State is shared by the members of a process, so the as
 balances first across processes -- by ``load``, tasks per member of the process -- and only
 then across the members inside one. A process never holds two copies of a task (an active and
 a standby, or two standbys): that would be the same state on the same disk twice.
+
+Ties between equally loaded members of a process go as in Kafka's ``ProcessState``: a
+``PriorityQueue`` of its ``HashMap`` of members (``assignors.java_order``), built when first
+needed and kept until a task goes to a named member.
 """
 
 from __future__ import annotations
 
-import heapq
-
+from assignors.java_order import JavaPriorityQueue, hash_map_order
 from assignors.streams.spec import TaskId
 
 
@@ -34,8 +37,9 @@ class ProcessState:
         self.standby: dict[str, list[TaskId]] = {}
         self.tasks: set[TaskId] = set()
         self.task_count = 0
-        # (task count, member id), lazily built; dropped when a task goes to a named member.
-        self._by_count: list[tuple[int, str]] | None = None
+        # Kafka's ``membersByLoad``: [member id, task count] entries, built lazily; dropped when
+        # a task goes to a named member.
+        self._by_count: JavaPriorityQueue[list] | None = None
 
     def add_member(self, member_id: str) -> None:
         self.task_counts[member_id] = 0
@@ -60,15 +64,20 @@ class ProcessState:
         return self._add(member_id, task, active)
 
     def add_task_to_least_loaded_member(self, task: TaskId, active: bool) -> int:
-        """Gives ``task`` to the member with the fewest tasks (ties: smallest member id);
+        """Gives ``task`` to the member with the fewest tasks (ties: Kafka's queue order);
         returns that member's new task count."""
+        if len(self.task_counts) == 1:
+            return self._add(next(iter(self.task_counts)), task, active)
         if self._by_count is None:
-            self._by_count = [(count, mid) for mid, count in self.task_counts.items()]
-            heapq.heapify(self._by_count)
-        _, member_id = heapq.heappop(self._by_count)
-        count = self._add(member_id, task, active)
-        heapq.heappush(self._by_count, (count, member_id))
-        return count
+            # ``memberToTaskCounts`` is a ``new HashMap<>()`` filled in member order.
+            self._by_count = JavaPriorityQueue(
+                lambda entry: entry[1],
+                ([mid, self.task_counts[mid]] for mid in hash_map_order(self.task_counts)))
+        entry = self._by_count.poll()
+        assert entry is not None
+        entry[1] = self._add(entry[0], task, active)
+        self._by_count.add(entry)
+        return entry[1]
 
     def _add(self, member_id: str, task: TaskId, active: bool) -> int:
         assert task not in self.tasks, f"process {self.process_id} already holds {task}"

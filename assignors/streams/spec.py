@@ -38,8 +38,9 @@ class TaskId:
 class AssignmentMemberSpec:
     """What the assignor knows of one member: where it runs and what it holds.
 
-    ``active_tasks``/``standby_tasks``/``warmup_tasks`` are the member's current target
-    assignment (what stickiness preserves). ``task_offsets`` are the changelog offset sums
+    ``active_tasks``/``standby_tasks``/``warmup_tasks`` are the tasks the member holds now
+    (Kafka 4.4's ``assignedTasks``: neither those pending revocation nor those its target has
+    yet to hand it), what stickiness preserves. ``task_offsets`` are the changelog offset sums
     the member reported for tasks with state on its local disk (also for tasks it holds no
     longer, after a restart), ``task_end_offsets`` their end offsets. ``instance_id``,
     ``rack_id``, ``client_tags`` and ``task_end_offsets`` are carried for the coordinator's

@@ -18,8 +18,12 @@ broker move the same tasks for the same group):
   first (its state is the freshest), then previous standby holders, within the total
   (active + standby) quota; the rest go to the least-loaded processes that lack the task. When
   no such process is left the replica is dropped, as Kafka does (it logs a warning).
-* **Deterministic.** Kafka iterates hash maps; here members and processes are taken in sorted
-  id order and ties on load go to the smaller id.
+* **Ties as Kafka breaks them.** Kafka iterates hash maps and polls priority queues; here
+  members and processes are taken in the order a Java ``HashMap`` iterates their ids, and the
+  least-loaded process (or member) is polled from a model of Java's ``PriorityQueue``
+  (``assignors.java_order``), so equally loaded processes win tasks as they do in Kafka. Members
+  whose ids share a hash bucket are taken in id order (Kafka: in the order its group's own
+  table yields them).
 
 One difference from Kafka 4.4, taken from Kafka's trunk (the notes' reading): a member's
 current warm-up tasks rank with its standbys (4.4 ranks them only through reported offsets).
@@ -30,9 +34,9 @@ here, since there is nobody to give an error to. Rack-aware standby placement
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterable
 
+from assignors.java_order import JavaPriorityQueue, hash_map_order
 from assignors.streams.process import ProcessState
 from assignors.streams.spec import (
     AssignmentMemberSpec,
@@ -100,20 +104,27 @@ class _Run:
         self.process_of: dict[str, str] = {}
         self.prev_active: dict[TaskId, str] = {}
         ranked: dict[TaskId, list[tuple[int, int, str]]] = {}
-        for member_id in sorted(group_spec.members):
+        # Kafka's GroupSpec holds the members in a ``new HashMap<>()``.
+        member_order = hash_map_order(sorted(group_spec.members))
+        for member_id in member_order:
             spec = group_spec.members[member_id]
             pid = spec.process_id
             self.process_of[member_id] = pid
             self.processes.setdefault(pid, ProcessState(pid)).add_member(member_id)
             for sub, parts in spec.active_tasks.items():
                 for p in parts:
-                    self.prev_active.setdefault(TaskId(sub, p), member_id)
+                    self.prev_active[TaskId(sub, p)] = member_id  # Kafka: the last one put
             _collect_candidates(ranked, spec, member_id)
         # Previous standby/warm-up holders before members known only by their offsets; the
-        # most caught-up first; ties in member-id order (the sort is stable).
+        # most caught-up first; ties in member order (the sort is stable).
         self.prev_standby: dict[TaskId, list[str]] = {
-            task: [mid for _, _, mid in sorted(cands)] for task, cands in ranked.items()
+            task: [mid for _, _, mid in sorted(cands, key=lambda c: (c[0], c[1]))]
+            for task, cands in ranked.items()
         }
+        # ``processIdToState``: a ``new HashMap<>(members)``, one ``computeIfAbsent`` per member.
+        self.process_order = hash_map_order(
+            (self.process_of[mid] for mid in member_order), len(group_spec.members),
+            compute_if_absent=True)
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -146,10 +157,10 @@ class _Run:
             self.active_quota.note(count)
         self.total_quota.note(count)
 
-    def process_heap(self) -> list[tuple[float, str]]:
-        heap = [(p.load, pid) for pid, p in self.processes.items()]
-        heapq.heapify(heap)
-        return heap
+    def process_queue(self) -> JavaPriorityQueue[ProcessState]:
+        """Kafka's ``PriorityQueue`` of the processes by load, filled in its map's order."""
+        return JavaPriorityQueue(lambda p: p.load,
+                                 (self.processes[pid] for pid in self.process_order))
 
     # -- actives -------------------------------------------------------------------------
 
@@ -175,14 +186,13 @@ class _Run:
 
         # 3. the rest, subtopology-major, to the least-loaded process's least-loaded member
         left.sort()
-        heap = self.process_heap()
+        queue = self.process_queue()
         for task in left:
-            if not heap:
+            process = queue.poll()
+            if process is None:
                 raise TaskAssignorError(f"No process available to assign active task {task}.")
-            _, pid = heapq.heappop(heap)
-            process = self.processes[pid]
             self.after_add(process.add_task_to_least_loaded_member(task, True), True)
-            heapq.heappush(heap, (process.load, pid))
+            queue.add(process)
 
     # -- standbys ------------------------------------------------------------------------
 
@@ -205,28 +215,30 @@ class _Run:
                 break
 
         to_least_loaded.sort(reverse=True)
-        heap = self.process_heap()
+        queue = self.process_queue()
         for task, remaining in to_least_loaded:
             for _ in range(remaining):
-                if not self.standby_to_least_loaded(heap, task):
+                if not self.standby_to_least_loaded(queue, task):
                     break  # no process lacks the task: Kafka drops the replica (and warns)
 
-    def standby_to_least_loaded(self, heap: list[tuple[float, str]], task: TaskId) -> bool:
-        """The least-loaded process without ``task`` takes it; False when every process has it."""
-        skipped: list[tuple[float, str]] = []
+    def standby_to_least_loaded(self, queue: JavaPriorityQueue[ProcessState],
+                                task: TaskId) -> bool:
+        """The least-loaded process without ``task`` takes it; False when every process has it.
+        Kafka's recursive ``assignStandbyToMemberWithLeastLoad``: the processes polled are added
+        back last polled first."""
+        polled: list[ProcessState] = []
         placed = False
-        while heap:
-            entry = heapq.heappop(heap)
-            process = self.processes[entry[1]]
-            if process.has_task(task):
-                skipped.append(entry)
-                continue
-            self.after_add(process.add_task_to_least_loaded_member(task, False), False)
-            skipped.append((process.load, entry[1]))
-            placed = True
-            break
-        for entry in skipped:
-            heapq.heappush(heap, entry)
+        while True:
+            process = queue.poll()
+            if process is None:
+                break
+            polled.append(process)
+            if not process.has_task(task):
+                self.after_add(process.add_task_to_least_loaded_member(task, False), False)
+                placed = True
+                break
+        for process in reversed(polled):
+            queue.add(process)
         return placed
 
     # -- result --------------------------------------------------------------------------

@@ -3,10 +3,14 @@
 The group record a bump writes carries what the bump was computed at: the topics' metadata
 hash, the topology epoch found ready (-1: none) and the assignment configs
 (``num.standby.replicas``). The target is the sticky task assignor's (``assignors.streams``)
-over the configured topology, each member's current target and its reported task offsets, with
-the assignment configs the group record holds (those of the last bump: Kafka's timer computes
-with ``lastAssignmentConfigs``, its heartbeat with the current ones, which a change has just
-bumped into the record); every member's target is empty while the topology is not ready.
+over the configured topology, each member's current assignment (the tasks it holds now, not
+those pending revocation nor its previous target: Kafka 4.4's ``TargetAssignmentBuilder`` hands
+the assignor ``member.assignedTasks()``, so a task whose new owner has not taken it yet counts as
+nobody's, and a restarted process's state on disk can win it back) and its reported task
+offsets, with the assignment configs the group record holds (those of the last bump: Kafka's
+timer computes with ``lastAssignmentConfigs``, its heartbeat with the current ones, which a
+change has just bumped into the record); every member's target is empty while the topology is
+not ready.
 
 While the initial rebalance delay of a group that was empty runs (its timer is scheduled),
 no target is computed and nothing of one is written, as in Kafka 4.4's
@@ -79,12 +83,12 @@ class StreamsEpochs(EpochTurn):
             return {mid: empty for mid in sorted(group.members)}
         specs = {}
         for mid, mm in sorted(group.members.items()):
-            t = group.target.get(mid, empty)
+            held = mm.current  # what it holds now, not what its target says (module docstring)
             offsets = group.task_offsets.get(mid, ([], []))
             specs[mid] = AssignmentMemberSpec(
                 instance_id=mm.instance_id, rack_id=mm.rack_id,
-                active_tasks=_sets(t.active_tasks), standby_tasks=_sets(t.standby_tasks),
-                warmup_tasks=_sets(t.warmup_tasks), process_id=mm.process_id,
+                active_tasks=_sets(held.active_tasks), standby_tasks=_sets(held.standby_tasks),
+                warmup_tasks=_sets(held.warmup_tasks), process_id=mm.process_id,
                 client_tags={kv.key: kv.value for kv in mm.metadata.client_tags},
                 task_offsets={TaskId(o.subtopology_id, o.partition): o.offset
                               for o in offsets[0]},

@@ -178,6 +178,16 @@ def _leave() -> list[Script]:
         script("the last streams member leaving moves the assignment epoch to its bump",
                no_delay(), streams_join("a"), streams_heartbeat("a", member_epoch=-1),
                streams_describe(version=1, view=_described)),
+        # Kafka 4.4's TargetAssignmentBuilder gives the assignor what each member holds
+        # (assignedTasks), not its target: b's target holds a task it has not taken yet,
+        # which d, back on c's process, is given instead of one of b's (no member here
+        # acknowledges a revocation, so a keeps what it must give up pending).
+        script("a streams member back after another member's heartbeat is assigned from what "
+               "the members hold, not from their targets",
+               no_delay(), streams_join("a"), streams_join("b"), streams_join("c"),
+               streams_heartbeat("c", member_epoch=-1), streams_heartbeat("a"),
+               streams_join("d", process_id="process-c"),
+               streams_describe(version=1, view=_described)),
     ]
 
 

@@ -450,3 +450,14 @@ def test_the_same_input_gives_the_same_output() -> None:
     first = assign(members, topo, 1)
     reordered = dict(reversed(list(members.items())))
     assert assign(reordered, topo, 1) == first
+
+
+def test_equally_loaded_processes_win_tasks_in_the_order_kafkas_priority_queue_polls_them():
+    # Kafka's step 3 polls a PriorityQueue of its processes by load, filled from a HashMap of
+    # process ids, so a tie goes neither to the smaller id nor to the first member: here
+    # process-c wins task 1 and process-b task 2, as the Kafka 4.4 jar assigns them (and as a
+    # conformance conversation saw a 4.4 broker do).
+    members = {"a": member("process-a", [0, 1]), "b": member("process-b"),
+               "d": member("process-c")}
+    result = assign(members, topology(3, False))
+    assert {m: parts(result, m) for m in members} == {"a": {0}, "b": {2}, "d": {1}}

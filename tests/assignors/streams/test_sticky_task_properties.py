@@ -112,15 +112,20 @@ def test_rerunning_on_its_own_result_moves_no_active_task(group) -> None:
 
 
 @given(groups())
-def test_from_any_current_state_one_round_reaches_an_active_fixpoint(group) -> None:
-    # Not zero rounds: a member can keep more than its fair share of sticky tasks while the
-    # quota is still loose (Kafka fills quotas in partition order and tightens them as members
-    # fill up), and the next round trims it. The round after that moves no active task.
+def test_from_any_current_state_the_active_tasks_settle_within_a_few_rounds(group) -> None:
+    # Not at once: a member can keep more than its fair share of sticky tasks while the quota
+    # is still loose (Kafka fills quotas in partition order and tightens them as members fill
+    # up), and the next round trims it, which can free a tie the round after breaks another
+    # way. Kafka 4.4's own assignor (its jar, run on the same states) takes up to three more
+    # rounds from arbitrary ones; five are allowed here.
     members, topo, num_standby = group
-    first = assign(members, topo, num_standby)
-    second = assign(as_current(members, first), topo, num_standby)
-    third = assign(as_current(members, second), topo, num_standby)
-    assert active_sets(third) == active_sets(second)
+    before = assign(members, topo, num_standby)
+    for _ in range(5):
+        after = assign(as_current(members, before), topo, num_standby)
+        if active_sets(after) == active_sets(before):
+            return
+        before = after
+    raise AssertionError(f"active tasks still move after five rounds: {active_sets(before)}")
 
 
 @given(groups(), st.data())
