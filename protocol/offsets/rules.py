@@ -309,9 +309,9 @@ class OffsetRules:
                     committed.pop((topic, partition), None)
                     if not committed:
                         del offsets[gid]
-                        if armed and not offsets and not self.ctx.groups:
+                        if armed and not offsets:
                             self._disarm_if_idle()
-                            armed = False
+                            armed = EXPIRE_TIMER in self.ctx.timers
                 continue
             if committed is None:
                 committed = offsets[gid] = {}

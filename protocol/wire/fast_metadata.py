@@ -80,12 +80,7 @@ def _schema(version: int) -> tuple[type, type, type]:
 
 def _field_type(entity: type, name: str) -> type:
     """The entity type an array field of ``entity`` holds (kio: ``tuple[T, ...]``)."""
-    hint = entity.__dataclass_fields__[name].type
-    if isinstance(hint, str):
-        import typing
-
-        hint = typing.get_type_hints(entity)[name]
-    return hint.__args__[0]
+    return entity.__dataclass_fields__[name].type.__args__[0]
 
 
 def _written(entity_type: type, body: dict[str, Any]) -> bytes:
