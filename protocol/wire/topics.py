@@ -208,15 +208,13 @@ EXCESSIVE_ADDED_PARTITIONS = "Excessively large number of additional partitions 
 
 
 def refuse_excessive(plans: list[TopicChange], added: Callable[[TopicChange], int],
-                     message: str) -> bool:
+                     message: str) -> None:
     """If the plans still to do would add more than MAX_PARTITIONS_PER_REQUEST partitions
     (``added`` says how many each adds), every entry of the request is refused,
-    POLICY_VIOLATION, as Kafka's controller fails the request; whether they were."""
-    if sum(added(p) for p in plans if not p.error) <= MAX_PARTITIONS_PER_REQUEST:
-        return False
-    for p in plans:
-        p.error, p.message = E.policy_violation.value, message
-    return True
+    POLICY_VIOLATION, as Kafka's controller fails the request."""
+    if sum(added(p) for p in plans if not p.error) > MAX_PARTITIONS_PER_REQUEST:
+        for p in plans:
+            p.error, p.message = E.policy_violation.value, message
 
 
 def create_topics_response(plans: list[TopicChange], validate_only: bool) -> dict:
