@@ -54,6 +54,7 @@ from actors.tools.fuzz_checks import (
     actor_processes,
     census,
     commits_and_reads_back,
+    heap_censuses,
     listeners,
     loop_stalls,
     rss_bytes,
@@ -126,6 +127,7 @@ async def run(cluster: Cluster, args: argparse.Namespace) -> int:
     idle_rss = rss_bytes(pids)
     watched = [n for n in pids if n != "controller"]
     loop_stalls(watched)  # forget the start's (imports, loading)
+    idle_heaps = heap_censuses(watched)
     print(f"Cohort wire fuzz: seed {args.seed}, {args.frames:,} frames, {args.partitions} "
           f"partitions, gateways {plain} (PLAINTEXT) and {secured} (SASL_PLAINTEXT/PLAIN), "
           f"{len(every)} listeners, {len(targets)} targets")
@@ -151,6 +153,7 @@ async def run(cluster: Cluster, args: argparse.Namespace) -> int:
     result = probe.stop()
     stalls = loop_stalls(watched)
     left = census(plain)
+    heaps = heap_censuses(watched)
     for writer in idle:
         writer.close()
     after = actor_processes()
@@ -179,6 +182,10 @@ async def run(cluster: Cluster, args: argparse.Namespace) -> int:
               f"{ratios[name]:>10.2f} {restarts:>9} {loop.get('busy_ms', float('nan')):>13.1f} "
               f"{loop.get('late_ms', float('nan')):>13.1f} "
               f"{loop.get('gc_ms', float('nan')):>7.1f}")
+    print(f"\n{'process':<20} {'tracked objects, idle':>22} {'after':>11}  commonest types after")
+    for name, heap in sorted(heaps.items()):
+        types = ", ".join(f"{t} {n:,}" for t, n in heap["types"])
+        print(f"{name:<20} {idle_heaps[name]['objects']:>22,} {heap['objects']:>11,}  {types}")
     restarted = {n: after.get(n, {}).get("restarts", 0) - before[n]["restarts"] for n in pids}
     stall = max(max(s["busy_ms"], s["gc_ms"]) for s in stalls.values())
     felt = max(result.longest_ms.values(), default=float("nan"))

@@ -200,6 +200,13 @@ class Gateway:
             self._loop_watch = LoopWatch()
         return self._loop_watch.read(reset)
 
+    async def heap_census(self, top: int = 8) -> dict:
+        """What this process's cyclic collector walks (``LoopWatch.census``): why a long
+        ``gc_ms`` is long."""
+        if self._loop_watch is None:
+            self._loop_watch = LoopWatch()
+        return self._loop_watch.census(top)
+
     async def member_epoch(self, group_id: str, member_id: str) -> int:
         """The epoch (or generation) last sent to this member, by its coordinator's listener
         for this gateway (or by the gateway itself); -1 if none is known."""

@@ -153,6 +153,13 @@ class OffsetsPartition:
             self._loop_watch = LoopWatch()
         return self._loop_watch.read(reset)
 
+    async def heap_census(self, top: int = 8) -> dict:
+        """What this process's cyclic collector walks (``LoopWatch.census``): why a long
+        ``gc_ms`` is long."""
+        if self._loop_watch is None:
+            self._loop_watch = LoopWatch()
+        return self._loop_watch.census(top)
+
     async def group_ids(self) -> list[str]:
         return await self._turns.query(lambda shard: sorted(shard.groups))
 

@@ -60,6 +60,13 @@ def loop_stalls(names: list[str], reset: bool = True) -> dict[str, dict[str, flo
     return {n: ray.get(ref, timeout=60) for n, ref in refs.items()}
 
 
+def heap_censuses(names: list[str], top: int = 6) -> dict[str, dict]:
+    """Each listening actor's tracked objects and their commonest types
+    (``LoopWatch.census``)."""
+    refs = {n: ray.get_actor(n, namespace=NAMESPACE).heap_census.remote(top) for n in names}
+    return {n: ray.get(ref, timeout=120) for n, ref in refs.items()}
+
+
 def rss_bytes(pids: dict[str, int]) -> dict[str, int]:
     out = {}
     for name, pid in pids.items():

@@ -40,3 +40,23 @@ def test_work_on_the_loop_shows_as_busy_and_late():
 def test_waiting_that_costs_no_cpu_shows_as_late_only():
     first, _ = _stalled(lambda: time.sleep(0.15))
     assert first["late_ms"] >= 140 and first["busy_ms"] < 50
+
+
+class _Held:
+    """A type no other code makes, so the census's count of it is exact."""
+
+
+def test_census_counts_the_objects_the_collector_walks_by_type():
+    async def scenario() -> tuple[dict, dict]:
+        watch = LoopWatch()
+        before = watch.census(top=1000)
+        held = [_Held() for _ in range(50_000)]
+        after = watch.census(top=3)
+        watch.stop()
+        del held
+        return before, after
+
+    before, after = asyncio.run(scenario())
+    assert dict(after["types"])["_Held"] == 50_000
+    assert "_Held" not in dict(before["types"])
+    assert after["objects"] > 50_000  # the held objects are among those it counts
