@@ -4,8 +4,11 @@
 temporary directory, waits until a conditional PUT works, creates one bucket and yields an
 ``S3Server`` whose ``env`` holds the ``AWS_*`` variables a client (obstore, a Cohort actor)
 needs; at exit it SIGKILLs the server (SIGTERM takes > 15 s) and removes the directory. Every
-listener also takes port + 10000 for gRPC, so the ports are drawn below 55,000; the listeners
-on fixed ports (Iceberg, Lance) are off, so any number of servers can run at once.
+listener also takes port + 10000 for gRPC; both are drawn below the kernel's ephemeral range
+(where every outgoing connection on the machine takes its port, so a port found free there can
+be taken before weed binds it), and a start that still loses a port to another process is
+tried again on new ones. The listeners on fixed ports (Iceberg, Lance) are off, so any number
+of servers can run at once.
 
 Give each test its own prefix in the one bucket (``server.url(prefix)``): each bucket grabs
 volumes of its own.
@@ -33,6 +36,8 @@ from pathlib import Path
 
 BUCKET = "cohort-test"
 READY_TIMEOUT_S = 90.0
+GRPC_OFFSET = 10_000
+STARTS = 3  # tries, each on new ports, when another process took one first
 
 
 @dataclass(frozen=True)
@@ -69,12 +74,22 @@ def _free(port: int) -> bool:
     return True
 
 
+def _ephemeral_low() -> int:
+    """The first port of the kernel's ephemeral range (Linux's default when unreadable)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32_768
+
+
 def _free_ports(count: int) -> list[int]:
-    """``count`` ports whose gRPC twin (+10000) is free as well, all below 55,000."""
+    """``count`` ports whose gRPC twin (+10000) is free as well, both below the ephemeral
+    range."""
+    top = max(_ephemeral_low() - GRPC_OFFSET, 12_000)
     ports: list[int] = []
     while len(ports) < count:
-        port = random.randrange(20_000, 45_000)
-        if port not in ports and _free(port) and _free(port + 10_000):
+        port = random.randrange(10_000, top)
+        if port not in ports and _free(port) and _free(port + GRPC_OFFSET):
             ports.append(port)
     return ports
 
@@ -91,35 +106,46 @@ def _put(url: str, data: bytes = b"", headers: dict[str, str] | None = None) -> 
 @contextlib.contextmanager
 def seaweedfs(bucket: str = BUCKET) -> Iterator[S3Server]:
     """Start SeaweedFS, make ``bucket``, yield the server; SIGKILL it and clean up at exit."""
-    directory = tempfile.mkdtemp(prefix="seaweedfs-")
-    s3, master, volume, filer = _free_ports(4)
-    log = open(os.path.join(directory, "weed.log"), "wb")  # noqa: SIM115 - closed below
-    process = subprocess.Popen(
-        [weed_binary(), "server", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", f"-dir={directory}",
-         "-s3", f"-s3.port={s3}", f"-master.port={master}", f"-volume.port={volume}",
-         f"-filer.port={filer}", "-master.volumeSizeLimitMB=16", "-volume.max=0",
-         # 4.48's S3 gateway also serves Iceberg (8181) and Lance (9101) on fixed ports: a
-         # second server on the machine would die on them.
-         "-s3.port.iceberg=0", "-s3.port.lance=0"],
-        stdout=log, stderr=subprocess.STDOUT, cwd=directory, start_new_session=True,
-    )
-    endpoint = f"http://127.0.0.1:{s3}"
-    try:
-        _wait_ready(process, endpoint, bucket, directory)
-        env = {
-            "AWS_ENDPOINT_URL": endpoint,
-            "AWS_ACCESS_KEY_ID": "cohort",
-            "AWS_SECRET_ACCESS_KEY": "cohort",
-            "AWS_REGION": "us-east-1",
-            "AWS_ALLOW_HTTP": "true",
-        }
-        yield S3Server(endpoint, bucket, env, process.pid)
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-        log.close()
-        shutil.rmtree(directory, ignore_errors=True)
+    for attempt in range(1, STARTS + 1):
+        directory = tempfile.mkdtemp(prefix="seaweedfs-")
+        s3, master, volume, filer = _free_ports(4)
+        log = open(os.path.join(directory, "weed.log"), "wb")  # noqa: SIM115 - closed below
+        process = subprocess.Popen(
+            [weed_binary(), "server", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", f"-dir={directory}",
+             "-s3", f"-s3.port={s3}", f"-master.port={master}", f"-volume.port={volume}",
+             f"-filer.port={filer}", "-master.volumeSizeLimitMB=16", "-volume.max=0",
+             # 4.48's S3 gateway also serves Iceberg (8181) and Lance (9101) on fixed ports: a
+             # second server on the machine would die on them.
+             "-s3.port.iceberg=0", "-s3.port.lance=0"],
+            stdout=log, stderr=subprocess.STDOUT, cwd=directory, start_new_session=True,
+        )
+        endpoint = f"http://127.0.0.1:{s3}"
+        try:
+            try:
+                _wait_ready(process, endpoint, bucket, directory)
+            except PortTaken:
+                if attempt == STARTS:
+                    raise
+                continue  # the finally below cleans this one up
+            env = {
+                "AWS_ENDPOINT_URL": endpoint,
+                "AWS_ACCESS_KEY_ID": "cohort",
+                "AWS_SECRET_ACCESS_KEY": "cohort",
+                "AWS_REGION": "us-east-1",
+                "AWS_ALLOW_HTTP": "true",
+            }
+            yield S3Server(endpoint, bucket, env, process.pid)
+            return
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            log.close()
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+class PortTaken(RuntimeError):
+    """weed exited while starting because another process held one of its ports."""
 
 
 def _wait_ready(process: subprocess.Popen, endpoint: str, bucket: str, directory: str) -> None:
@@ -129,7 +155,8 @@ def _wait_ready(process: subprocess.Popen, endpoint: str, bucket: str, directory
     while True:
         if process.poll() is not None:
             tail = Path(directory, "weed.log").read_text(errors="replace")[-2000:]
-            raise RuntimeError(f"weed server exited with {process.returncode}:\n{tail}")
+            error = PortTaken if "address already in use" in tail else RuntimeError
+            raise error(f"weed server exited with {process.returncode}:\n{tail}")
         try:
             if _put(f"{endpoint}/{bucket}") in (200, 409) and _put(
                 probe, b"x", {"If-None-Match": "*"}

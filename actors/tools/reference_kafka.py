@@ -326,6 +326,12 @@ class ReferenceKafka:
             "share.coordinator.state.topic.replication.factor": 1,
             "share.coordinator.state.topic.min.isr": 1,
             "group.initial.rebalance.delay.ms": 0,
+            # The one node is its own controller, yet on a loaded machine (a CI run's five lanes
+            # on two cores saw controller events of 3-5 s) the controller fenced the broker for a
+            # late heartbeat, which unloads every group coordinator (clients then read
+            # NOT_COORDINATOR and COORDINATOR_LOAD_IN_PROGRESS), and a starting broker's
+            # registration timed out (it waits half the session) until the start gave up.
+            "broker.session.timeout.ms": 120_000,
             # Streams groups' bounds only, not their defaults: a test may then set a group's
             # streams.session.timeout.ms and streams.heartbeat.interval.ms (group configs) low
             # enough to see a killed instance's tasks move within its patience (the shipped

@@ -1,0 +1,41 @@
+"""The tests' SeaweedFS starts even when another process takes one of its ports first: its
+ports come from below the kernel's ephemeral range, and a start that loses one is tried again on
+new ports (a CI run lost the filer's gRPC port to a connection between the probe and the bind)."""
+
+from __future__ import annotations
+
+import socket
+
+from tests import object_store
+
+
+def test_ports_are_drawn_below_the_ephemeral_range_with_their_grpc_twins():
+    low = object_store._ephemeral_low()
+    ports = object_store._free_ports(40)
+    assert len(set(ports)) == 40
+    assert all(10_000 <= p and p + object_store.GRPC_OFFSET < max(low, 22_000) for p in ports)
+
+
+def test_a_start_whose_port_is_taken_is_tried_again_on_new_ports(monkeypatch):
+    held = socket.socket()
+    held.bind(("127.0.0.1", 0))
+    held.listen()
+    taken = held.getsockname()[1]
+    drawn: list[list[int]] = []
+    real = object_store._free_ports
+
+    def first_one_taken(count: int) -> list[int]:
+        ports = real(count)
+        if not drawn:
+            ports[0] = taken  # the S3 port: already listening here
+        drawn.append(ports)
+        return ports
+
+    monkeypatch.setattr(object_store, "_free_ports", first_one_taken)
+    try:
+        with object_store.seaweedfs() as server:
+            assert len(drawn) == 2
+            assert server.endpoint == f"http://127.0.0.1:{drawn[1][0]}"
+            assert server.url().startswith(f"s3://{object_store.BUCKET}/")
+    finally:
+        held.close()
