@@ -186,6 +186,10 @@ async def run(cluster: Cluster, args: argparse.Namespace) -> int:
     for name, heap in sorted(heaps.items()):
         types = ", ".join(f"{t} {n:,}" for t, n in heap["types"])
         print(f"{name:<20} {idle_heaps[name]['objects']:>22,} {heap['objects']:>11,}  {types}")
+    print(f"\n{'process':<20} {'garbage in cycles':>18}  commonest types")
+    for name, heap in sorted(heaps.items()):
+        types = ", ".join(f"{t} {n:,}" for t, n in heap["garbage_types"])
+        print(f"{name:<20} {heap['garbage']:>18,}  {types}")
     restarted = {n: after.get(n, {}).get("restarts", 0) - before[n]["restarts"] for n in pids}
     stall = max(max(s["busy_ms"], s["gc_ms"]) for s in stalls.values())
     felt = max(result.longest_ms.values(), default=float("nan"))

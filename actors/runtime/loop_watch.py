@@ -61,11 +61,20 @@ class LoopWatch:
         return out
 
     def census(self, top: int = 8) -> dict:
-        """What the collector walks: the objects it tracks, and the ``top`` types among them
-        with their counts. A full pass costs time in proportion to the first figure, so a long
-        ``gc_ms`` is explained by the second."""
+        """What the collector walks: the objects it tracks and the ``top`` types among them,
+        then what a full pass run now finds unreachable (``garbage``: cycles reference counting
+        could not free, and its ``top`` types). A full pass costs time in proportion to the
+        first figure plus the freeing of the second, so a long ``gc_ms`` is explained here."""
         counts = Counter(type(obj).__name__ for obj in gc.get_objects())
-        return {"objects": sum(counts.values()), "types": counts.most_common(top)}
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        try:
+            gc.collect()
+            garbage = Counter(type(obj).__name__ for obj in gc.garbage)
+        finally:
+            gc.set_debug(0)
+            gc.garbage.clear()
+        return {"objects": sum(counts.values()), "types": counts.most_common(top),
+                "garbage": sum(garbage.values()), "garbage_types": garbage.most_common(top)}
 
     def stop(self) -> None:
         self._task.cancel()

@@ -5,6 +5,7 @@ only), each forgotten once read."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 
 from actors.runtime.loop_watch import LoopWatch
@@ -60,3 +61,23 @@ def test_census_counts_the_objects_the_collector_walks_by_type():
     assert dict(after["types"])["_Held"] == 50_000
     assert "_Held" not in dict(before["types"])
     assert after["objects"] > 50_000  # the held objects are among those it counts
+
+
+def test_census_names_the_cycles_only_the_collector_can_free():
+    async def scenario() -> dict:
+        watch = LoopWatch()
+        gc.disable()  # no pass of its own frees them before the census's
+        try:
+            for _ in range(1_000):
+                held = _Held()
+                held.me = held  # a cycle: reference counting alone never frees it
+            del held
+            census = watch.census(top=3)
+        finally:
+            gc.enable()
+        watch.stop()
+        return census
+
+    census = asyncio.run(scenario())
+    assert dict(census["garbage_types"])["_Held"] == 1_000
+    assert census["garbage"] >= 1_000
