@@ -232,6 +232,11 @@ class Connection(Relaying, ConnectionDeadlines):
             self._deadline.cancel()
             replier.cancel()
             self.writer.close()
+            # The reader's wrapped feed_eof holds this connection: without it the two are a
+            # cycle, which only the collector frees, with all the connection holds (its
+            # buffers, its socket), in one long pass (issue 30: 1,100 idle sockets then a fuzz
+            # run's closed connections made passes of 0.7 s).
+            del self.reader.feed_eof
             if self.relay is not None:
                 self.relay.close()
 
