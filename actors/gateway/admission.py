@@ -132,6 +132,9 @@ class Admission:
     def _release(self, slot: Slot) -> None:
         if not slot.released:
             slot.released = True
+            # The connection's timers keep the context that holds this slot: the slot must not
+            # keep the connection, or the three are a cycle only the collector frees.
+            slot.connection = None
             self._slots.discard(slot)
             self.open -= 1
             assert self.open >= 0

@@ -229,7 +229,8 @@ def test_a_closed_connection_is_freed_without_the_cyclic_collector():
             return _reply(req.header.correlation_id)
 
         core = _Core(connections_max_idle_ms=200)
-        server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        admission = Admission(max_connections=10)  # as a listener serves: a slot each
+        server = await asyncio.start_server(admission.accepting(serve), "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
         answered = socket.create_connection(("127.0.0.1", port))
         answered.sendall(_offset_commit(1, "g", 1))
