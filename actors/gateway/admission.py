@@ -150,11 +150,12 @@ class Admission:
         now = asyncio.get_running_loop().time()
         if oldest is None or (now - since) * 1000 < self.reclaim_idle_ms:
             return False
+        connection = oldest.connection
         self._release(oldest)
         self.reclaimed += 1
         if (self.reclaimed - 1) % LOG_EVERY_REFUSALS == 0:
             log.warning("listener full (max_connections=%d): closing a connection idle for "
                         "%.1f s for a newcomer (%d so far)", self.max_connections, now - since,
                         self.reclaimed)
-        oldest.connection.reclaim(f"idle for {now - since:.1f} s and the listener is full")
+        connection.reclaim(f"idle for {now - since:.1f} s and the listener is full")
         return True
