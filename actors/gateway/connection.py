@@ -152,7 +152,9 @@ class Connection(Relaying, ConnectionDeadlines):
         self.core = core
         self.reader = reader
         self.writer = writer
-        self.respond = respond if respond is not None else self._gateway_respond
+        # None: the gateway's handlers (``_gateway_respond``; a bound method kept here would
+        # hold this connection in a cycle).
+        self.respond = respond
         self.pipelined = pipelined
         self.relay = relay
         # What goes to ``actors.upstream`` before decoding (none unless in front of one).
@@ -319,7 +321,7 @@ class Connection(Relaying, ConnectionDeadlines):
         # request reaches its mailbox before its first suspension. Either way, submission
         # order is mailbox order.
         self._check_failed()  # a failed connection submits nothing more
-        reply = self.respond(req)
+        reply = self.respond(req) if self.respond is not None else self._gateway_respond(req)
         if type(reply) is Pending:  # its future may be shared: not this connection's own
             self._owe(req.api.name, reply.done, reply.encode, owned=False)
         else:

@@ -221,7 +221,9 @@ def test_a_closed_connection_is_freed_without_the_cyclic_collector():
         served: list[weakref.ref] = []
 
         async def serve(reader, writer) -> None:
-            conn = connection.Connection(core, reader, writer, respond, frozenset({8}))
+            # The fourth is the gateway's own (its handlers answer): its first client idles.
+            answers = respond if len(served) < 3 else None
+            conn = connection.Connection(core, reader, writer, answers, frozenset({8}))
             served.append(weakref.ref(conn))
             await conn.run()
 
@@ -241,7 +243,10 @@ def test_a_closed_connection_is_freed_without_the_cyclic_collector():
         idle = socket.create_connection(("127.0.0.1", port))
         assert await asyncio.to_thread(_closed, idle)
         bad.close()
-        await _until(lambda: len(served) == 3 and all(r() is None for r in served),
+        await _until(lambda: len(served) == 3, "three connections served")
+        gateways = socket.create_connection(("127.0.0.1", port))
+        assert await asyncio.to_thread(_closed, gateways)
+        await _until(lambda: len(served) == 4 and all(r() is None for r in served),
                      "every closed connection freed")
         server.close()
         return served
@@ -249,6 +254,6 @@ def test_a_closed_connection_is_freed_without_the_cyclic_collector():
     gc.collect()
     gc.disable()
     try:
-        assert len(asyncio.run(scenario())) == 3
+        assert len(asyncio.run(scenario())) == 4
     finally:
         gc.enable()
