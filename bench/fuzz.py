@@ -186,6 +186,11 @@ async def run(cluster: Cluster, args: argparse.Namespace) -> int:
     for name, heap in sorted(heaps.items()):
         types = ", ".join(f"{t} {n:,}" for t, n in heap["types"])
         print(f"{name:<20} {idle_heaps[name]['objects']:>22,} {heap['objects']:>11,}  {types}")
+    print("\nwhat each loop ran in its longest stall (samples every ~5 ms of its work, "
+          "innermost frame first):")
+    for name, loop in sorted(stalls.items()):
+        for samples, stack in loop.get("stacks", []):
+            print(f"  {name:<18} {samples:>4}  {stack}")
     print(f"\n{'process':<20} {'garbage in cycles':>18}  commonest types")
     for name, heap in sorted(heaps.items()):
         types = ", ".join(f"{t} {n:,}" for t, n in heap["garbage_types"])

@@ -193,7 +193,7 @@ class Gateway:
                 "coordinators": len(self.core.brokers.nodes()),
                 "served_by_coordinators": by_coordinators}
 
-    async def loop_stalls(self, reset: bool = True) -> dict[str, float]:
+    async def loop_stalls(self, reset: bool = True) -> dict:
         """The event loop's longest stalls since the last reading (``loop_watch``); the
         first call starts watching (it costs a wake-up every 10 ms, so only when asked)."""
         if self._loop_watch is None:

@@ -17,8 +17,11 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import threading
 import time
 from collections import Counter
+
+from actors.runtime.stall_sampler import StallSampler
 
 INTERVAL_S = 0.01
 
@@ -31,6 +34,7 @@ class LoopWatch:
         self.busy_ms = 0.0
         self.gc_ms = 0.0
         self._gc_started = 0.0
+        self._sampler = StallSampler(threading.get_ident())  # made on the loop's thread
         self._task = asyncio.get_running_loop().create_task(self._watch())
         gc.callbacks.append(self._collected)
 
@@ -46,16 +50,18 @@ class LoopWatch:
         while True:
             wall, cpu = time.perf_counter(), time.thread_time()
             await asyncio.sleep(INTERVAL_S)
+            self._sampler.beat()
             late_ms = (time.perf_counter() - wall - INTERVAL_S) * 1000
             busy_ms = (time.thread_time() - cpu) * 1000
             self.late_ms = max(self.late_ms, late_ms)
             self.busy_ms = max(self.busy_ms, busy_ms)
 
-    def read(self, reset: bool = True) -> dict[str, float]:
-        """``{"late_ms", "busy_ms"}``, the longest since the last reading (then forgotten if
-        ``reset``)."""
+    def read(self, reset: bool = True) -> dict:
+        """``late_ms``, ``busy_ms``, ``gc_ms``: the longest since the last reading (then
+        forgotten if ``reset``); ``stacks``: what the loop's thread ran in its longest stall
+        (``StallSampler``)."""
         out = {"late_ms": round(self.late_ms, 1), "busy_ms": round(self.busy_ms, 1),
-               "gc_ms": round(self.gc_ms, 1)}
+               "gc_ms": round(self.gc_ms, 1), "stacks": self._sampler.read(reset)}
         if reset:
             self.late_ms = self.busy_ms = self.gc_ms = 0.0
         return out
@@ -78,4 +84,5 @@ class LoopWatch:
 
     def stop(self) -> None:
         self._task.cancel()
+        self._sampler.stop()
         gc.callbacks.remove(self._collected)

@@ -146,7 +146,7 @@ class OffsetsPartition:
         return {"partition": self.partition, "pid": os.getpid(), **self._turns.info(),
                 **({"refusal": refusal} if refusal else {})}
 
-    async def loop_stalls(self, reset: bool = True) -> dict[str, float]:
+    async def loop_stalls(self, reset: bool = True) -> dict:
         """The event loop's longest stalls since the last reading (``loop_watch``); the
         first call starts watching (it costs a wake-up every 10 ms, so only when asked)."""
         if self._loop_watch is None:

@@ -81,3 +81,21 @@ def test_census_names_the_cycles_only_the_collector_can_free():
     census = asyncio.run(scenario())
     assert dict(census["garbage_types"])["_Held"] == 1_000
     assert census["garbage"] >= 1_000
+
+
+def _spin_in_a_named_place(seconds: float) -> None:
+    _spin(seconds)
+
+
+def test_the_longest_stall_names_the_code_the_loop_ran_meanwhile():
+    first, second = _stalled(lambda: _spin_in_a_named_place(0.2))
+    (samples, stack), *_ = first["stacks"]
+    assert stack.startswith("test_loop_watch.py _spin < test_loop_watch.py:")
+    assert "_spin_in_a_named_place" in stack
+    assert samples >= 2  # a stall counts from two looks (the GIL paces them: 5-30 ms apart)
+    assert second["stacks"] == []
+
+
+def test_waiting_that_costs_no_cpu_is_not_sampled():
+    first, _ = _stalled(lambda: time.sleep(0.2))
+    assert first["stacks"] == []
