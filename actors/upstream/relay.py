@@ -12,7 +12,8 @@ and Metadata (answered by Cohort from the upstream's, with Cohort's listeners as
 DescribeConfigs and IncrementalAlterConfigs go upstream unless they name a group (group
 configs are Cohort's); ListConfigResources goes upstream unless it may list groups (v1 asking
 for every type, or for GROUP: Cohort answers it, from the image that follows the upstream);
-FindCoordinator goes upstream for transactions only.
+FindCoordinator goes upstream for transactions only. The client telemetry APIs (KIP-714) are
+neither relayed nor advertised (``NOT_RELAYED``).
 """
 
 from __future__ import annotations
@@ -39,6 +40,15 @@ from protocol.wire.upstream import (
 # (ApiVersions, SASL), Metadata, the share coordinator's inter-broker APIs.
 OWN_KEYS = frozenset({3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 28, 36, 42, 47, 68, 69,
                       76, 77, 78, 79, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92})
+# GetTelemetrySubscriptions and PushTelemetry (KIP-714): not offered in front of an upstream,
+# as Kafka itself leaves them out of ApiVersions without a telemetry plugin. Relayed, they
+# cost Cohort's listeners (mostly the coordinators', where clients' telemetry lands) a round
+# trip upstream per client every push interval for nothing: Tansu 0.6 answers every one with
+# no metrics requested, a new client instance id and a 5 s interval, so 1,000 librdkafka
+# consumers asked 110-200 times a second, forever, through the partitions that run the group
+# (counted by the listeners, the 1,000-consumer group of bench/upstream.py --stable over
+# Tansu); in front of Kafka 4.4, which does not advertise them, the same group sent none.
+NOT_RELAYED = frozenset({71, 72})
 DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS, LIST_CONFIG_RESOURCES = 32, 44, 74
 GROUP_RESOURCE = 32
 # Relayed only when the request names no group (or, for FindCoordinator, only transactions).
@@ -59,7 +69,7 @@ UPSTREAMS_OWN_ROWS = frozenset({0, 1, 2, 19, 20, 37})
 def relayed_keys(upstream_keys) -> frozenset[int]:
     """The API keys this room takes in front of an upstream that serves ``upstream_keys``:
     relayed, or (TxnOffsetCommit) refused here."""
-    return frozenset(k for k in upstream_keys if k not in OWN_KEYS) | (
+    return frozenset(k for k in upstream_keys if k not in OWN_KEYS | NOT_RELAYED) | (
         DEPENDS_ON_BODY & frozenset(upstream_keys)) | {TXN_OFFSET_COMMIT}
 
 

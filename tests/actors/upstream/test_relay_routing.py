@@ -44,3 +44,15 @@ def test_metadata_and_group_apis_are_never_relayed():
     assert 3 not in relayed_keys(UPSTREAM_KEYS)
     assert _goes(3, 12, {"topics": None, "allow_auto_topic_creation": False,
                          "include_topic_authorized_operations": False}) is False
+
+
+def test_client_telemetry_is_neither_relayed_nor_advertised_in_front_of_an_upstream():
+    # Tansu 0.6 serves GetTelemetrySubscriptions (71) and PushTelemetry (72) and answers
+    # every client every 5 s: relayed, 1,000 consumers kept Cohort's coordinators busy with it.
+    from actors.gateway.core import GatewayCore
+
+    upstream = {k: (0, 0) for k in (71, 72)} | {0: (3, 11), 1: (4, 16), 2: (1, 8)}
+    keys, advertised = GatewayCore.relay_plan(upstream)
+    assert not {71, 72} & keys
+    assert not {71, 72} & {key for key, _lo, _hi in advertised}
+    assert {0, 1, 2} <= {key for key, _lo, _hi in advertised}
