@@ -283,12 +283,15 @@ async def fetch(core: GatewayCore, req: WireRequest) -> EncodedBody:
     body = req.body
     index = await core.topics_knowing(names=[t["topic"] for t in body.get("topics", [])])
     may_read = lambda t: core.may(req, "READ", TOPIC, t)  # noqa: E731
-    reply, count = stream.fetch_response(body, index, core.stream, core.now_ms(), may_read)
+    # A fetch naming thousands of partitions (a big request) is answered off the loop.
+    reply, count = await pure(stream.fetch_response, body, index, core.stream, core.now_ms(),
+                              may_read)
     wait_ms = min(body.get("max_wait", 0), MAX_FETCH_WAIT_MS)
     if count == 0 and wait_ms > 0 and body.get("min_bytes", 1) > 0:
         await asyncio.sleep(min(wait_ms, core.stream.next_batch_in_ms(core.now_ms())) / 1000)
-        reply, _ = stream.fetch_response(body, index, core.stream, core.now_ms(), may_read)
-    return EncodedBody(fetch_body_parts(req.version, reply))
+        reply, _ = await pure(stream.fetch_response, body, index, core.stream, core.now_ms(),
+                              may_read)
+    return EncodedBody(await pure(fetch_body_parts, req.version, reply))
 
 
 async def produce(core: GatewayCore, req: WireRequest) -> dict | None:
