@@ -26,7 +26,7 @@ SAMPLE_AFTER_S = 0.03
 # stall when it got this many looks (one look can catch the moment a sleep or a wait ends).
 MIN_CPU_S = 0.0002
 MIN_SAMPLES = 2
-FRAMES = 8  # innermost frames kept of each stack
+FRAMES = 14  # innermost frames kept of each stack (a Ray call alone is eight deep)
 TOP = 3  # stacks kept of the longest stall
 
 
