@@ -1,12 +1,10 @@
 """A Fetch naming thousands of partitions of the embedded stream is answered off the gateway's
 loop (issue 30: the fuzzer's repeated-entry Fetch frames held the gateway's loop 120-180 ms
-while their synthetic batches were cut and written). The loop's stall is the CPU its own thread
-spends between two wake-ups of a 2 ms timer, which a busy machine does not inflate."""
+while their synthetic batches were cut and written). The loop's stall: ``LoopStall``."""
 
 from __future__ import annotations
 
 import asyncio
-import time
 from types import SimpleNamespace
 
 from actors.gateway import topic_handlers
@@ -14,6 +12,7 @@ from actors.runtime.offload import BIG
 from protocol.wire import stream
 from protocol.wire.codec import EncodedBody
 from protocol.wire.topics import TopicIndex, TopicMetadata
+from tests.gateway.loop_stall import LoopStall
 
 STALL_BOUND_S = 0.05
 PARTITIONS = 37_000  # about a 1 MiB request, as the fuzzer repeats entries
@@ -35,22 +34,11 @@ def _answered(big: bool) -> tuple[float, bytes]:
     req = SimpleNamespace(body=body, version=12)
 
     async def scenario() -> tuple[float, bytes]:
-        longest = [0.0]
-
-        async def watch() -> None:
-            while True:
-                cpu = time.thread_time()
-                await asyncio.sleep(0.002)
-                longest[0] = max(longest[0], time.thread_time() - cpu)
-
-        watcher = asyncio.get_running_loop().create_task(watch())
-        await asyncio.sleep(0.01)
-        BIG.set(big)
-        reply = await topic_handlers.fetch(_core(index), req)
-        await asyncio.sleep(0.01)  # the watcher wakes once more: a stall just over counts
-        watcher.cancel()
+        async with LoopStall() as stall:
+            BIG.set(big)
+            reply = await topic_handlers.fetch(_core(index), req)
         assert isinstance(reply, EncodedBody)
-        return longest[0], b"".join(bytes(p) for p in reply.parts)
+        return stall.longest_s, b"".join(bytes(p) for p in reply.parts)
 
     return asyncio.run(scenario())
 

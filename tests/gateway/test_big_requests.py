@@ -2,14 +2,13 @@
 shard's part of its turn and its reply's encoding run on a worker thread, so the loop keeps
 answering other clients (issue 30's wire fuzzer found one DescribeGroups of 1 MB holding a
 partition's loop for 4 s, and a 10 KB FindCoordinator for 170 ms). No Ray: a partition's
-listener over ``MemoryStorage``, real sockets. The loop's stall is measured as the CPU time its
-own thread spends between two wake-ups of a 2 ms timer, which a busy machine does not inflate."""
+listener over ``MemoryStorage``, real sockets. The loop's stall: ``LoopStall`` (the CPU time its
+own thread spends between two wake-ups of a 2 ms timer, which a busy machine does not inflate)."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
-import time
 
 import pytest
 from kio.serial import entity_reader
@@ -19,6 +18,7 @@ from actors.tools.fuzz_run import read_frame
 from actors.tools.wire_tokens import framed, request_tokens
 from protocol.wire.codec import holds_entries
 from protocol.wire.codec import response_schema as load_response_schema
+from tests.gateway.loop_stall import LoopStall
 from tests.gateway.partition_listener import partition_listener
 
 STALL_BOUND_S = 0.05
@@ -41,24 +41,15 @@ async def _longest_stall_serving(frame: bytes) -> tuple[float, bytes]:
     """The loop's longest stall while a partition's listener answers ``frame``, and the
     answer."""
 
-    longest = [0.0]
-
-    async def watch() -> None:
-        while True:
-            cpu = time.thread_time()
-            await asyncio.sleep(0.002)
-            longest[0] = max(longest[0], time.thread_time() - cpu)
-
     async with partition_listener() as served:
         reader, writer = await asyncio.open_connection(served.host, served.port)
         writer.write(_frame(18, 0, {}))  # the listener's first answer: it is serving
         await asyncio.wait_for(read_frame(reader), WAIT_S)
-        watcher = asyncio.get_running_loop().create_task(watch())
-        writer.write(frame)
-        reply = await asyncio.wait_for(read_frame(reader), WAIT_S)
-        watcher.cancel()
+        async with LoopStall() as stall:
+            writer.write(frame)
+            reply = await asyncio.wait_for(read_frame(reader), WAIT_S)
         writer.close()
-        return longest[0], reply
+        return stall.longest_s, reply
 
 
 def test_a_group_named_100000_times_is_described_without_stalling_the_loop():
