@@ -46,7 +46,8 @@ from actors.gateway.listener import (
 from actors.gateway.serving import Serving, WireRequest
 from actors.runtime.controller import NAMESPACE
 from actors.runtime.controller_security import SecurityImage
-from actors.runtime.offload import BIG, pure
+from actors.runtime.offload import BIG, off_loop, pure
+from actors.runtime.packed import pack
 from actors.runtime.turns import PartitionTurns
 from actors.upstream.relay import ClientRelay
 from actors.upstream.view import UpstreamView
@@ -303,8 +304,13 @@ class Listener:
         """``req`` answered by the gateway (``Gateway.forwarded``)."""
         if self._forward_to is None:
             self._forward_to = ray.get_actor(self.spec.gateway, namespace=NAMESPACE)
-        ref = self._forward_to.forwarded.remote(req.header, req.body, req.principal,
-                                                req.client_host)
+        if BIG.get():  # Ray would pickle the body on this loop: packed off it instead
+            packed = await off_loop(pack, (req.header, req.body, req.principal,
+                                           req.client_host))
+            ref = self._forward_to.forwarded_packed.remote(packed)
+        else:
+            ref = self._forward_to.forwarded.remote(req.header, req.body, req.principal,
+                                                    req.client_host)
         try:
             return await ref
         except asyncio.CancelledError:

@@ -6,6 +6,7 @@ after a kill it listens again where its clients saw it."""
 from __future__ import annotations
 
 import socket
+import struct
 
 import pytest
 import ray
@@ -19,10 +20,13 @@ from kafka.protocol.metadata import (
     MetadataRequest,
     MetadataResponse,
 )
+from kio.serial import entity_reader
 
 from actors.gateway.launch import running_gateway, start_gateway, stop_gateway
 from actors.gateway.listener import PARTITION_NODE_BASE
+from actors.tools.wire_tokens import framed, request_tokens
 from protocol import messages as m
+from protocol.wire.codec import response_schema
 from tests.gateway.conftest import unique, wait_for, whole
 from tests.gateway.wire_client import WireClient, offset_commit_request
 
@@ -199,3 +203,38 @@ def test_a_second_gateway_gets_listeners_of_its_own_on_the_ports_it_names(cluste
             return True
 
     assert all(refused(base + p) for p in range(cluster.num_partitions))  # stopped with it
+
+
+def _list_offsets_via(address: str, entries: int) -> list:
+    """ListOffsets v1 for partition 0 of one topic, named ``entries`` times, sent to
+    ``address``: the reply's partitions."""
+    host, port = address.rsplit(":", 1)
+    frame = framed(b"".join(t.data for t in request_tokens(2, 1, {
+        "replica_id": -1, "topics": [{"name": "orders", "partitions": [
+            {"partition_index": 0, "timestamp": -2}] * entries}]})))
+    with socket.create_connection((host, int(port)), timeout=60) as sock:
+        sock.sendall(frame)
+        (size,) = struct.unpack(">i", _recv_exactly(sock, 4))
+        reply = _recv_exactly(sock, size)
+    body = entity_reader(response_schema(2, 1))(reply, 4)[0]
+    return [p for topic in body.topics for p in topic.partitions]
+
+
+def _recv_exactly(sock: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        assert chunk, "the listener closed the connection"
+        data += chunk
+    return data
+
+
+def test_a_big_request_a_partition_forwards_is_answered_as_a_small_one(cluster, gateway):
+    """A request of thousands of entries a partition's listener does not serve crosses to the
+    gateway pickled off both loops (``forwarded_packed``), and comes back whole."""
+    coordinator = _coordinators(cluster.num_partitions)[0]
+    (one,) = _list_offsets_via(coordinator, 1)
+    many = _list_offsets_via(coordinator, 3_000)
+    assert len(many) == 3_000
+    assert {(p.partition_index, p.error_code, p.offset) for p in many} == {
+        (one.partition_index, one.error_code, one.offset)}

@@ -13,7 +13,7 @@ def test_ports_are_drawn_below_the_ephemeral_range_with_their_grpc_twins():
     low = object_store._ephemeral_low()
     ports = object_store._free_ports(40)
     assert len(set(ports)) == 40
-    assert all(10_000 <= p and p + object_store.GRPC_OFFSET < max(low, 22_000) for p in ports)
+    assert all(p >= 10_000 and p + object_store.GRPC_OFFSET < max(low, 22_000) for p in ports)
 
 
 def test_a_start_whose_port_is_taken_is_tried_again_on_new_ports(monkeypatch):
