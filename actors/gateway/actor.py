@@ -31,7 +31,7 @@ from actors.gateway.serving import WireRequest
 from actors.runtime import gc_policy
 from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE, ControllerImage
 from actors.runtime.controller_security import GATEWAY_NAME, SecurityImage
-from actors.runtime.loop_watch import LoopWatch
+from actors.runtime.loop_watch import running_watch
 from actors.runtime.offload import big_request, off_loop, serving_body
 from actors.runtime.packed import unpack
 from actors.upstream.relay import ClientRelay
@@ -64,7 +64,6 @@ class Gateway:
         self._tls = None
         self._watch: asyncio.Task | None = None
         self.admission = Admission(options.max_connections)
-        self._loop_watch: LoopWatch | None = None  # started by the first loop_stalls()
         self._started = asyncio.get_running_loop().create_task(self._start())
 
     async def _start(self) -> None:
@@ -204,16 +203,12 @@ class Gateway:
     async def loop_stalls(self, reset: bool = True) -> dict:
         """The event loop's longest stalls since the last reading (``loop_watch``); the
         first call starts watching (it costs a wake-up every 10 ms, so only when asked)."""
-        if self._loop_watch is None:
-            self._loop_watch = LoopWatch()
-        return self._loop_watch.read(reset)
+        return running_watch().read(reset)
 
     async def heap_census(self, top: int = 8) -> dict:
         """What this process's cyclic collector walks (``LoopWatch.census``): why a long
         ``gc_ms`` is long."""
-        if self._loop_watch is None:
-            self._loop_watch = LoopWatch()
-        return self._loop_watch.census(top)
+        return running_watch().census(top)
 
     async def member_epoch(self, group_id: str, member_id: str) -> int:
         """The epoch (or generation) last sent to this member, by its coordinator's listener

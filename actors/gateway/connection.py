@@ -152,9 +152,7 @@ class Connection(Relaying, ConnectionDeadlines):
         self.core = core
         self.reader = reader
         self.writer = writer
-        # None: the gateway's handlers (``_gateway_respond``; a bound method kept here would
-        # hold this connection in a cycle).
-        self.respond = respond
+        self.respond = respond  # None: ``_gateway_respond`` (kept bound here: a cycle)
         self.pipelined = pipelined
         self.relay = relay
         # What goes to ``actors.upstream`` before decoding (none unless in front of one).
@@ -234,11 +232,7 @@ class Connection(Relaying, ConnectionDeadlines):
             self._deadline.cancel()
             replier.cancel()
             self.writer.close()
-            # The reader's wrapped feed_eof holds this connection: without it the two are a
-            # cycle, which only the collector frees, with all the connection holds (its
-            # buffers, its socket), in one long pass (issue 30: 1,100 idle sockets then a fuzz
-            # run's closed connections made passes of 0.7 s).
-            del self.reader.feed_eof
+            del self.reader.feed_eof  # it holds this connection: a cycle (issue 30's GC passes)
             if self.relay is not None:
                 self.relay.close()
 

@@ -86,3 +86,16 @@ class LoopWatch:
         self._task.cancel()
         self._sampler.stop()
         gc.callbacks.remove(self._collected)
+
+
+_watches: dict[asyncio.AbstractEventLoop, LoopWatch] = {}
+
+
+def running_watch() -> LoopWatch:
+    """The running loop's watch, started by the first caller (an actor's ``loop_stalls`` or
+    ``heap_census``): one per loop, however many ask."""
+    loop = asyncio.get_running_loop()
+    watch = _watches.get(loop)
+    if watch is None:
+        watch = _watches[loop] = LoopWatch()
+    return watch

@@ -25,7 +25,7 @@ from actors.runtime import gc_policy
 from actors.runtime.controller import CONTROLLER_NAME, NAMESPACE, ControllerImage
 from actors.runtime.controller_security import SecurityImage
 from actors.runtime.fileops import FileOps
-from actors.runtime.loop_watch import LoopWatch
+from actors.runtime.loop_watch import running_watch
 from actors.runtime.metrics import PartitionMetrics
 from actors.runtime.offload import big_request, off_loop, serving_bytes
 from actors.runtime.packed import WakerTokens, pack, unpack
@@ -67,7 +67,6 @@ class OffsetsPartition:
         self._loop_task = asyncio.get_running_loop().create_task(self._turns.run())
         self._broker = PartitionBroker(partition, num_partitions, self._turns,
                                        ray.util.get_node_ip_address())
-        self._loop_watch: LoopWatch | None = None  # started by the first loop_stalls()
 
     # ------------------------------------------------------------------ requests
 
@@ -149,16 +148,12 @@ class OffsetsPartition:
     async def loop_stalls(self, reset: bool = True) -> dict:
         """The event loop's longest stalls since the last reading (``loop_watch``); the
         first call starts watching (it costs a wake-up every 10 ms, so only when asked)."""
-        if self._loop_watch is None:
-            self._loop_watch = LoopWatch()
-        return self._loop_watch.read(reset)
+        return running_watch().read(reset)
 
     async def heap_census(self, top: int = 8) -> dict:
         """What this process's cyclic collector walks (``LoopWatch.census``): why a long
         ``gc_ms`` is long."""
-        if self._loop_watch is None:
-            self._loop_watch = LoopWatch()
-        return self._loop_watch.census(top)
+        return running_watch().census(top)
 
     async def group_ids(self) -> list[str]:
         return await self._turns.query(lambda shard: sorted(shard.groups))

@@ -52,19 +52,23 @@ def actor_processes() -> dict[str, dict]:
             for n, row in gcs_rows(ids).items()}
 
 
-def loop_stalls(names: list[str], reset: bool = True) -> dict[str, dict[str, float]]:
+def _ask_each(names: list[str], method: str, *args: object) -> dict[str, object]:
+    """``method(*args)`` of each named actor, asked of all at once."""
+    refs = {n: getattr(ray.get_actor(n, namespace=NAMESPACE), method).remote(*args)
+            for n in names}
+    return {n: ray.get(ref, timeout=120) for n, ref in refs.items()}
+
+
+def loop_stalls(names: list[str], reset: bool = True) -> dict[str, dict]:
     """Each listening actor's (partitions', gateways') longest event-loop stalls since the last
-    reading (``actors.runtime.loop_watch``): ``late_ms`` and ``busy_ms``."""
-    handles = {n: ray.get_actor(n, namespace=NAMESPACE) for n in names}
-    refs = {n: h.loop_stalls.remote(reset) for n, h in handles.items()}
-    return {n: ray.get(ref, timeout=60) for n, ref in refs.items()}
+    reading (``actors.runtime.loop_watch``): ``late_ms``, ``busy_ms``, ``gc_ms``, ``stacks``."""
+    return _ask_each(names, "loop_stalls", reset)
 
 
 def heap_censuses(names: list[str], top: int = 6) -> dict[str, dict]:
     """Each listening actor's tracked objects and their commonest types
     (``LoopWatch.census``)."""
-    refs = {n: ray.get_actor(n, namespace=NAMESPACE).heap_census.remote(top) for n in names}
-    return {n: ray.get(ref, timeout=120) for n, ref in refs.items()}
+    return _ask_each(names, "heap_census", top)
 
 
 def rss_bytes(pids: dict[str, int]) -> dict[str, int]:
