@@ -37,8 +37,12 @@ def test_a_joining_member_is_woken_when_the_partitions_it_waits_for_are_released
     cluster.set_group_config(group, consumer_session_timeout_ms=20_000,
                              consumer_heartbeat_interval_ms=INTERVAL_MS)
     # The holder pays for its revocations, so the joiner waits (and polls) well before the
-    # release; only the release, not a target change, can wake it.
-    holder = cluster.spawn_consumer(group, topics=["wake-join"], revocation_cost_ms=300)
+    # release; only the release, not a target change, can wake it. The joiner polls every
+    # 300 ms (the session's reconciliation interval) from its join, and the holder acks its
+    # two revocations 2 x 375 = 750 ms after it: half a poll from either neighbour, so the
+    # ack does not share a turn with a poll that would take the partitions unwoken (a cost
+    # of 300 put the ack on the joiner's second poll, and under load it lost the race).
+    holder = cluster.spawn_consumer(group, topics=["wake-join"], revocation_cost_ms=375)
     wait_whole([holder], 4)
     cluster.wait_stable(group, members=1)
     joiner = cluster.spawn_consumer(group, topics=["wake-join"])
