@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import statistics
 import sys
 import tempfile
@@ -50,6 +51,8 @@ from bench.groups import RdkafkaHosts
 
 QUIET = {"log_level": 0}
 TIMEOUT_S = 300.0
+CURVE_STEP_S = 2.0
+STUCK_S = 60.0  # a curve unchanged this long ends the wait: NaN, with the reason printed
 VALUE = b"x" * 100
 
 
@@ -151,20 +154,70 @@ def round_trips(bootstrap: str, topic: str, n: int) -> tuple[float, float]:
     return statistics.median(times), times[int(len(times) * 0.99) - 1]
 
 
-def time_to_stable(bootstrap: str, topic: str, members: int, partitions: int) -> float:
+def time_to_stable(bootstrap: str, topic: str, members: int, partitions: int,
+                   label: str) -> float:
     """Seconds from the moment ``members`` KIP-848 consumers (built first, in child processes:
     ``bench/groups.py``'s ``RdkafkaHosts``) subscribe until the group is stable as
-    ``actors.tools.stable_group`` judges it (NaN after ``TIMEOUT_S``)."""
+    ``actors.tools.stable_group`` judges it (NaN after ``TIMEOUT_S``). Prints, under
+    ``label``, how the group got there: members holding a partition and partitions held,
+    every ``CURVE_STEP_S`` (where a slower side loses its time)."""
     owners = Owners(partitions)
-    hosts = RdkafkaHosts(bootstrap, topic, f"stable-{time.time_ns()}", owners, members,
-                         TIMEOUT_S)
+    group = f"stable-{time.time_ns()}"
+    hosts = RdkafkaHosts(bootstrap, topic, group, owners, members, TIMEOUT_S)
     owners.expect(set(hosts.keys))
+    curve: list[tuple[int, int]] = []
     try:
         t0 = hosts.start()
-        done = owners.wait(TIMEOUT_S)
+        while (done := owners.wait(CURVE_STEP_S)) is None and \
+                time.perf_counter() - t0 < TIMEOUT_S and not stuck(curve):
+            curve.append(holders(owners))
+        if done is None:
+            print(f"  {label}: not stable; {why_not_stable(bootstrap, group, owners)}",
+                  flush=True)
     finally:
         hosts.close()
+    runs = [(point, len(list(same))) for point, same in itertools.groupby(curve)]
+    print(f"  {label}: members holding a partition / partitions held, every "
+          f"{CURVE_STEP_S:.0f} s: " + ", ".join(
+              f"{m}/{p}" + (f" x{n}" if n > 1 else "") for (m, p), n in runs), flush=True)
     return done - t0 if done is not None else float("nan")
+
+
+def stuck(curve: list[tuple[int, int]]) -> bool:
+    """Nothing moved for ``STUCK_S`` with every partition held: waiting on is no figure."""
+    last = int(STUCK_S / CURVE_STEP_S)
+    return len(curve) > last and len(set(curve[-last:])) == 1 and curve[-1][1] > 0
+
+
+def why_not_stable(bootstrap: str, group: str, owners: Owners) -> str:
+    """The members whose clients do not hold exactly one partition, beside what the group's
+    coordinator says of them (assignment and target, ConsumerGroupDescribe)."""
+    with owners.lock:
+        odd = {f"{group}-{k}": sorted(owners.owned.get(k, ())) for k in owners.members
+               if len(owners.owned.get(k, ())) != 1}
+    admin = AdminClient({"bootstrap.servers": bootstrap, **QUIET})
+    try:
+        described = admin.describe_consumer_groups([group])[group].result(30)
+    except Exception as e:  # the figure stands without it
+        return f"clients {odd}; the group could not be described: {e}"
+    seen = {m.client_id: m for m in described.members}
+
+    def parts(assignment) -> list[int] | None:
+        return None if assignment is None else sorted(
+            p.partition for p in assignment.topic_partitions)
+
+    said = {c: (parts(seen[c].assignment), parts(seen[c].target_assignment))
+            if c in seen else "not a member" for c in odd}
+    return (f"group {described.state}, {len(described.members)} members; clients holding "
+            f"other than one (client: held): {odd}; the coordinator's (assignment, target) "
+            f"for them: {said}")
+
+
+def holders(owners: Owners) -> tuple[int, int]:
+    """How many members hold a partition, and how many partitions are held, now."""
+    with owners.lock:
+        held = [len(parts) for parts in owners.owned.values() if parts]
+    return len(held), sum(held)
 
 
 def two_producers(bootstraps: list[str], topic: str, records: int, partitions: int) -> float:
@@ -221,11 +274,11 @@ def measure(kind: str, args: argparse.Namespace) -> dict[str, float]:
             stable, size = f"stable-{kind}", args.stable_partitions or args.members
             create_topic(cluster.bootstrap, stable, size)
             out["stable s cohort"] = time_to_stable(cluster.bootstrap, stable, args.members,
-                                                    size)
+                                                    size, f"cohort over {kind}")
             if kind == "kafka":  # the peer: Kafka 4.4's own coordinator, the same group
                 create_topic(upstream, stable + "-own", size)
                 out["stable s kafka itself"] = time_to_stable(
-                    upstream, stable + "-own", args.members, size)
+                    upstream, stable + "-own", args.members, size, "kafka itself")
     return out
 
 
