@@ -98,11 +98,20 @@ def test_a_partition_refuses_a_group_it_does_not_coordinate(cluster, gateway):
 
 def test_metadata_from_a_partition_lists_the_gateway_and_every_coordinator(cluster, gateway):
     coordinators = _coordinators(cluster.num_partitions)
-    client = WireClient(coordinators[0])
-    reply = client.call(MetadataRequest[9](topics=None, allow_auto_topic_creation=False),
-                        MetadataResponse, 9)
-    client.close()
-    brokers = {b.node_id: f"{b.host}:{b.port}" for b in reply.brokers}
+
+    def brokers_named() -> dict[int, str]:
+        client = WireClient(coordinators[0])
+        try:
+            reply = client.call(MetadataRequest[9](topics=None, allow_auto_topic_creation=False),
+                                MetadataResponse, 9)
+        finally:
+            client.close()
+        return {b.node_id: f"{b.host}:{b.port}" for b in reply.brokers}
+
+    # A listener opened first learns of the others as they open (pushed by the gateway):
+    # right after a start its Metadata may name fewer, never others.
+    brokers = wait_for(lambda: (b := brokers_named())
+                       and len(b) == cluster.num_partitions + 1 and b)
     assert brokers[0] == gateway
     assert {node - PARTITION_NODE_BASE: address for node, address in brokers.items()
             if node >= PARTITION_NODE_BASE} == coordinators
