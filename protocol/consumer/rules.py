@@ -37,10 +37,8 @@ from protocol.consumer.member import (
     ConsumerGroupMember,
     MemberState,
 )
-from protocol.consumer.records import ConsumerGroupMemberMetadataKey
 from protocol.consumer.sessions import ConsumerTimer, MemberTimers
 from protocol.consumer.target_assignment import EpochTurn
-from protocol.consumer.unconfirmed import UnconfirmedAssignments
 from protocol.consumer.validation import validate_heartbeat
 from protocol.consumer.wake_ups import WakeUps
 from protocol.context import ShardContext
@@ -80,7 +78,6 @@ class ConsumerGroupRules(ModernRules):
         self.turn = self.epoch_turn = EpochTurn(ctx)
         self.sessions = MemberTimers(ctx, self.fence)
         self.wake_ups = WakeUps()  # whom a turn gives a reason to heartbeat now
-        self.unconfirmed = UnconfirmedAssignments()  # told, not yet heard holding it
 
     # ------------------------------------------------------------------ step 1: admit
 
@@ -275,13 +272,8 @@ class ConsumerGroupRules(ModernRules):
             ),
             should_compute_assignment=compute,
         )
-        key = (a.group_id, new.member_id)
-        reported = pm.pairs(a.owned) if a.owned is not None else None
-        assigned = new.assigned_units
-        if (a.send_assignment or assignment_changed(a.before, new)
-                or self.unconfirmed.resend(key, reported, assigned)):
+        if a.send_assignment or assignment_changed(a.before, new):
             resp.assignment = self.assignment(group, new)
-            self.unconfirmed.sent(key, reported, assigned, whole=a.send_assignment)
         return resp
 
     # ------------------------------------------------------- step 2, timers, replay
@@ -297,8 +289,6 @@ class ConsumerGroupRules(ModernRules):
     ) -> None:
         self.sessions.after_replay(group, record, before)
         self.wake_ups.after_replay(group, record, before)
-        if record.value is None and type(record.key) is ConsumerGroupMemberMetadataKey:
-            self.unconfirmed.forget((record.key.group_id, record.key.member_id))
 
     def on_metadata(self, groups: list[ConsumerGroup]) -> None:
         """New topic metadata: bump every group whose subscribed slice changed."""
