@@ -182,7 +182,7 @@ def time_to_stable(bootstrap: str, topic: str, members: int, partitions: int,
         t0 = hosts.start()
         while (done := owners.wait(CURVE_STEP_S)) is None and \
                 time.perf_counter() - t0 < TIMEOUT_S and not stuck(curve):
-            curve.append(holders(owners))
+            curve.append(owners.holding())
         if done is None:
             print(f"  {label}: not stable; {why_not_stable(bootstrap, group, owners)}",
                   flush=True)
@@ -203,11 +203,9 @@ def stuck(curve: list[tuple[int, int]]) -> bool:
 
 
 def why_not_stable(bootstrap: str, group: str, owners: Owners) -> str:
-    """The members whose clients do not hold exactly one partition, beside what the group's
+    """The members whose clients do not hold their share of partitions, beside what the group's
     coordinator says of them (assignment and target, ConsumerGroupDescribe)."""
-    with owners.lock:
-        odd = {f"{group}-{k}": sorted(owners.owned.get(k, ())) for k in owners.members
-               if len(owners.owned.get(k, ())) != 1}
+    odd = {f"{group}-{k}": held for k, held in owners.unbalanced().items()}
     admin = AdminClient({"bootstrap.servers": bootstrap, **QUIET})
     try:
         described = admin.describe_consumer_groups([group])[group].result(30)
@@ -222,15 +220,8 @@ def why_not_stable(bootstrap: str, group: str, owners: Owners) -> str:
     said = {c: (parts(seen[c].assignment), parts(seen[c].target_assignment))
             if c in seen else "not a member" for c in odd}
     return (f"group {described.state}, {len(described.members)} members; clients holding "
-            f"other than one (client: held): {odd}; the coordinator's (assignment, target) "
+            f"other than their share (client: held): {odd}; the coordinator's (assignment, target) "
             f"for them: {said}")
-
-
-def holders(owners: Owners) -> tuple[int, int]:
-    """How many members hold a partition, and how many partitions are held, now."""
-    with owners.lock:
-        held = [len(parts) for parts in owners.owned.values() if parts]
-    return len(held), sum(held)
 
 
 def two_producers(bootstraps: list[str], topic: str, records: int, partitions: int) -> float:

@@ -72,6 +72,23 @@ class Owners:
             self.stable_at = time.perf_counter()
             self.stable_event.set()
 
+    def holding(self) -> tuple[int, int]:
+        """How many members hold a partition, and how many partitions they hold, now."""
+        with self.lock:
+            held = [len(parts) for parts in self.owned.values() if parts]
+        return len(held), sum(held)
+
+    def unbalanced(self) -> dict[object, list[int]]:
+        """The live members holding fewer than ⌊P/M⌋ or more than ⌈P/M⌉ partitions, with what
+        they hold: why the group is not stable yet."""
+        with self.lock:
+            if not self.members:
+                return {}
+            low = self.partitions // len(self.members)
+            high = -(-self.partitions // len(self.members))
+            return {m: sorted(self.owned.get(m, ())) for m in self.members
+                    if not low <= len(self.owned.get(m, ())) <= high}
+
     def wait(self, timeout_s: float) -> float | None:
         """The moment the group became stable (``perf_counter``), or None after ``timeout_s``."""
         self.stable_event.wait(timeout_s)

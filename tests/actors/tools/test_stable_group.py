@@ -62,3 +62,14 @@ def test_a_balanced_assignment_is_stable_and_one_member_with_too_many_is_not(
         skewed.add(0 if p < -(-partitions // members) + 1 else p % members, [p])
     assert balanced.wait(0) is not None
     assert skewed.wait(0) is None or -(-partitions // members) + 1 > partitions
+
+
+def test_an_unbalanced_group_names_the_members_outside_their_share_and_counts_holders():
+    owners = Owners(4)
+    owners.expect({"a", "b"})
+    owners.add("a", [0, 1, 2])
+    assert owners.holding() == (1, 3)
+    assert owners.unbalanced() == {"a": [0, 1, 2], "b": []}
+    owners.remove("a", [2])
+    owners.add("b", [2, 3])
+    assert owners.holding() == (2, 4) and owners.unbalanced() == {}
