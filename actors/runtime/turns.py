@@ -229,25 +229,33 @@ class PartitionTurns:
         await self._load_until_serving()
         while self.state == "active":
             await self._wait_for_work()
-            events = self._mailbox.take()
-            try:
-                await self._turn(events)
-            except LogFencedError:
-                log.warning("%s: a newer incarnation owns the storage", self.name)
-                self._abandon(Errors.NOT_COORDINATOR, events)
-                self._fence()
-            except OSError:
-                log.exception("%s: a write failed; reloading from storage", self.name)
-                self._abandon(Errors.COORDINATOR_NOT_AVAILABLE, events)
-                await self._recover()
-            except Exception:
-                # A bug: memory may hold half a request; only a reload from storage, which
-                # holds nothing of this turn, reconciles them.
-                log.exception("%s: a turn failed (a bug); reloading from storage", self.name)
-                self._abandon(Errors.COORDINATOR_NOT_AVAILABLE, events)
-                await self._reload_after_bug()
-            else:
-                self._failed_in_a_row = 0
+            await self._take_turn()
+
+    async def _take_turn(self) -> None:
+        """One turn over what the mailbox holds, and what a failed one costs. Its entries are
+        this frame's alone: they hold the turn's requests and replies (a big one's hundreds of
+        thousands of objects), which must not outlive the turn while the loop waits for the
+        next (``offload.big_request`` turns the collector back on when its request has been
+        answered; objects still alive then are a young collection's to scan, on the loop)."""
+        events = self._mailbox.take()
+        try:
+            await self._turn(events)
+        except LogFencedError:
+            log.warning("%s: a newer incarnation owns the storage", self.name)
+            self._abandon(Errors.NOT_COORDINATOR, events)
+            self._fence()
+        except OSError:
+            log.exception("%s: a write failed; reloading from storage", self.name)
+            self._abandon(Errors.COORDINATOR_NOT_AVAILABLE, events)
+            await self._recover()
+        except Exception:
+            # A bug: memory may hold half a request; only a reload from storage, which
+            # holds nothing of this turn, reconciles them.
+            log.exception("%s: a turn failed (a bug); reloading from storage", self.name)
+            self._abandon(Errors.COORDINATOR_NOT_AVAILABLE, events)
+            await self._reload_after_bug()
+        else:
+            self._failed_in_a_row = 0
 
     @property
     def queued(self) -> int:
