@@ -61,6 +61,7 @@ class ShareMemberClient:
         self.events_recorded = 0  # every event ever recorded (the timeline keeps the newest)
         self._next_heartbeat_s = 0.0
         self._heartbeat_in_flight = False
+        self._leave_in_flight = False  # the heartbeat in flight is the leave (epoch -1)
         self._fetch_in_flight = False
         self._retry_fetch_at_s = 0.0
         self._subscription_sent = False
@@ -76,6 +77,7 @@ class ShareMemberClient:
         if self.state == "leaving" and (self._fetch_in_flight or self._pending):
             return None  # the session closes (acknowledgements apply) before the member leaves
         self._heartbeat_in_flight = True
+        self._leave_in_flight = self.state == "leaving"
         full = self.epoch == JOIN_EPOCH or not self._subscription_sent
         return m.ShareGroupHeartbeatRequest(
             group_id=self.group_id, member_id=self.member_id,
@@ -85,8 +87,7 @@ class ShareMemberClient:
     def on_heartbeat(self, now_s: float, resp: m.ShareGroupHeartbeatResponse) -> None:
         self._heartbeat_in_flight = False
         if self.state == "leaving":
-            self.state = "stopped"
-            self._event(now_s, "left", epoch=LEAVE_EPOCH)
+            self._on_leave_reply(now_s, resp)
             return
         if resp.error_code in FENCED or (resp.error_code == Errors.GROUP_ID_NOT_FOUND
                                          and self.epoch > JOIN_EPOCH):
@@ -113,11 +114,24 @@ class ShareMemberClient:
                 self.assignment = new
                 self._event(now_s, "assigned", partitions=new, epoch=self.epoch)
 
+    def _on_leave_reply(self, now_s: float, resp: m.ShareGroupHeartbeatResponse) -> None:
+        """A reply while leaving. One to a heartbeat sent before ``leave`` says nothing of
+        the leave, which goes next (taking it for the leave's reply left the member in its
+        group for a whole session timeout: a driver's exit landed while a heartbeat was in
+        flight, as it does under load). A coordinator that could not take the leave yet is
+        asked again; the actor bounds how long (its leave timeout)."""
+        was_leave, self._leave_in_flight = self._leave_in_flight, False
+        if not was_leave or resp.error_code in COORDINATOR_UNAVAILABLE:
+            self._next_heartbeat_s = now_s if not was_leave else now_s + RETRY_S
+            return
+        self.state = "stopped"
+        self._event(now_s, "left", epoch=LEAVE_EPOCH)
+
     def on_heartbeat_failure(self, now_s: float) -> None:
-        self._heartbeat_in_flight = False
+        """The heartbeat in flight got no reply: asked again after ``RETRY_S`` (a leave too,
+        within the actor's leave timeout)."""
+        self._heartbeat_in_flight = self._leave_in_flight = False
         self._next_heartbeat_s = now_s + RETRY_S
-        if self.state == "leaving":
-            self.state = "stopped"
 
     def _fenced(self, now_s: float) -> None:
         self._event(now_s, "fenced", epoch=self.epoch)

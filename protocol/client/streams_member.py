@@ -100,6 +100,7 @@ class StreamsMemberClient:
         self._alive_until: float | None = None  # no session fence before this
         self._retries = 0
         self._leaving = False
+        self._leave_sent = False  # the heartbeat in flight is the leave
 
     # ------------------------------------------------------------------ what the host sees
 
@@ -127,6 +128,7 @@ class StreamsMemberClient:
         if self.done or self._sent_at is not None or now_s < self._due:
             return None
         self._sent_at = now_s
+        self._leave_sent = self._leaving
         if self._leaving:
             return sm.StreamsGroupHeartbeatRequest(self.group_id, self.member_id, LEAVE_EPOCH,
                                                    self._endpoint_epoch,
@@ -147,7 +149,13 @@ class StreamsMemberClient:
         to create (the gateway's part, off the wire)."""
         sent = self._finish()
         if self._leaving:
-            self.done = True  # any answer to the leave (or to what was out before it) ends it
+            # Any answer to the leave ends it; one to a heartbeat sent before ``leave`` says
+            # nothing of it, and the leave goes now (taken for the leave's answer, it left the
+            # member in its group for a session timeout).
+            if self._leave_sent:
+                self.done = True
+            else:
+                self._due = now_s
             return {}
         code = resp.error_code
         if code == Errors.NONE:
@@ -168,7 +176,10 @@ class StreamsMemberClient:
         """No reply (a dead or restarting coordinator): keep what it owns and retry."""
         self._finish()
         if self._leaving:
-            self.done = True  # the session runs out on its own
+            if self._leave_sent:
+                self.done = True  # the session runs out on its own
+            else:
+                self._due = now_s  # what failed was out before the leave: send the leave
             return
         self._check_deadline(now_s)
         self._retry(now_s)

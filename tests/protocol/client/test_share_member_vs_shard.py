@@ -112,6 +112,44 @@ def test_a_member_that_leaves_closes_its_session_and_its_acknowledgements_apply(
     assert delivered and delivered <= sim.acked
 
 
+def _members_of(sim: Sim) -> list:
+    return sim.shard.handle(m.ShareGroupDescribeRequest(group_ids=["g"])).response.groups[0].members
+
+
+def test_a_heartbeat_answered_after_leave_was_called_is_not_taken_for_the_leave():
+    sim = Sim()
+    a = sim.add("a")
+    for _ in range(10):
+        sim.step()
+    now_s = sim.now_ms / 1000 + a.interval_s
+    beat = a.poll_heartbeat(now_s)
+    assert beat is not None and beat.member_epoch > 0
+    a.leave(now_s)  # the driver exits while that heartbeat is in flight
+    a.on_heartbeat(now_s, sim.shard.handle(beat).response)
+    assert not a.done and len(_members_of(sim)) == 1
+    for _ in range(5):
+        sim.step()
+    assert a.done and _members_of(sim) == []
+
+
+def test_a_leave_that_got_no_reply_is_sent_again():
+    sim = Sim()
+    a = sim.add("a")
+    for _ in range(10):
+        sim.step()
+    a.leave(sim.now_ms / 1000)
+    sim.step()  # the session closes
+    now_s = sim.now_ms / 1000
+    lost = a.poll_heartbeat(now_s)
+    assert lost is not None and lost.member_epoch == -1
+    a.on_heartbeat_failure(now_s)
+    assert not a.done
+    again = a.poll_heartbeat(now_s + 1)
+    assert again == lost
+    a.on_heartbeat(now_s + 1, sim.shard.handle(again).response)
+    assert a.done and _members_of(sim) == []
+
+
 @settings(max_examples=20)
 @given(plan=st.lists(st.tuples(st.sampled_from(["a", "b", "c"]),
                                st.sampled_from(["join", "leave", "step", "noack"])),

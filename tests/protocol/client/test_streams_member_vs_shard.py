@@ -150,6 +150,20 @@ def test_a_leaving_member_gives_its_tasks_up_before_its_leave_is_sent():
     assert a.member_id not in sim.shard.groups[GID].members
 
 
+def test_a_heartbeat_answered_after_leave_was_called_is_not_taken_for_the_leave():
+    sim = Sim()
+    a, _ = sim.add(), sim.add()
+    settle(sim)
+    now_s = a.next_due()
+    beat = a.poll(now_s)
+    assert beat is not None and beat.member_epoch > 0
+    a.leave(now_s)  # the driver exits while that heartbeat is in flight
+    a.on_response(now_s, sim.shard.handle(beat).response)
+    assert not a.done and a.member_id in sim.shard.groups[GID].members
+    settle(sim)
+    assert a.done and a.member_id not in sim.shard.groups[GID].members
+
+
 def test_an_invalid_topology_fails_the_member_for_good():
     sim = Sim()
     c = StreamsMemberClient(GID, "bad", sm.StreamsTopology(1, ()), "p", session_timeout_ms=0
