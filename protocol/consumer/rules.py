@@ -37,8 +37,10 @@ from protocol.consumer.member import (
     ConsumerGroupMember,
     MemberState,
 )
+from protocol.consumer.records import ConsumerGroupMemberMetadataKey
 from protocol.consumer.sessions import ConsumerTimer, MemberTimers
 from protocol.consumer.target_assignment import EpochTurn
+from protocol.consumer.unconfirmed import UnconfirmedAssignments
 from protocol.consumer.validation import validate_heartbeat
 from protocol.consumer.wake_ups import WakeUps
 from protocol.context import ShardContext
@@ -78,6 +80,7 @@ class ConsumerGroupRules(ModernRules):
         self.turn = self.epoch_turn = EpochTurn(ctx)
         self.sessions = MemberTimers(ctx, self.fence)
         self.wake_ups = WakeUps()  # whom a turn gives a reason to heartbeat now
+        self.unconfirmed = UnconfirmedAssignments()  # told, not yet heard holding it
 
     # ------------------------------------------------------------------ step 1: admit
 
@@ -272,8 +275,15 @@ class ConsumerGroupRules(ModernRules):
             ),
             should_compute_assignment=compute,
         )
-        if a.send_assignment or assignment_changed(a.before, new):
-            resp.assignment = self.assignment(group, new)
+        key = (a.group_id, new.member_id)
+        send = a.send_assignment or assignment_changed(a.before, new)
+        # A steady heartbeat (nothing owned stated, nothing owed) converts nothing.
+        if send or a.owned is not None or key in self.unconfirmed:
+            reported = pm.pairs(a.owned) if a.owned is not None else None
+            assigned = new.assigned_units
+            if send or self.unconfirmed.resend(key, reported, assigned):
+                resp.assignment = self.assignment(group, new)
+                self.unconfirmed.sent(key, reported, assigned, whole=a.send_assignment)
         return resp
 
     # ------------------------------------------------------- step 2, timers, replay
@@ -289,6 +299,8 @@ class ConsumerGroupRules(ModernRules):
     ) -> None:
         self.sessions.after_replay(group, record, before)
         self.wake_ups.after_replay(group, record, before)
+        if record.value is None and type(record.key) is ConsumerGroupMemberMetadataKey:
+            self.unconfirmed.forget((record.key.group_id, record.key.member_id))
 
     def on_metadata(self, groups: list[ConsumerGroup]) -> None:
         """New topic metadata: bump every group whose subscribed slice changed."""

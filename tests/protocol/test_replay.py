@@ -73,9 +73,15 @@ class ReplayedEvents(GroupEvents):
         return [r for batch in self.journal for r in batch]
 
     def answer_alike(self, replayed: GroupCoordinatorShard) -> None:
-        """The next heartbeat of every client gets the same reply and records from both."""
+        """The next heartbeat of every client gets the same reply and records from both. A
+        client the live shard owes its assignment again (``protocol/consumer/unconfirmed.py``)
+        asks as a client that finds its coordinator restarted does, whole: the set of such
+        members lives beside the log, so a load starts it empty, and librdkafka sends a full
+        heartbeat after a lost connection or NOT_COORDINATOR (its ``SEND_FULL_REQUEST``)."""
         for c in self.clients:
             if c.status == JOINED:
+                if (c.group_id, c.member_id) in self.shard.consumer.unconfirmed:
+                    c.send_full = True
                 req = c.heartbeat_request(acknowledge=False)
                 a, b = self.shard.handle(req), replayed.handle(req)
                 assert (b.response, b.records) == (a.response, a.records), c.name

@@ -100,6 +100,69 @@ def test_lost_response_with_partitions_outside_the_assignment_is_fenced():
     assert "A" not in group(shard).members
 
 
+def _retry(shard, member: Member) -> m.ConsumerGroupHeartbeatResponse:
+    """librdkafka's retry of a timed-out steady heartbeat: the same request, owned partitions
+    null (unchanged); the coordinator may have answered the first copy already."""
+    req = m.ConsumerGroupHeartbeatRequest("g", member.member_id, member.epoch)
+    return shard.handle(req).response
+
+
+def test_a_revocation_whose_reply_was_lost_is_told_again_until_the_member_acknowledges():
+    shard = shard_with(foo=4)
+    a, b = Member(shard, "A"), Member(shard, "B")
+    a.join()  # foo-0..3
+    a.heartbeat()  # holds them all, said so
+    b.join()  # two of them move to B
+    lost = _retry(shard, a)  # A is told to revoke two; the reply never reaches it
+    assert lost.assignment is not None
+    assert group(shard).members["A"].partitions_pending_revocation
+    again = _retry(shard, a)  # Kafka's rule alone: no assignment, A holds all four for good
+    assert again.assignment == lost.assignment
+    a.accept(again)
+    a.heartbeat()  # acknowledges: it owns exactly what it was told
+    assert not group(shard).members["A"].partitions_pending_revocation
+    assert _retry(shard, a).assignment is None  # heard: never sent twice
+
+
+def test_partitions_given_in_a_lost_reply_are_given_again_on_the_retry():
+    shard = shard_with(foo=4)
+    a, b = Member(shard, "A"), Member(shard, "B")
+    a.join()
+    b.join()  # waits for two of A's partitions
+    b.heartbeat()
+    a.heartbeat()  # told to revoke
+    a.heartbeat()  # revokes: the two are free
+    lost = _retry(shard, b)  # B takes them; the reply never reaches it
+    assert lost.assignment is not None
+    held = group(shard).members["B"].assigned_partitions
+    assert sum(len(ps) for ps in held.values()) == 2
+    again = _retry(shard, b)
+    assert again.assignment == lost.assignment  # without it B would never use them
+    b.accept(again)
+    b.heartbeat()
+    assert _retry(shard, b).assignment is None
+
+
+def test_a_join_reply_is_not_resent_a_lost_one_is_retried_whole():
+    shard = shard_with(foo=3)
+    a = Member(shard, "A")
+    a.join()
+    assert _retry(shard, a).assignment is None  # as Kafka: the join's retry is a join
+    assert len(shard.consumer.unconfirmed) == 0
+
+
+def test_a_member_that_left_is_no_longer_remembered_as_unconfirmed():
+    shard = shard_with(foo=2)
+    a, b = Member(shard, "A"), Member(shard, "B")
+    a.join()
+    a.heartbeat()
+    b.join()
+    assert _retry(shard, a).assignment is not None  # told to revoke, not yet heard
+    assert len(shard.consumer.unconfirmed) == 1
+    a.leave()
+    assert len(shard.consumer.unconfirmed) == 0
+
+
 def test_null_fields_mean_unchanged_and_do_not_bump_the_epoch():
     shard = shard_with(foo=3)
     a = Member(shard, "A")
