@@ -97,11 +97,16 @@ def test_two_share_members_split_the_stream_and_never_see_an_acknowledged_record
     assert len(sim.acked) >= len(sim.deliveries) - 2 * 2 * sim.per_step
 
 
-def test_a_member_that_leaves_closes_its_session_and_its_acknowledgements_apply():
+def _one_member_joined() -> tuple[Sim, ShareMemberClient]:
     sim = Sim()
     a = sim.add("a")
     for _ in range(10):
         sim.step()
+    return sim, a
+
+
+def test_a_member_that_leaves_closes_its_session_and_its_acknowledgements_apply():
+    sim, a = _one_member_joined()
     a.leave(sim.now_ms / 1000)
     for _ in range(5):
         sim.step()
@@ -117,10 +122,7 @@ def _members_of(sim: Sim) -> list:
 
 
 def test_a_heartbeat_answered_after_leave_was_called_is_not_taken_for_the_leave():
-    sim = Sim()
-    a = sim.add("a")
-    for _ in range(10):
-        sim.step()
+    sim, a = _one_member_joined()
     now_s = sim.now_ms / 1000 + a.interval_s
     beat = a.poll_heartbeat(now_s)
     assert beat is not None and beat.member_epoch > 0
@@ -133,10 +135,7 @@ def test_a_heartbeat_answered_after_leave_was_called_is_not_taken_for_the_leave(
 
 
 def test_a_leave_that_got_no_reply_is_sent_again():
-    sim = Sim()
-    a = sim.add("a")
-    for _ in range(10):
-        sim.step()
+    sim, a = _one_member_joined()
     a.leave(sim.now_ms / 1000)
     sim.step()  # the session closes
     now_s = sim.now_ms / 1000
