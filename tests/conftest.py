@@ -17,6 +17,7 @@ import os  # noqa: E402
 import pytest  # noqa: E402
 
 from protocol.config import CoordinatorConfig  # noqa: E402
+from tests.local_ray import start_local_ray  # noqa: E402
 
 # Short timeouts so failover and fencing happen within a test's patience.
 RAY_TEST_CONFIG = CoordinatorConfig(
@@ -58,15 +59,9 @@ def cluster(tmp_path_factory):
 
     from actors.cluster import Cluster
 
-    os.environ.setdefault("RAY_DEDUP_LOGS", "0")
-    # Coordinators are a service: at Ray's default nice 15 a busy machine starves them
-    # (docs/decisions.md, "Cohort's processes run at nice 0"); scripts/env.sh says the same.
-    os.environ.setdefault("RAY_worker_niceness", "0")
-    os.environ.setdefault("RAY_agent_register_timeout_ms", "120000")  # scripts/env.sh
     # address="local": a Ray started elsewhere on this machine (`ray start`, a bench) is
     # never joined; the session owns its own.
-    ray.init(address="local", namespace="cohort", include_dashboard=False, log_to_driver=False,
-             num_cpus=2, object_store_memory=256 << 20)
+    start_local_ray()
     c = Cluster.start(
         num_partitions=RAY_TEST_PARTITIONS,
         storage_path=str(tmp_path_factory.mktemp("cohort-data")),

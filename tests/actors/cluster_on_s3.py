@@ -19,6 +19,7 @@ from actors.runtime.object_slots import AWS_VARS, ObjectOps, open_store
 from actors.runtime.storage_marker import MARKER, read_marker
 from protocol import messages as m
 from protocol.errors import Errors
+from tests.local_ray import start_local_ray
 
 
 def commit(cluster: Cluster, offset: int) -> int:
@@ -37,8 +38,7 @@ def main(url: str) -> int:
     # Ray starts without the AWS_* variables, so its workers reach the bucket only if
     # Cluster.start hands them on (runtime_env), as on a cluster started elsewhere.
     aws = {k: os.environ.pop(k) for k in AWS_VARS if k in os.environ}
-    ray.init(address="local", namespace="cohort", include_dashboard=False, num_cpus=2,
-             object_store_memory=128 << 20, log_to_driver=False)
+    start_local_ray(object_store_memory=128 << 20)
     os.environ.update(aws)
     cluster = Cluster.start(num_partitions=2, storage_path=url)
     assert cluster.storage_path == url, cluster.storage_path

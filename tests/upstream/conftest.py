@@ -8,12 +8,12 @@ about one upstream's limits asks for it alone (``indirect`` parametrization of `
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import pytest
 
 from tests.conftest import RAY_TEST_CONFIG
+from tests.local_ray import start_local_ray
 
 PARTITIONS = 3
 
@@ -52,10 +52,7 @@ def upstream(request):
 def ray_session():
     import ray
 
-    os.environ.setdefault("RAY_worker_niceness", "0")
-    os.environ.setdefault("RAY_agent_register_timeout_ms", "120000")  # scripts/env.sh
-    ray.init(address="local", namespace="cohort", include_dashboard=False, log_to_driver=False,
-             num_cpus=2, object_store_memory=256 << 20)
+    start_local_ray()
     yield
     ray.shutdown()
 
