@@ -121,8 +121,11 @@ class ShareMemberClient:
         flight, as it does under load). A coordinator that could not take the leave yet is
         asked again; the actor bounds how long (its leave timeout)."""
         was_leave, self._leave_in_flight = self._leave_in_flight, False
-        if not was_leave or resp.error_code in COORDINATOR_UNAVAILABLE:
-            self._next_heartbeat_s = now_s if not was_leave else now_s + RETRY_S
+        if not was_leave:
+            self._next_heartbeat_s = now_s
+            return
+        if resp.error_code in COORDINATOR_UNAVAILABLE:
+            self._next_heartbeat_s = now_s + RETRY_S
             return
         self.state = "stopped"
         self._event(now_s, "left", epoch=LEAVE_EPOCH)
