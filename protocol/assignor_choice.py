@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from assignors.client.interfaces import common_version_range, select_by_version_range
 from protocol.records import ClientAssignorEntry
@@ -39,20 +39,56 @@ class AssignorAsker(Protocol):
     def client_assignors(self) -> tuple[ClientAssignorEntry, ...]: ...
 
 
-def choose_assignor(members: Iterable[AssignorAsker], default_assignor: str) -> AssignorChoice:
+class AssignorTally:
+    """What a group's members ask of the rule, counted as their metadata comes and goes, so a
+    group of thousands chooses without a pass over its members: a join changes the counts, and
+    only a group whose every member offers client-side assignors needs the members themselves.
+    """
+
+    __slots__ = ("members", "offering", "requested")
+
+    def __init__(self) -> None:
+        self.requested: Counter = Counter()  # server assignor name -> members naming it
+        self.members = 0
+        self.offering = 0  # members offering client-side assignors
+
+    def change(self, old: Any, new: Any) -> None:
+        """A member's metadata went from ``old`` to ``new`` (``None``: absent)."""
+        for meta, step in ((old, -1), (new, 1)):
+            if meta is None:
+                continue
+            self.members += step
+            name = getattr(meta, "server_assignor", None)
+            if name is not None:
+                self.requested[name] += step
+                if self.requested[name] <= 0:
+                    del self.requested[name]
+            if getattr(meta, "client_assignors", ()):
+                self.offering += step
+
+
+def choose_assignor(members: Iterable[AssignorAsker], default_assignor: str,
+                    tally: AssignorTally | None = None) -> AssignorChoice:
     """Pick the group's assignor from what its members asked for.
 
     Members naming a server assignor win: the most requested one (ties by name). Otherwise, if
     every member offers client-side assignors and some name is common to all, the common name
     with the best summed priority (list position) is used, computed by the member whose version
     range covers everyone's (seed 004). Otherwise ``default_assignor`` (server side).
+    ``tally``, when given, is those members' ``AssignorTally``: the members are then read only
+    for a client-side choice.
     """
-    members = list(members)
-    requested = Counter(m.server_assignor for m in members if m.server_assignor is not None)
+    if tally is None:
+        members = list(members)
+        tally = AssignorTally()
+        for m in members:
+            tally.change(None, m)
+    requested = tally.requested
     if requested:
         name = min(requested, key=lambda n: (-requested[n], n))
         return AssignorChoice(name, client_side=False)
-    if members and all(m.client_assignors for m in members):
+    if tally.members and tally.offering == tally.members:
+        members = list(members)
         common = set.intersection(*({a.name for a in m.client_assignors} for m in members))
         if common:
 

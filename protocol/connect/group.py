@@ -79,7 +79,8 @@ class ConnectGroup(ModernGroup):
         no version (possible once a worker that bridged them left) cannot compute: the
         coordinator's own assignor serves the group until they can."""
         if self._assignor is None:
-            choice = choose_assignor(self.members.values(), default_assignor)
+            choice = choose_assignor(self.members.values(), default_assignor,
+                                     self.assignor_tally())
             if choice.client_side and choice.chosen_member_id is None:
                 choice = AssignorChoice(default_assignor, client_side=False)
             self._assignor = choice

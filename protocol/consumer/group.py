@@ -118,7 +118,7 @@ class ConsumerGroup(ModernGroup):
     def assignor(self, config: CoordinatorConfig) -> AssignorChoice:
         if self._assignor is None:
             self._assignor = choose_assignor(
-                self.members.values(), config.default_server_assignor
+                self.members.values(), config.default_server_assignor, self.assignor_tally()
             )
         return self._assignor
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, ClassVar
 
-from protocol.assignor_choice import AssignorChoice
+from protocol.assignor_choice import AssignorChoice, AssignorTally
 from protocol.modern.member import STABLE, ModernMember
 from protocol.records import Record
 
@@ -88,6 +88,9 @@ class ModernGroup:
     owners: dict[Any, str] = field(default_factory=dict)  # unit -> the member holding it
     # Asked on every heartbeat; depends only on the members' metadata, so cached until it changes.
     _assignor: AssignorChoice | None = field(default=None, compare=False, repr=False)
+    # What the members ask of ``assignor_choice``, counted as they join, change and leave;
+    # None until first asked (a bulk load fills ``members`` without replay).
+    _tally: AssignorTally | None = field(default=None, compare=False, repr=False)
 
     group_type: ClassVar[str]
     RECORDS: ClassVar[RecordKinds]
@@ -138,6 +141,8 @@ class ModernGroup:
         if old is not None and self.static_members.get(old.instance_id or "") == member_id:
             del self.static_members[old.instance_id]
         self._on_member_metadata(old, value)
+        if self._tally is not None:
+            self._tally.change(None if old is None else old.metadata, value)
         if value is None:
             if old is not None:
                 self._set_owner(old, None)
@@ -156,10 +161,21 @@ class ModernGroup:
                 self.members[member_id] = self.MEMBER(member_id).with_metadata(old.metadata)
             return
         new = (old or self.MEMBER(member_id)).with_assignment(value)
+        if old is None and self._tally is not None:  # a member made by its assignment record
+            self._assignor = None
+            self._tally.change(None, new.metadata)
         if old is not None:
             self._set_owner(old, None)
         self._set_owner(new, member_id)
         self.members[member_id] = new
+
+    def assignor_tally(self) -> AssignorTally:
+        """The members' ``AssignorTally``, counted from them the first time."""
+        if self._tally is None:
+            self._tally = AssignorTally()
+            for member in self.members.values():
+                self._tally.change(None, member.metadata)
+        return self._tally
 
     def _set_owner(self, member: ModernMember, owner: str | None) -> None:
         owners = self.owners
