@@ -350,6 +350,11 @@ class RdkafkaHosts:
             elif kind == "end":
                 return
 
+    @property
+    def pids(self) -> list[int]:
+        """The host processes' pids (their consumers' threads are the clients' CPU)."""
+        return [proc.pid for proc, _ in self._hosts]
+
     def start(self) -> float:
         t0 = time.perf_counter()
         for _, conn in self._hosts:

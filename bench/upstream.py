@@ -16,7 +16,10 @@ its median printed.
 4. (``--stable``) ``--members`` KIP-848 consumers (confluent-kafka, ``bench/groups.py``'s
    child processes, a thread each) from subscribe to a balanced group, every member owning
    its own partition of a topic of as many: through Cohort in front of the upstream, and on
-   Apache Kafka 4.4 itself (its own coordinator: the peer);
+   Apache Kafka 4.4 itself (its own coordinator: the peer); with each, what the processes
+   did with the two cores meanwhile (``/proc/<pid>/task/*/schedstat``: seconds run, and
+   seconds runnable but waiting for a CPU, summed over each process's threads): where a
+   side's time goes when the clients share the machine;
 5. (``--two-gateways``) records/s produced by two producers at once, both through one gateway
    and one through each of two gateways (``gateway`` and ``gateway-2``): how the relay scales
    past one gateway process.
@@ -34,13 +37,15 @@ import argparse
 import contextlib
 import itertools
 import math
+import os
 import statistics
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -58,17 +63,18 @@ VALUE = b"x" * 100
 
 
 @contextlib.contextmanager
-def upstream_broker(kind: str) -> Iterator[str]:
+def upstream_broker(kind: str) -> Iterator[Any]:
+    """The upstream, running (``bootstrap``, ``pid``)."""
     if kind == "kafka":
         from actors.tools.reference_kafka import ReferenceKafka
 
         with ReferenceKafka() as kafka:
-            yield kafka.bootstrap
+            yield kafka
         return
     from actors.tools.tansu import Tansu
 
     with Tansu() as tansu:
-        yield tansu.bootstrap
+        yield tansu
 
 
 @contextlib.contextmanager
@@ -166,23 +172,61 @@ def warm_up_group(bootstrap: str, topic: str, label: str) -> None:
         print(f"  {label}: warm-up group never stable", flush=True)
 
 
+def cpu_seconds(pids: list[int]) -> tuple[float, float]:
+    """Seconds the processes' threads ran and waited runnable for a CPU, so far (Linux
+    ``schedstat``; a thread that ended is no longer counted)."""
+    ran = waited = 0
+    for pid in pids:
+        for stat in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+            with contextlib.suppress(OSError, ValueError):
+                run_ns, wait_ns, _ = stat.read_text().split()
+                ran, waited = ran + int(run_ns), waited + int(wait_ns)
+    return ran / 1e9, waited / 1e9
+
+
+def ray_processes(title: str) -> list[int]:
+    """The pids of this machine's Ray workers whose process title starts with ``title``
+    (``ray::Gateway``, ``ray::OffsetsPartition``)."""
+    pids = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        with contextlib.suppress(OSError):
+            if cmdline.read_bytes().startswith(title.encode()):
+                pids.append(int(cmdline.parent.name))
+    return pids
+
+
+def cohort_processes(cluster: Any, group: str, upstream_pid: int) -> dict[str, list[int]]:
+    """Cohort's processes by role for ``group``: the partition that coordinates it, the rest
+    of Cohort (the gateway, the other partitions, the controller), and the upstream."""
+    coordinator = cluster.query(group, lambda _shard: os.getpid())
+    rest = [pid for pid in ray_processes("ray::") if pid != coordinator]
+    return {"coordinator": [coordinator], "rest of cohort and ray": rest, "upstream": [upstream_pid]}
+
+
 def time_to_stable(bootstrap: str, topic: str, members: int, partitions: int,
-                   label: str, quiet: bool = False) -> float:
+                   label: str, quiet: bool = False,
+                   servers: Callable[[str], dict[str, list[int]]] | None = None) -> float:
     """Seconds from the moment ``members`` KIP-848 consumers (built first, in child processes:
     ``bench/groups.py``'s ``RdkafkaHosts``) subscribe until the group is stable as
     ``actors.tools.stable_group`` judges it (NaN after ``TIMEOUT_S``). Prints, under
     ``label``, how the group got there: members holding a partition and partitions held,
-    every ``CURVE_STEP_S`` (where a slower side loses its time)."""
+    every ``CURVE_STEP_S`` (where a slower side loses its time), and what each of ``servers``
+    (the group's id -> name: pids) and the clients did with the CPUs meanwhile (``cpu_seconds``)."""
     owners = Owners(partitions)
     group = f"stable-{time.time_ns()}"
     hosts = RdkafkaHosts(bootstrap, topic, group, owners, members, TIMEOUT_S)
     owners.expect(set(hosts.keys))
     curve: list[tuple[int, int]] = []
+    watched = {**(servers(group) if servers else {}), "clients": hosts.pids}
+    before = {name: cpu_seconds(pids) for name, pids in watched.items()}
     try:
         t0 = hosts.start()
         while (done := owners.wait(CURVE_STEP_S)) is None and \
                 time.perf_counter() - t0 < TIMEOUT_S and not stuck(curve):
             curve.append(owners.holding())
+        spent = {name: tuple(b - a for a, b in zip(before[name], cpu_seconds(pids),
+                                                   strict=True))
+                 for name, pids in watched.items()}
         if done is None:
             print(f"  {label}: not stable; {why_not_stable(bootstrap, group, owners)}",
                   flush=True)
@@ -193,6 +237,9 @@ def time_to_stable(bootstrap: str, topic: str, members: int, partitions: int,
         print(f"  {label}: members holding a partition / partitions held, every "
               f"{CURVE_STEP_S:.0f} s: " + ", ".join(
                   f"{m}/{p}" + (f" x{n}" if n > 1 else "") for (m, p), n in runs), flush=True)
+        print(f"  {label}: CPU s run / waited runnable, until stable: " + ", ".join(
+            f"{name} {ran:.1f} / {waited:.1f}" for name, (ran, waited) in spent.items()),
+            flush=True)
     return done - t0 if done is not None else float("nan")
 
 
@@ -241,7 +288,8 @@ def two_producers(bootstraps: list[str], topic: str, records: int, partitions: i
 
 def measure(kind: str, args: argparse.Namespace) -> dict[str, float]:
     out: dict[str, float] = {}
-    with upstream_broker(kind) as upstream, cohort_in_front(upstream) as cluster:
+    with upstream_broker(kind) as broker, cohort_in_front(broker.bootstrap) as cluster:
+        upstream, upstream_pid = broker.bootstrap, broker.pid
         direct, through = "bench-direct", "bench-cohort"
         create_topic(upstream, direct, args.partitions)
         create_topic(cluster.bootstrap, through, args.partitions)
@@ -278,13 +326,15 @@ def measure(kind: str, args: argparse.Namespace) -> dict[str, float]:
             stable, size = f"stable-{kind}", args.stable_partitions or args.members
             create_topic(cluster.bootstrap, stable, size)
             warm_up_group(cluster.bootstrap, stable + "-warm", f"cohort over {kind}")
-            out["stable s cohort"] = time_to_stable(cluster.bootstrap, stable, args.members,
-                                                    size, f"cohort over {kind}")
+            out["stable s cohort"] = time_to_stable(
+                cluster.bootstrap, stable, args.members, size, f"cohort over {kind}",
+                servers=lambda group: cohort_processes(cluster, group, upstream_pid))
             if kind == "kafka":  # the peer: Kafka 4.4's own coordinator, the same group
                 create_topic(upstream, stable + "-own", size)
                 warm_up_group(upstream, stable + "-own-warm", "kafka itself")
                 out["stable s kafka itself"] = time_to_stable(
-                    upstream, stable + "-own", args.members, size, "kafka itself")
+                    upstream, stable + "-own", args.members, size, "kafka itself",
+                    servers=lambda _group: {"kafka": [upstream_pid]})
     return out
 
 
