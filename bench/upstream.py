@@ -200,7 +200,8 @@ def cohort_processes(cluster: Any, group: str, upstream_pid: int) -> dict[str, l
     of Cohort (the gateway, the other partitions, the controller), and the upstream."""
     coordinator = cluster.query(group, lambda _shard: os.getpid())
     rest = [pid for pid in ray_processes("ray::") if pid != coordinator]
-    return {"coordinator": [coordinator], "rest of cohort and ray": rest, "upstream": [upstream_pid]}
+    return {"coordinator": [coordinator], "rest of cohort and ray": rest,
+            "upstream": [upstream_pid]}
 
 
 def time_to_stable(bootstrap: str, topic: str, members: int, partitions: int,
