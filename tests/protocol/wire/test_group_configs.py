@@ -78,3 +78,14 @@ def test_list_config_resources_lists_each_type_asked_and_all_when_none_is():
     assert reply["config_resources"] == [
         {"resource_name": "g1", "resource_type": configs.GROUP},
         {"resource_name": "orders", "resource_type": configs.TOPIC}]
+
+
+def test_a_type_named_many_times_lists_its_resources_once():
+    """Issue 30's fuzzer named TOPIC thousands of times in one ListConfigResources: every topic
+    was listed as often, on the gateway's loop."""
+    types = configs.listed_types([configs.TOPIC] * 10_000 + [configs.GROUP, configs.TOPIC], 1)
+    assert types == (configs.TOPIC, configs.GROUP)
+    reply = configs.list_resources(types, topics=["orders", "payments"], brokers=["0"],
+                                   groups=["g1"])
+    assert [r["resource_name"] for r in reply["config_resources"]] == ["orders", "payments", "g1"]
+    assert configs.listed_types([configs.TOPIC] * 3 + [1], 1) is None  # still refused
