@@ -52,6 +52,15 @@ class AssignorTally:
         self.members = 0
         self.offering = 0  # members offering client-side assignors
 
+    @classmethod
+    def of(cls, members: Iterable[Any]) -> AssignorTally:
+        """The tally of ``members`` (anything with ``server_assignor`` and
+        ``client_assignors``: members or their metadata records)."""
+        tally = cls()
+        for member in members:
+            tally.change(None, member)
+        return tally
+
     def change(self, old: Any, new: Any) -> None:
         """A member's metadata went from ``old`` to ``new`` (``None``: absent)."""
         for meta, step in ((old, -1), (new, 1)):
@@ -80,9 +89,7 @@ def choose_assignor(members: Iterable[AssignorAsker], default_assignor: str,
     """
     if tally is None:
         members = list(members)
-        tally = AssignorTally()
-        for m in members:
-            tally.change(None, m)
+        tally = AssignorTally.of(members)
     requested = tally.requested
     if requested:
         name = min(requested, key=lambda n: (-requested[n], n))

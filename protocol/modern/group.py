@@ -172,9 +172,7 @@ class ModernGroup:
     def assignor_tally(self) -> AssignorTally:
         """The members' ``AssignorTally``, counted from them the first time."""
         if self._tally is None:
-            self._tally = AssignorTally()
-            for member in self.members.values():
-                self._tally.change(None, member.metadata)
+            self._tally = AssignorTally.of(m.metadata for m in self.members.values())
         return self._tally
 
     def _set_owner(self, member: ModernMember, owner: str | None) -> None:
