@@ -148,15 +148,23 @@ class PortTaken(RuntimeError):
     """weed exited while starting because another process held one of its ports."""
 
 
+def exit_error(code: int, log: str) -> RuntimeError:
+    """The error for a weed that exited while starting, from its whole log: the goroutine dump
+    after a fatal line can run past any tail (ci63 kept the last 2,000 characters, lost the
+    "address already in use" and did not try again)."""
+    fatal = "\n".join(line for line in log.splitlines() if line.startswith("F"))
+    error = PortTaken if "address already in use" in log else RuntimeError
+    return error(f"weed server exited with {code}: {fatal or '(no fatal line)'}\n{log[-2000:]}")
+
+
 def _wait_ready(process: subprocess.Popen, endpoint: str, bucket: str, directory: str) -> None:
     """Poll until the bucket exists and a conditional PUT into it answers, or fail loudly."""
     deadline = time.monotonic() + READY_TIMEOUT_S
     probe = f"{endpoint}/{bucket}/.ready-{uuid.uuid4().hex}"
     while True:
         if process.poll() is not None:
-            tail = Path(directory, "weed.log").read_text(errors="replace")[-2000:]
-            error = PortTaken if "address already in use" in tail else RuntimeError
-            raise error(f"weed server exited with {process.returncode}:\n{tail}")
+            log = Path(directory, "weed.log").read_text(errors="replace")
+            raise exit_error(process.returncode, log)
         try:
             if _put(f"{endpoint}/{bucket}") in (200, 409) and _put(
                 probe, b"x", {"If-None-Match": "*"}

@@ -39,3 +39,15 @@ def test_a_start_whose_port_is_taken_is_tried_again_on_new_ports(monkeypatch):
             assert server.url().startswith(f"s3://{object_store.BUCKET}/")
     finally:
         held.close()
+
+
+def test_a_port_lost_before_a_long_goroutine_dump_is_still_taken_for_a_port_lost():
+    log = ("I1128 starting\n"
+           "F1128 s3.go:434 S3 API Server listener on 127.0.0.1:1 error: listen tcp "
+           "127.0.0.1:1: bind: address already in use\n"
+           + "goroutine 1 [running]:\n\tgithub.com/seaweedfs/weed/glog.output()\n" * 400)
+    error = object_store.exit_error(255, log)
+    assert isinstance(error, object_store.PortTaken)
+    assert "S3 API Server listener" in str(error).splitlines()[0]
+    other = object_store.exit_error(1, "F1128 out of disk\n" + "goroutine\n" * 400)
+    assert type(other) is RuntimeError and "out of disk" in str(other).splitlines()[0]
