@@ -104,6 +104,11 @@ class SyntheticStream:
         per_batch = self.records_per_s * self.batch_interval_ms / 1000
         return int(per_batch) if per_batch >= 1 and per_batch == int(per_batch) else 0
 
+    @property
+    def grows(self) -> bool:
+        """Whether a batch ever brings records (a stream of 0 records a second never ends)."""
+        return self.records_per_s > 0
+
     def next_batch_in_ms(self, now_ms: int) -> int:
         """How long until the next batch arrives."""
         elapsed = now_ms - self.anchor_ms
