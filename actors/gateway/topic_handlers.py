@@ -293,9 +293,8 @@ async def fetch(core: GatewayCore, req: WireRequest) -> EncodedBody:
         # and answering empty at each made every idle consumer fetch every batch interval:
         # 5.0 Fetches a consumer-second against Kafka's 2.0 (max_wait 500 ms) for
         # bench/groups.py's consumers of a stream of no records.
-        # A partition in error answers at once, as Kafka completes a parked fetch then.
         deadline_ms = core.now_ms() + wait_ms
-        while (count == 0 and not _in_error(reply)
+        while (not stream.fetch_answers_now(reply, count)
                and (left_ms := deadline_ms - core.now_ms()) > 0):
             if core.stream.grows:
                 left_ms = min(left_ms, core.stream.next_batch_in_ms(core.now_ms()))
@@ -303,11 +302,6 @@ async def fetch(core: GatewayCore, req: WireRequest) -> EncodedBody:
             reply, count = await pure(stream.fetch_response, body, index, core.stream,
                                       core.now_ms(), may_read)
     return EncodedBody(await pure(fetch_body_parts, req.version, reply))
-
-
-def _in_error(reply: dict) -> bool:
-    """Whether a Fetch reply names a partition in error."""
-    return any(p["error_code"] for t in reply["responses"] for p in t["partitions"])
 
 
 async def produce(core: GatewayCore, req: WireRequest) -> dict | None:

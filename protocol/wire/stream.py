@@ -248,7 +248,7 @@ def _offset_at(timestamp: int, stream: SyntheticStream, end: int, now_ms: int) -
 
 def fetch_response(body: dict, index: TopicIndex, stream: SyntheticStream, now_ms: int,
                    may_read: Callable[[str], bool]) -> tuple[dict, int]:
-    """Fetch's reply at ``now_ms`` and how many records it carries (0: worth waiting). Its
+    """Fetch's reply at ``now_ms`` and how many records it carries (``fetch_answers_now``). Its
     record bytes are at most the client's ``max_bytes`` and MAX_RESPONSE_BYTES (a limit smaller
     than a chunk gets a batch built to fit it), and at most MAX_BUILDS_PER_RESPONSE batches are
     encoded for it: the work one fetch makes the gateway do is bounded whatever it asks."""
@@ -285,6 +285,13 @@ def fetch_response(body: dict, index: TopicIndex, stream: SyntheticStream, now_m
             parts.append(entry)
         responses.append({"topic": name, "partitions": parts})
     return {"throttle_time": 0, "error_code": 0, "session_id": 0, "responses": responses}, total
+
+
+def fetch_answers_now(reply: dict, records: int) -> bool:
+    """Whether a Fetch reply is given now rather than parked: it carries records, or names a
+    partition in error (Kafka completes a parked fetch then too)."""
+    return records > 0 or any(p["error_code"] for t in reply["responses"]
+                              for p in t["partitions"])
 
 
 # --------------------------------------------------------------------------------- Produce
