@@ -282,7 +282,15 @@ HOST_POLL_S = 1.0
 def _host(bootstrap: str, topic: str, group: str, keys: list[int], events: object,
           control: object) -> None:
     """A child process's consumers (``RdkafkaHosts``): built, then subscribed on "go", each
-    polling in its own thread; every callback sent to the parent as (kind, key, partitions)."""
+    polling in its own thread; every callback sent to the parent as (kind, key, partitions).
+
+    The process starts a session of its own, so the kernel's autogroup scheduler (on in most
+    Linux distributions) weighs the clients as one group against the system under test. The
+    reference broker's JVM runs in a session of its own (``ReferenceKafka``); Cohort's Ray runs
+    in this benchmark's. Clients left in the benchmark's session shared Cohort's group thread
+    by thread: one coordinator thread against thousands of librdkafka threads, while Kafka's
+    JVM had a whole group's share to itself."""
+    os.setsid()
     consumers = {k: Consumer({"bootstrap.servers": bootstrap, "group.id": group,
                               "group.protocol": "consumer", "enable.auto.commit": False,
                               "client.id": f"{group}-{k}", **QUIET}) for k in keys}
