@@ -78,7 +78,7 @@ def upstream_broker(kind: str) -> Iterator[Any]:
 
 
 @contextlib.contextmanager
-def cohort_in_front(upstream: str) -> Iterator[object]:
+def cohort_in_front(upstream: str, partitions: int = 4) -> Iterator[object]:
     import os
 
     import ray
@@ -92,7 +92,8 @@ def cohort_in_front(upstream: str) -> Iterator[object]:
     ray.init(address="local", namespace="cohort", include_dashboard=False,
              log_to_driver=False)
     with tempfile.TemporaryDirectory() as data:
-        cluster = Cluster.start(num_partitions=4, storage_path=data, upstream=upstream)
+        cluster = Cluster.start(num_partitions=partitions, storage_path=data,
+                                upstream=upstream)
         try:
             cluster.bootstrap = cluster.start_gateway(port=0)
             yield cluster
@@ -289,7 +290,8 @@ def two_producers(bootstraps: list[str], topic: str, records: int, partitions: i
 
 def measure(kind: str, args: argparse.Namespace) -> dict[str, float]:
     out: dict[str, float] = {}
-    with upstream_broker(kind) as broker, cohort_in_front(broker.bootstrap) as cluster:
+    with upstream_broker(kind) as broker, \
+            cohort_in_front(broker.bootstrap, args.coordinator_partitions) as cluster:
         upstream, upstream_pid = broker.bootstrap, broker.pid
         direct, through = "bench-direct", "bench-cohort"
         create_topic(upstream, direct, args.partitions)
@@ -351,6 +353,8 @@ def main() -> int:
     ap.add_argument("--stable-partitions", type=int, default=0,
                     help="partitions of --stable's topic (default: one a member)")
     ap.add_argument("--two-gateways", action="store_true")
+    ap.add_argument("--coordinator-partitions", type=int, default=4,
+                    help="Cohort's partitions (processes; each a broker its clients learn)")
     args = ap.parse_args()
     results = {kind: measure(kind, args) for kind in args.upstreams.split(",")}
     for kind, r in results.items():
