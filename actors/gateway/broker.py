@@ -35,7 +35,12 @@ from actors.gateway import topic_handlers
 from actors.gateway.admission import Admission
 from actors.gateway.connection import Connection, Pending
 from actors.gateway.dispatch import BY_NAME
-from actors.gateway.kept_metadata import KeptAnswers, addressed, metadata_question
+from actors.gateway.kept_metadata import (
+    KeptAnswers,
+    KeptReplies,
+    addressed,
+    metadata_question,
+)
 from actors.gateway.listener import (
     Coordinators,
     ListenerSpec,
@@ -69,8 +74,10 @@ LOCAL_APIS = ("ApiVersions", "Metadata", "FindCoordinator", "OffsetCommit", "Off
               "AlterShareGroupOffsets", "DeleteShareGroupOffsets")
 LOCAL = {name: BY_NAME[name] for name in LOCAL_APIS}
 LOCAL["Metadata"] = lambda core, req: core.metadata(req)  # replies kept (BrokerCore.metadata)
-# Metadata replies a partition keeps, written (see ``BrokerCore.metadata``).
-METADATA_REPLIES_KEPT = 64
+# Metadata replies a partition keeps, written (see ``BrokerCore.metadata``), by their bytes:
+# a reply for every topic of 35,718 partitions (issue 30's fuzzer left them) is ~1 MiB, and 64
+# of them, as many as were kept by count, would be a partition's idle size again.
+METADATA_KEPT_BYTES = 8 << 20
 # Answered within the turn that applies them: submitted as soon as read (``connection``).
 PIPELINED = frozenset(key for key, api in BY_API_KEY.items() if api.name in {
     "OffsetCommit", "OffsetFetch", "Heartbeat", "ConsumerGroupHeartbeat"})
@@ -159,7 +166,8 @@ class BrokerCore(Serving):
         self._turns = turns
         self._index = TopicIndex()
         self._index_of: object = None
-        self._metadata: dict[tuple, EncodedBody] = {}  # written replies, for _metadata_of
+        # Written replies, for _metadata_of.
+        self._metadata = KeptReplies(METADATA_KEPT_BYTES)
         self._metadata_of: TopicIndex | None = None
         # In front of an upstream, this listener is a face of the cluster like the gateway's:
         # it relays what they relay (a transaction's FindCoordinator goes to the gateway,
@@ -191,18 +199,19 @@ class BrokerCore(Serving):
         is written each time."""
         if self.options.authorizer:
             return await topic_handlers.metadata(self, req)
-        key = metadata_question(req, self.leader, tuple(self.brokers.nodes()))
+        # A question naming a topic 100,000 times is read off the loop (``pure``), as its body
+        # was decoded: issue 30's fuzzer held partitions' loops with it.
+        key = await pure(metadata_question, req, self.leader, tuple(self.brokers.nodes()))
         if key is None:  # too heavy a question to keep: answered, not remembered
             return await topic_handlers.metadata(self, req)
         index = await self.topics_knowing()
         if index is not self._metadata_of:  # a new image: every reply kept is stale
-            self._metadata, self._metadata_of = {}, index
+            self._metadata, self._metadata_of = KeptReplies(METADATA_KEPT_BYTES), index
         reply = self._metadata.get(key)
         if reply is None:
-            if len(self._metadata) >= METADATA_REPLIES_KEPT:
-                self._metadata.clear()
-            reply = self._metadata[key] = encode_body(
-                req.header.api_key, req.version, await topic_handlers.metadata(self, req))
+            body = await topic_handlers.metadata(self, req)
+            reply = await pure(encode_body, req.header.api_key, req.version, body)
+            self._metadata.keep(key, reply)
         return reply
 
 
@@ -291,7 +300,8 @@ class Listener:
             body = await handler(self.core, req)
             return None if body is None else await pure(encode_response, req.header, body)
         if req.api.name == "Metadata" and not self.core.options.authorizer:
-            key = metadata_question(req, self.core.leader, tuple(self.core.brokers.nodes()))
+            key = await pure(metadata_question, req, self.core.leader,
+                             tuple(self.core.brokers.nodes()))
             if key is not None:  # one call to the gateway per question (kept_metadata)
                 # The index is read again every second: its topics, not the object, are the image.
                 index = await self.core.topics_knowing()

@@ -20,10 +20,12 @@ import asyncio
 import functools
 import struct
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
 from actors.gateway.serving import WireRequest
+from protocol.wire.codec import EncodedBody
 from protocol.wire.topics import Node, distinct_topics
 
 # How long an answer is kept: a client that learns of a new leader a second late retries on
@@ -112,11 +114,49 @@ class KeptAnswers(Generic[T]):
             self._fresh[key] = (asked_at, value)
 
 
+class KeptReplies:
+    """Written replies by question, kept within ``budget`` bytes: the least recently given go
+    first, and a reply bigger than the whole budget is given but not kept. By bytes, not by
+    count: one Metadata reply lists every partition it names (~1 MiB for every topic of issue
+    30's 35,718 partitions), another a single topic (a few hundred bytes)."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.held = 0
+        self._replies: OrderedDict[tuple, EncodedBody] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._replies)
+
+    def get(self, key: tuple) -> EncodedBody | None:
+        reply = self._replies.get(key)
+        if reply is not None:
+            self._replies.move_to_end(key)
+        return reply
+
+    def keep(self, key: tuple, reply: EncodedBody) -> None:
+        size = _size(reply)
+        old = self._replies.pop(key, None)
+        if old is not None:
+            self.held -= _size(old)
+        if size > self.budget:
+            return
+        while self.held + size > self.budget:
+            self.held -= _size(self._replies.popitem(last=False)[1])
+        self._replies[key] = reply
+        self.held += size
+
+
+def _size(reply: EncodedBody) -> int:
+    return sum(len(part) for part in reply.parts)
+
+
 def metadata_question(req: WireRequest, leader: Node, brokers: tuple[Node, ...]) -> tuple | None:
     """What a Metadata reply depends on (without an authorizer), as a key to keep it by; None
     for a question over ``METADATA_KEPT_QUESTION_CHARS``. Each topic counts once, in the order
     first named, as ``topics.metadata_response`` answers it: naming a topic a million times
-    is one question, not a million-entry key."""
+    is one question, not a million-entry key. A step per entry named: a big request's is
+    asked off the loop (``offload.pure``)."""
     body = req.body
     named = body.get("topics")
     topics_key = None

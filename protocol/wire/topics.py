@@ -103,6 +103,20 @@ def distinct_topics(requested: Iterable[dict]) -> list[dict]:
     return list(first.values())
 
 
+def named_topics(requested: Iterable[dict]) -> tuple[list[str], list[uuid.UUID]]:
+    """The names, and the ids of topics named by id alone, a Metadata request asks for, each
+    once: what the gateway must know before it answers."""
+    names: dict[str, None] = {}
+    uuids: dict[uuid.UUID, None] = {}
+    for t in requested:
+        name = t.get("name")
+        if name is not None:
+            names[name] = None
+        elif tid := t.get("topic_id"):
+            uuids[tid] = None
+    return list(names), list(uuids)
+
+
 def _requested_entry(req: dict, index: TopicIndex, node: Node,
                      may_describe: Callable[[str], bool]) -> dict:
     name, tid = req.get("name"), req.get("topic_id")
