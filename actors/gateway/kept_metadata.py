@@ -38,6 +38,10 @@ KEPT_S = 1.0
 # preceeding MetadataRequest"; 1,000 consumers over Tansu never settled).
 STALE_S = 10.0
 MOST_KEPT = 64
+# The most bytes of replies kept, given and last good each (``KeptReplies``): an upstream's
+# reply for every topic lists every partition, ~1 MiB for 35,718 of them (issue 30), and 64
+# questions' worth was a gateway's idle size again.
+KEPT_BYTES = 8 << 20
 # The most a kept reply's question may weigh (characters of its topic names, 16 per topic
 # id): a question naming more is answered but not kept, so what is kept stays within ~4 MiB.
 METADATA_KEPT_QUESTION_CHARS = 64 * 1024
@@ -66,8 +70,9 @@ class KeptAnswers(Generic[T]):
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._answers: dict[tuple, tuple[float, asyncio.Future]] = {}
-        self._fresh: dict[tuple, tuple[float, T]] = {}  # under the current image, with its age
-        self._last_good: dict[tuple, T] = {}
+        # Under the current image, with its age; and each question's last answer.
+        self._fresh: KeptReplies[tuple[float, T]] = _fresh_kept()
+        self._last_good: KeptReplies[T] = KeptReplies(KEPT_BYTES, _weight)
         self._image: object = None
 
     async def answer(self, key: tuple, image: object, ask: Callable[[], Awaitable[T]]) -> T:
@@ -77,7 +82,7 @@ class KeptAnswers(Generic[T]):
         failed ask is shared by those waiting on it and forgotten; they get the question's
         last answer instead, if there is one."""
         if image is not self._image and image != self._image:
-            self._answers, self._fresh, self._image = {}, {}, image
+            self._answers, self._fresh, self._image = {}, _fresh_kept(), image
         now = self._clock()
         kept = self._answers.get(key)
         if kept is None or (now - kept[0] > KEPT_S and kept[1].done()):
@@ -96,7 +101,7 @@ class KeptAnswers(Generic[T]):
             if self._answers.get(key) is kept:
                 del self._answers[key]
             if key in self._last_good:
-                return self._last_good[key]
+                return self._last_good.get(key)
             raise
 
     def _answered(self, key: tuple, image: object, asked_at: float,
@@ -105,50 +110,70 @@ class KeptAnswers(Generic[T]):
         if future.cancelled() or future.exception() is not None:
             return
         value = future.result()
-        if len(self._last_good) >= MOST_KEPT and key not in self._last_good:
-            self._last_good.clear()
-        self._last_good[key] = value
+        self._last_good.keep(key, value)
         if image is self._image or image == self._image:
-            if len(self._fresh) >= MOST_KEPT and key not in self._fresh:
-                self._fresh.clear()
-            self._fresh[key] = (asked_at, value)
+            # An answered ask holds its answer too: one no longer kept fresh is not shared.
+            for gone in self._fresh.keep(key, (asked_at, value)):
+                kept = self._answers.get(gone)
+                if kept is not None and kept[1].done():
+                    del self._answers[gone]
 
 
-class KeptReplies:
-    """Written replies by question, kept within ``budget`` bytes: the least recently given go
-    first, and a reply bigger than the whole budget is given but not kept. By bytes, not by
-    count: one Metadata reply lists every partition it names (~1 MiB for every topic of issue
-    30's 35,718 partitions), another a single topic (a few hundred bytes)."""
+class KeptReplies(Generic[T]):
+    """Written replies by question, kept within ``budget`` bytes (as ``weight`` counts them):
+    the least recently given go first, and a reply bigger than the whole budget is given but
+    not kept. By bytes, not only by count: one Metadata reply lists every partition it names
+    (~1 MiB for every topic of issue 30's 35,718 partitions), another a single topic (a few
+    hundred bytes). At most ``most`` replies too, for their questions' sake (keys of up to
+    ``METADATA_KEPT_QUESTION_CHARS``)."""
 
-    def __init__(self, budget: int) -> None:
-        self.budget = budget
+    def __init__(self, budget: int, weight: Callable[[T], int] | None = None,
+                 most: int = MOST_KEPT) -> None:
+        self.budget, self.most = budget, most
         self.held = 0
-        self._replies: OrderedDict[tuple, EncodedBody] = OrderedDict()
+        self._weight = weight or _weight
+        self._replies: OrderedDict[tuple, T] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._replies)
 
-    def get(self, key: tuple) -> EncodedBody | None:
+    def __contains__(self, key: tuple) -> bool:
+        return key in self._replies
+
+    def get(self, key: tuple) -> T | None:
         reply = self._replies.get(key)
         if reply is not None:
             self._replies.move_to_end(key)
         return reply
 
-    def keep(self, key: tuple, reply: EncodedBody) -> None:
-        size = _size(reply)
-        old = self._replies.pop(key, None)
-        if old is not None:
-            self.held -= _size(old)
+    def keep(self, key: tuple, reply: T) -> list[tuple]:
+        """Keep ``reply`` as ``key``'s (if it fits at all); the keys let go to make room."""
+        size = self._weight(reply)
+        if key in self._replies:
+            self.held -= self._weight(self._replies.pop(key))
         if size > self.budget:
-            return
-        while self.held + size > self.budget:
-            self.held -= _size(self._replies.popitem(last=False)[1])
+            return [key]
+        gone = []
+        while self._replies and (self.held + size > self.budget
+                                 or len(self._replies) >= self.most):
+            old, value = self._replies.popitem(last=False)
+            self.held -= self._weight(value)
+            gone.append(old)
         self._replies[key] = reply
         self.held += size
+        return gone
 
 
-def _size(reply: EncodedBody) -> int:
-    return sum(len(part) for part in reply.parts)
+def _weight(reply: object) -> int:
+    """A kept reply's bytes: written (``EncodedBody``), framed (bytes), or none."""
+    if isinstance(reply, EncodedBody):
+        return sum(len(part) for part in reply.parts)
+    return len(reply) if isinstance(reply, bytes | bytearray) else 0
+
+
+def _fresh_kept() -> KeptReplies:
+    """Answers with the time they were asked, weighed by the answer."""
+    return KeptReplies(KEPT_BYTES, lambda aged: _weight(aged[1]))
 
 
 def metadata_question(req: WireRequest, leader: Node, brokers: tuple[Node, ...]) -> tuple | None:

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from actors.gateway import topic_handlers
+from actors.gateway import kept_metadata, topic_handlers
 from actors.gateway.kept_metadata import KEPT_S, STALE_S, KeptAnswers, addressed
 from actors.gateway.serving import GatewayOptions, WireRequest
 from protocol.api import BY_API_KEY
@@ -195,5 +195,32 @@ def test_while_an_ask_is_slow_the_last_answer_under_the_same_image_is_given_at_o
         assert not late.done()
         gateway.release.set()
         assert await slow == _framed(4) and await late == _framed(5)
+
+    asyncio.run(scenario())
+
+
+def test_answers_kept_stay_within_the_byte_budget(monkeypatch):
+    """Upstream replies of a question each: no more of them kept, fresh or last good, than
+    ``KEPT_BYTES``; one that fits is still shared."""
+    monkeypatch.setattr(kept_metadata, "KEPT_BYTES", 1000)
+
+    async def scenario():
+        kept = KeptAnswers()
+        image = object()
+
+        async def reply_of(size):
+            return b"r" * size
+
+        for q in range(20):
+            await kept.answer((q,), image, lambda: reply_of(300))
+        await asyncio.sleep(0)
+        assert kept._fresh.held <= 1000 and kept._last_good.held <= 1000
+        assert len([k for k, (_, f) in kept._answers.items() if f.done()]) <= 3
+        asked = []
+        await kept.answer((19,), image, lambda: asked.append(1) or reply_of(300))
+        assert not asked  # the last one is kept, and shared
+        await kept.answer(("big",), image, lambda: reply_of(5000))
+        await asyncio.sleep(0)
+        assert ("big",) not in kept._fresh and ("big",) not in kept._last_good
 
     asyncio.run(scenario())

@@ -92,3 +92,10 @@ def test_a_big_metadata_question_is_answered_as_a_small_one():
         assert _ask(_core(), ["t"] * 100_000).parts == once.parts
     finally:
         BIG.reset(token)
+
+
+def test_kept_replies_are_bounded_in_number_too():
+    kept = KeptReplies(1 << 20, most=3)
+    for k in range(10):
+        kept.keep((k,), EncodedBody([b"x"]))
+    assert len(kept) == 3 and kept.held == 3 and (9,) in kept and (6,) not in kept
