@@ -107,13 +107,29 @@ def _acks(batches: list[dict]) -> list[m.AcknowledgementBatch]:
             for b in batches]
 
 
+def _topic_ids(index: TopicIndex) -> Callable[[object], str]:
+    """``index.topic_id_of``, remembered for one request: a request may name the same topic
+    thousands of times (issue 30's fuzzer repeated entries), and an unknown id's spelling is
+    worked out once, not once an entry."""
+    seen: dict[object, str] = {}
+
+    def topic_id(value: object) -> str:
+        got = seen.get(value)
+        if got is None:
+            got = seen[value] = index.topic_id_of(value)  # type: ignore[arg-type]
+        return got
+
+    return topic_id
+
+
 def fetch_request(body: dict, index: TopicIndex) -> m.ShareFetchRequest:
     """The pure ShareFetch of the partitions this request names (the session adds the rest);
     every named partition is fetched (``fetch=True``) and carries its acknowledgements."""
+    topic_id = _topic_ids(index)
     return m.ShareFetchRequest(
         group_id=body.get("group_id") or "",
         member_id=body.get("member_id") or "",
-        topics=[m.ShareFetchTopic(index.topic_id_of(t["topic_id"]), [
+        topics=[m.ShareFetchTopic(topic_id(t["topic_id"]), [
             m.ShareFetchPartition(p["partition_index"],
                                   _acks(p.get("acknowledgement_batches", [])))
             for p in t.get("partitions", [])
@@ -125,8 +141,12 @@ def fetch_request(body: dict, index: TopicIndex) -> m.ShareFetchRequest:
 
 def forgotten(body: dict, index: TopicIndex) -> list[tuple[str, int]]:
     """The (topic id, partition) pairs a ShareFetch removes from its session."""
-    return [(index.topic_id_of(t["topic_id"]), p)
-            for t in body.get("forgotten_topics_data", []) for p in t.get("partitions", [])]
+    topic_id = _topic_ids(index)
+    pairs: list[tuple[str, int]] = []
+    for t in body.get("forgotten_topics_data", []):
+        tid = topic_id(t["topic_id"])
+        pairs.extend((tid, p) for p in t.get("partitions", []))
+    return pairs
 
 
 def _leader(node_id: int) -> dict:
@@ -170,10 +190,11 @@ def fetch_response(resp: m.ShareFetchResponse, records_of: RecordsOf, node_id: i
 
 
 def acknowledge_request(body: dict, index: TopicIndex) -> m.ShareAcknowledgeRequest:
+    topic_id = _topic_ids(index)
     return m.ShareAcknowledgeRequest(
         group_id=body.get("group_id") or "",
         member_id=body.get("member_id") or "",
-        topics=[m.ShareAcknowledgeTopic(index.topic_id_of(t["topic_id"]), [
+        topics=[m.ShareAcknowledgeTopic(topic_id(t["topic_id"]), [
             m.ShareAcknowledgePartition(p["partition_index"],
                                         _acks(p.get("acknowledgement_batches", [])))
             for p in t.get("partitions", [])

@@ -113,6 +113,22 @@ def test_a_share_fetch_keeps_every_partition_and_acknowledgement_it_names(body):
         for t in body["forgotten_topics_data"] for p in t["partitions"]]
 
 
+def test_a_share_request_naming_topics_many_times_names_each_as_the_index_does():
+    unknown = uuid.UUID(int=7)
+    named = [topic_uuid(TOPIC.topic_id), unknown] * 500
+    entries = [{"topic_id": u, "partitions": [{"partition_index": i % 3,
+                                              "acknowledgement_batches": []}]}
+               for i, u in enumerate(named)]
+    body = {"group_id": "g", "member_id": "m", "share_session_epoch": 0,
+            "topics": entries, "forgotten_topics_data": [
+                {"topic_id": u, "partitions": [0, 1]} for u in named]}
+    expected = [INDEX.topic_id_of(u) for u in named]
+    assert expected[0] == TOPIC.topic_id and expected[1] != TOPIC.topic_id
+    assert [t.topic_id for t in share.fetch_request(body, INDEX).topics] == expected
+    assert [t.topic_id for t in share.acknowledge_request(body, INDEX).topics] == expected
+    assert share.forgotten(body, INDEX) == [(t, p) for t in expected for p in (0, 1)]
+
+
 def test_a_share_fetch_names_a_known_topic_by_cohorts_id():
     body = {"group_id": "g", "member_id": "m", "share_session_epoch": 0, "max_records": 7,
             "topics": [{"topic_id": topic_uuid(TOPIC.topic_id),
