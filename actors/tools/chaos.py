@@ -31,6 +31,7 @@ up, and its report says how many steps that was.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
@@ -177,6 +178,23 @@ class ChaosRun:
         openers always run), then settle and check."""
         if seconds is None and steps is None:
             raise ValueError("a chaos run needs seconds or steps")
+        try:
+            return self._run(seconds, steps)
+        finally:
+            self._release_consumers()
+
+    def _release_consumers(self) -> None:
+        """End the consumers this run spawned, once it is checked. Left running, they
+        heartbeat and fetch for the rest of their driver's life (a real client's, whose
+        gateway the run may have stopped, reconnects without end: ~30% of a core each in a
+        test session)."""
+        for c in self.consumers:
+            if c.killed_at is None:
+                with contextlib.suppress(Exception):  # already gone with its node
+                    ray.kill(c.handle, no_restart=True)
+                c.killed_at = time.monotonic()
+
+    def _run(self, seconds: float | None, steps: int | None) -> ChaosReport:
         self.workdir.mkdir(parents=True, exist_ok=True)
         for g in self.groups + self.classic:
             self.cluster.create_topic(self.topics[g], self.partitions)
