@@ -13,6 +13,7 @@ acknowledgements); the gateway widens it to the session's partitions.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -111,15 +112,7 @@ def _topic_ids(index: TopicIndex) -> Callable[[object], str]:
     """``index.topic_id_of``, remembered for one request: a request may name the same topic
     thousands of times (issue 30's fuzzer repeated entries), and an unknown id's spelling is
     worked out once, not once an entry."""
-    seen: dict[object, str] = {}
-
-    def topic_id(value: object) -> str:
-        got = seen.get(value)
-        if got is None:
-            got = seen[value] = index.topic_id_of(value)  # type: ignore[arg-type]
-        return got
-
-    return topic_id
+    return functools.cache(index.topic_id_of)  # type: ignore[return-value]
 
 
 def fetch_request(body: dict, index: TopicIndex) -> m.ShareFetchRequest:
