@@ -105,15 +105,11 @@ def distinct_topics(requested: Iterable[dict]) -> list[dict]:
 
 def named_topics(requested: Iterable[dict]) -> tuple[list[str], list[uuid.UUID]]:
     """The names, and the ids of topics named by id alone, a Metadata request asks for, each
-    once: what the gateway must know before it answers."""
-    names: dict[str, None] = {}
-    uuids: dict[uuid.UUID, None] = {}
-    for t in requested:
-        name = t.get("name")
-        if name is not None:
-            names[name] = None
-        elif tid := t.get("topic_id"):
-            uuids[tid] = None
+    once (``distinct_topics``): what the gateway must know before it answers."""
+    distinct = distinct_topics(requested)
+    names = dict.fromkeys(t["name"] for t in distinct if t.get("name") is not None)
+    uuids = dict.fromkeys(t["topic_id"] for t in distinct
+                          if t.get("name") is None and t.get("topic_id"))
     return list(names), list(uuids)
 
 
