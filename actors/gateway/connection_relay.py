@@ -33,13 +33,14 @@ _Close = CloseConnection
 
 class Relaying:
     """Mixed into ``Connection``: its ``core``, ``relay``, ``relay_keys``, ``principal``,
-    ``client_host`` and reply queue (``_reply_now``, ``_room_for_one``, ``_owe``)."""
+    ``client_host`` and reply queue (``_reply_now``, ``_has_room``, ``_room_for_one``,
+    ``_owe``, ``_flush``)."""
 
     async def _relayed(self, frame: bytes) -> bool:
         """Relay ``frame`` upstream if it goes there (``actors.upstream.relay``): its header
         read, its body left as it is; False if Cohort serves it."""
         try:
-            header, _ = read_header(frame)
+            header, body_offset = read_header(frame)
         except WireError as e:
             raise _Close(f"{type(e).__name__}: {e}") from None
         if not goes_upstream(header, frame, self.relay_keys):
@@ -60,13 +61,15 @@ class Relaying:
             if checked is None:
                 return True  # answered here
             frame, merge = checked
-        await self._room_for_one()
+        if not self._has_room():
+            await self._room_for_one()
         self._check_failed()
         if merge is None and self.relay.passes_through(header):  # the reply goes back as is
-            reply = self.relay.send(header, frame)
+            reply = self.relay.send(header, frame, body_offset, self._flush)
             if reply is not None:
-                self._owe(f"api-{header.api_key} (relayed)", reply)
-            await self.relay.drain()
+                self._owe(f"api-{header.api_key} (relayed)", reply, tells=True)
+            if self.relay.writing_paused:
+                await self.relay.drain()
             return True
         task = asyncio.get_running_loop().create_task(
             self.relay.forward(header, frame, merge))

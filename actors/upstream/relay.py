@@ -141,13 +141,24 @@ class ClientRelay:
         return (header.api_key not in REWRITTEN and link is not None and link.done()
                 and not link.cancelled() and link.exception() is None)
 
-    def send(self, header: RequestHeader, frame: bytes) -> asyncio.Future | None:
-        """Relay ``frame`` (without its size prefix) over the open link (``passes_through``):
-        the link's own future of the framed reply, which the client's connection writes as
-        it comes, or None when Kafka sends no reply. A Produce's round trip through Cohort is
-        then one hop of the event loop each way, no task of its own between them."""
+    def send(self, header: RequestHeader, frame: bytes, body_offset: int | None = None,
+             then: Callable[[], object] | None = None) -> asyncio.Future | None:
+        """Relay ``frame`` (without its size prefix; its header ends at ``body_offset``) over
+        the open link (``passes_through``): the link's own future of the framed reply, which
+        the client's connection writes as it comes (``then`` is called once it is resolved,
+        in the callback that read it), or None when Kafka sends no reply. A Produce's round
+        trip through Cohort is then one callback of the event loop each way, no task
+        between them."""
         sized = len(frame).to_bytes(4, "big") + frame
-        return self._link.result().relay(sized, expects_reply(frame, header.api_version))
+        return self._link.result().relay(
+            sized, expects_reply(frame, header.api_version, body_offset), then)
+
+    @property
+    def writing_paused(self) -> bool:
+        """Whether the open link's socket buffer is full (``drain`` would wait)."""
+        link = self._link
+        return link is not None and link.done() and not link.cancelled() and \
+            link.exception() is None and link.result().writing_paused
 
     async def drain(self) -> None:
         """Wait while the link's socket buffer is full (backpressure toward the client)."""

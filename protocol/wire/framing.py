@@ -40,14 +40,14 @@ class FrameReader:
     def feed(self, data: bytes) -> Iterator[bytes]:
         """The frames ``data`` completes, in order, one at a time (each checked against
         ``max_bytes`` as it is when the frame is pulled); ``FrameError`` on a bad size."""
+        if not self._buf and len(data) >= 4 and _SIZE.unpack_from(data, 0)[0] + 4 == len(data):
+            self._check(len(data) - 4)  # one whole frame, the common case: sliced, not buffered
+            yield bytes(data[4:])
+            return
         self._buf += data
         while len(self._buf) >= 4:
             (size,) = _SIZE.unpack_from(self._buf, 0)
-            if size < 0 or size > self.max_bytes:
-                raise FrameError(
-                    f"frame size {size} is outside [0, {self.max_bytes}] (the maximum frame "
-                    "this connection reads now)"
-                )
+            self._check(size)
             if len(self._buf) < 4 + size:
                 return
             frame = bytes(self._buf[4 : 4 + size])
@@ -56,6 +56,13 @@ class FrameReader:
             else:
                 del self._buf[: 4 + size]
             yield frame
+
+    def _check(self, size: int) -> None:
+        if size < 0 or size > self.max_bytes:
+            raise FrameError(
+                f"frame size {size} is outside [0, {self.max_bytes}] (the maximum frame "
+                "this connection reads now)"
+            )
 
     @property
     def next_size(self) -> int | None:

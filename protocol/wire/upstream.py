@@ -139,12 +139,13 @@ def _skip_tags(data: bytes, offset: int) -> int:
 # ------------------------------------------------------------------ relayed requests
 
 
-def expects_reply(frame: bytes, version: int) -> bool:
+def expects_reply(frame: bytes, version: int, body_offset: int | None = None) -> bool:
     """False for a Produce with ``acks=0`` (Kafka answers nothing), else True; ``frame`` is
-    a request without its size prefix. Reads the header and the one field before ``acks``."""
-    header, offset = read_header(frame)
-    if header.api_key != PRODUCE:
+    a request without its size prefix, ``body_offset`` where its header ends (read here when
+    not given). Reads the one field before ``acks``."""
+    if _INT16.unpack_from(frame, 0)[0] != PRODUCE:
         return True
+    offset = read_header(frame)[1] if body_offset is None else body_offset
     flexible = version >= 9
     if flexible:
         offset = _skip_tags(frame, offset)
