@@ -239,7 +239,8 @@ class _ReplyCutter(asyncio.Protocol):
                 self._check(size)
                 if len(buffer) < 4 + size:
                     return
-                frame = bytes(buffer[:4 + size])
+                with memoryview(buffer) as view:  # one copy (a bytearray slice is a second)
+                    frame = bytes(view[:4 + size])
                 del buffer[:4 + size]
                 self.link._replied(frame)
         except UpstreamUnavailable as e:

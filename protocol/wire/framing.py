@@ -50,7 +50,8 @@ class FrameReader:
             self._check(size)
             if len(self._buf) < 4 + size:
                 return
-            frame = bytes(self._buf[4 : 4 + size])
+            with memoryview(self._buf) as view:  # one copy (a bytearray slice is a second)
+                frame = bytes(view[4 : 4 + size])
             if len(self._buf) == 4 + size:
                 self._buf = bytearray()  # a big frame's buffer is not kept for the next
             else:

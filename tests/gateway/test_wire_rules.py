@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import uuid
 
 import pytest
@@ -36,6 +37,23 @@ def test_frames_come_out_whole_however_the_bytes_are_split():
     reader = FrameReader()
     got = [f for i in range(len(data)) for f in reader.feed(data[i:i + 1])]
     assert got == [b"one", b"", b"three"] and reader.buffered == 0
+
+
+@given(st.lists(st.binary(max_size=40), max_size=6),
+       st.lists(st.integers(0, 300), max_size=8))
+def test_frames_come_out_whole_and_in_order_for_any_split_of_the_stream(payloads, cuts):
+    data = b"".join(frame(p) for p in payloads)
+    points = sorted({0, len(data), *(c for c in cuts if c < len(data))})
+    reader = FrameReader()
+    got = [f for a, b in itertools.pairwise(points) for f in reader.feed(data[a:b])]
+    assert got == payloads and reader.buffered == 0
+    assert all(type(f) is bytes for f in got)
+
+
+def test_a_whole_frame_over_the_maximum_in_one_read_ends_the_stream():
+    with pytest.raises(FrameError):
+        list(FrameReader(max_bytes=100).feed(frame(b"x" * 101)))
+    assert list(FrameReader(max_bytes=100).feed(frame(b"x" * 100))) == [b"x" * 100]
 
 
 @pytest.mark.parametrize("size", [-1, -(2**31), 101])
