@@ -10,7 +10,8 @@ its median printed.
    acks=all) directly to the upstream and through Cohort's gateway, into topics of
    ``--partitions`` partitions;
 2. records/s fetched: one consumer ``assign()``ed every partition from the earliest offset
-   reads the same records directly and through Cohort;
+   reads the same records directly and through Cohort (``fetch.queue.backoff.ms`` 10 ms: with
+   librdkafka's 1 s default the figure is mostly that backoff, see ``fetch_rate``);
 3. one produce's round trip (a record, then ``flush``), median and p99 over ``--round-trips``,
    directly and through Cohort: the difference is what the relay adds;
 4. (``--stable``) ``--members`` KIP-848 consumers (confluent-kafka, ``bench/groups.py``'s
@@ -130,8 +131,12 @@ def produce_rate(bootstrap: str, topic: str, records: int, partitions: int) -> f
 
 
 def fetch_rate(bootstrap: str, topic: str, records: int, partitions: int) -> float:
+    # librdkafka stops fetching a partition whose local queue holds queued.min.messages
+    # (100,000) and waits fetch.queue.backoff.ms (1 s) before it asks again: with its default,
+    # 200,000 records took ~1.1 s on either side, ~0.9 s of it that wait (measured: 0.2 s
+    # directly and 0.24 s through Cohort with 10 ms), so the figure was the backoff's.
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{time.time_ns()}",
-                  "enable.auto.commit": False, **QUIET})
+                  "enable.auto.commit": False, "fetch.queue.backoff.ms": 10, **QUIET})
     c.list_topics(topic, timeout=30)  # leaders known before the clock starts
     c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
     got, t0 = 0, time.perf_counter()
