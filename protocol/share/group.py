@@ -2,9 +2,10 @@
 
 The kernel's group (``protocol.modern.group``: epochs, members, targets) over the share
 records, plus what only share groups have: the state of each share-partition it has read
-((topic id, partition) -> ``SharePartition``). A share group's state is Kafka's: ``empty``
-without members, else ``stable`` (no member ever waits for another: nothing is revoked).
-Nothing here decides anything: the rules live in ``share/rules`` and ``share/fetch``.
+((topic id, partition) -> ``SharePartition``) and which share-partitions it may assign. A
+share group's state is Kafka's: ``empty`` without members, else ``stable`` (no member ever
+waits for another: nothing is revoked). Nothing here decides anything: the rules live in
+``share/rules``, ``share/initialization`` and ``share/fetch``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,12 @@ from protocol.records import Record
 from protocol.share import records
 from protocol.share.member import ShareGroupMember
 from protocol.share.partition_state import SharePartition
-from protocol.share.records import ShareGroupTargetAssignmentMemberValue, SharePartitionStateKey
+from protocol.share.records import (
+    PartitionMap,
+    ShareGroupStatePartitionMetadataKey,
+    ShareGroupTargetAssignmentMemberValue,
+    SharePartitionStateKey,
+)
 
 __all__ = ["GROUP_TYPE", "STATES", "ShareGroup", "group_tombstones"]
 
@@ -27,7 +33,8 @@ GROUP_TYPE = "share"
 PROTOCOL_TYPE = "share"
 STATES = (EMPTY, STABLE_STATE)
 NO_TARGET = ShareGroupTargetAssignmentMemberValue()
-SHARE_RECORDS = RecordKinds.named(records, "ShareGroup")
+SHARE_RECORDS = RecordKinds.named(records, "ShareGroup",
+                                  extra_group_level=(ShareGroupStatePartitionMetadataKey,))
 
 TopicPartition = tuple[str, int]
 
@@ -37,6 +44,10 @@ class ShareGroup(ModernGroup):
     members: dict[str, ShareGroupMember] = field(default_factory=dict)
     target: dict[str, ShareGroupTargetAssignmentMemberValue] = field(default_factory=dict)
     partitions: dict[TopicPartition, SharePartition] = field(default_factory=dict)
+    # The share-partitions the group may assign (their state initialised), and those being
+    # initialised, by topic id (``ShareGroupStatePartitionMetadataValue``; ``initialization``).
+    initialized: PartitionMap = field(default_factory=dict)
+    initializing: PartitionMap = field(default_factory=dict)
 
     group_type = GROUP_TYPE
     protocol_type = PROTOCOL_TYPE
@@ -48,6 +59,11 @@ class ShareGroup(ModernGroup):
 
     def replay(self, record: Record) -> None:
         key = record.key
+        if type(key) is ShareGroupStatePartitionMetadataKey:
+            value = record.value
+            self.initialized = dict(value.initialized_topics) if value is not None else {}
+            self.initializing = dict(value.initializing_topics) if value is not None else {}
+            return
         if type(key) is SharePartitionStateKey:
             tp = (key.topic_id, key.partition)
             if record.value is None:

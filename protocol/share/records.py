@@ -1,13 +1,14 @@
-"""A share group's records (KIP-932): the kernel's five, and the state of its share-partitions.
+"""A share group's records (KIP-932): the kernel's five, which of its share-partitions may be
+assigned, and the state of its share-partitions.
 
-The group, member, target, target epoch and current-assignment records carry Kafka's record
-type numbers for share groups (10-14 in ``__consumer_offsets``). A share-partition's state
-(what Kafka's share coordinator keeps in ``__share_group_state``) is Cohort's record 110,
-written in the same log as the group: its start offset and its in-flight records as batches
-of consecutive offsets in the same state. Unlike Kafka, acquisitions are durable too (the
-owner and the lock deadline), so a reloaded partition never hands a record to a second
-consumer while its first lock runs (docs/decisions.md). The share row of the group-type table
-names them (``SCHEMAS``).
+The group, member, target, target epoch, current-assignment and state-partition metadata
+records carry Kafka's record type numbers for share groups (10-15 in ``__consumer_offsets``).
+A share-partition's state (what Kafka's share coordinator keeps in ``__share_group_state``)
+is Cohort's record 110, written in the same log as the group: its start offset and its
+in-flight records as batches of consecutive offsets in the same state. Unlike Kafka,
+acquisitions are durable too (the owner and the lock deadline), so a reloaded partition never
+hands a record to a second consumer while its first lock runs (docs/decisions.md). The share
+row of the group-type table names them (``SCHEMAS``).
 """
 
 from __future__ import annotations
@@ -86,6 +87,23 @@ class ShareGroupCurrentMemberAssignmentValue:
     assigned_partitions: PartitionMap = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class ShareGroupStatePartitionMetadataKey:
+    TYPE: ClassVar[int] = 15
+    group_id: str
+
+
+@dataclass(frozen=True)
+class ShareGroupStatePartitionMetadataValue:
+    """Kafka's record 15: the share-partitions the group may assign, by topic id
+    (``initialized_topics``: their state exists), and those being initialised. Kafka's value
+    also names each topic and lists topics whose state is being deleted; Cohort deletes a
+    share-partition's state with its topic, in the same turn."""
+
+    initializing_topics: PartitionMap = field(default_factory=dict)
+    initialized_topics: PartitionMap = field(default_factory=dict)
+
+
 # ------------------------------------------------------------------ share-partition state
 
 
@@ -127,5 +145,6 @@ SCHEMAS: dict[type, type] = {
     ShareGroupTargetAssignmentMetadataKey: ShareGroupTargetAssignmentMetadataValue,
     ShareGroupTargetAssignmentMemberKey: ShareGroupTargetAssignmentMemberValue,
     ShareGroupCurrentMemberAssignmentKey: ShareGroupCurrentMemberAssignmentValue,
+    ShareGroupStatePartitionMetadataKey: ShareGroupStatePartitionMetadataValue,
     SharePartitionStateKey: SharePartitionStateValue,
 }

@@ -32,9 +32,15 @@ from protocol.records import Record
 from protocol.share.describe import describe_groups
 from protocol.share.fetch import SharePartitions
 from protocol.share.group import GROUP_TYPE, ShareGroup
+from protocol.share.initialization import INITIALIZED, ShareInitializations
 from protocol.share.member import JOIN_EPOCH, LEAVE_EPOCH, ShareGroupMember
 from protocol.share.records import ShareGroupMetadataValue, ShareGroupTargetAssignmentMemberValue
-from protocol.share.sessions import ShareLockExpiry, ShareMemberTimers, ShareTimer
+from protocol.share.sessions import (
+    ShareInitialization,
+    ShareLockExpiry,
+    ShareMemberTimers,
+    ShareTimer,
+)
 from protocol.validation import check_types
 
 
@@ -56,7 +62,13 @@ class ShareEpochs(EpochTurn):
         return self.ctx.group_config(group_id).share_setting(self.ctx.config,
                                                              "assignment_interval_ms")
 
+    def __init__(self, ctx: ShardContext) -> None:
+        super().__init__(ctx)
+        self.initializations = ShareInitializations(ctx)
+
     def compute_targets(self, group: ShareGroup) -> Targets:
+        """The simple assignor over the share-partitions the group may assign (initialised:
+        ``initialization``)."""
         image = self.ctx.image
         subscriptions: dict[str, frozenset[str]] = {}
         counts: dict[str, int] = {}
@@ -66,7 +78,8 @@ class ShareEpochs(EpochTurn):
                 topic = image.topic_by_name(name)
                 if topic is not None:
                     ids.append(topic.topic_id)
-                    counts[topic.topic_id] = topic.num_partitions
+                    counts[topic.topic_id] = self.initializations.assignable(
+                        group, topic.topic_id, topic.num_partitions)
             subscriptions[mid] = frozenset(ids)
         assigned = assign_simple(subscriptions, counts)
         target = ShareGroupTargetAssignmentMemberValue
@@ -87,6 +100,7 @@ class ShareGroupRules(ModernRules):
     def __init__(self, ctx: ShardContext) -> None:
         super().__init__(ctx)
         self.epochs = self.epoch_turn = ShareEpochs(ctx)
+        self.initializations = self.epochs.initializations
         self.sessions = ShareMemberTimers(ctx, self.fence)
         self.partitions = SharePartitions(ctx)
 
@@ -128,6 +142,9 @@ class ShareGroupRules(ModernRules):
         return Admitted(req, req.group_id, req.member_id)
 
     def complete(self, a: Admitted) -> m.ShareGroupHeartbeatResponse:
+        group = self.group_of(a.group_id)
+        member = group.members[a.member_id]
+        self.initializations.ask(group, member.subscribed_topic_names)
         return self._reply(a.request)
 
     def describe(self, req: m.ShareGroupDescribeRequest) -> m.ShareGroupDescribeResponse:
@@ -210,6 +227,10 @@ class ShareGroupRules(ModernRules):
     def on_timer(self, key: ShareTimer) -> None:
         if isinstance(key, ShareLockExpiry):
             self.partitions.on_lock_expiry(key)
+        elif isinstance(key, ShareInitialization):
+            group = self.group_of(key.group_id)
+            if group is not None and self.initializations.on_timer(group):
+                self.epochs.mark(group.group_id, INITIALIZED)
         else:
             self.sessions.on_timer(key)
 
@@ -219,6 +240,7 @@ class ShareGroupRules(ModernRules):
         share-group state."""
         for group in groups:
             self.partitions.forget_deleted_topics(group)
+            self.initializations.forget_deleted_topics(group)
             if group.members and self.epochs.changed_target(group):
                 self.epochs.mark(group.group_id, "subscribed topic metadata changed")
 
@@ -238,6 +260,7 @@ class ShareGroupRules(ModernRules):
         group.replay(record)
         self.sessions.after_replay(group, record, before)
         self.partitions.after_replay(group, record)
+        self.initializations.after_replay(group, record)
 
 
 def validate_heartbeat(req: m.ShareGroupHeartbeatRequest) -> None:

@@ -1,6 +1,6 @@
 """A share group's deadlines: its typed timer keys (the shard routes a due one by its type,
-``ShareTimer``: members' sessions, share-partitions' acquisition locks) and a member's session
-deadline (``modern.sessions``), kept in step with the records.
+``ShareTimer``: members' sessions, share-partitions' acquisition locks and initialisation)
+and a member's session deadline (``modern.sessions``), kept in step with the records.
 
 A share member has no rebalance timeout (it revokes nothing), so only the session deadline is
 ever armed; its expiry removes the member and releases every record it holds.
@@ -31,6 +31,11 @@ class ShareMemberSession(ShareMemberTimer):
 @dataclass(frozen=True, slots=True)
 class ShareMemberRevocation(ShareMemberTimer):
     """The kernel's revocation deadline; never armed: a share member revokes nothing."""
+
+
+@dataclass(frozen=True, slots=True)
+class ShareInitialization(ShareTimer):
+    """The group's share-partitions being initialised are ready (``initialization``)."""
 
 
 @dataclass(frozen=True, slots=True)

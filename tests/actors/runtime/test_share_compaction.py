@@ -11,7 +11,15 @@ from protocol.codec import decode_record, encode_record
 from protocol.shard import GroupCoordinatorShard
 from protocol.share.messages import ACK_ACCEPT, AcknowledgementBatch
 from protocol.share.records import SharePartitionStateKey
-from tests.protocol.share.helpers import GROUP, acknowledge, fetch, heartbeat, join, new_shard
+from tests.protocol.share.helpers import (
+    GROUP,
+    acknowledge,
+    fetch,
+    heartbeat,
+    initialize,
+    join,
+    new_shard,
+)
 
 
 def compacted_replay(shard: GroupCoordinatorShard, log: list) -> GroupCoordinatorShard:
@@ -24,8 +32,9 @@ def compacted_replay(shard: GroupCoordinatorShard, log: list) -> GroupCoordinato
 
 
 def test_a_compacted_share_log_rebuilds_the_share_group_with_its_locks():
-    shard, log = new_shard(), []
+    shard, log = new_shard(initialized=False), []
     shard.emit = lambda r, emit=shard.emit: (emit(r), log.append(r))  # type: ignore[method-assign]
+    initialize(shard, logged=True)
     join(shard, "a")
     join(shard, "b")
     for _ in range(3):

@@ -98,10 +98,13 @@ def test_two_share_members_split_the_stream_and_never_see_an_acknowledged_record
 
 
 def _one_member_joined() -> tuple[Sim, ShareMemberClient]:
+    """A member that has fetched: its join asks for the share-partitions' initialisation, and
+    the target covering them comes with a heartbeat after the assignment interval (1 s)."""
     sim = Sim()
     a = sim.add("a")
-    for _ in range(10):
+    for _ in range(30):
         sim.step()
+    assert sim.deliveries
     return sim, a
 
 
@@ -172,16 +175,19 @@ def test_with_per_partition_bounds_only_partitions_the_upstream_answered_for_are
     shard.set_group_config("g", GroupConfig(share_auto_offset_reset="earliest"))
     c = ShareMemberClient("g", "m", ["foo"])
     c.on_heartbeat(0.0, shard.handle(c.poll_heartbeat(0.0)).response)
+    assert c.assignment == []  # its share-partitions are initialised first
+    shard.tick(500)  # within the session (1 s), after the heartbeat interval (100 ms)
+    c.on_heartbeat(0.5, shard.handle(c.poll_heartbeat(0.5)).response)
     (first, second) = c.assignment
-    fetch = c.poll_fetch(0.1, bounds={first: (40, 45)})
+    fetch = c.poll_fetch(0.6, bounds={first: (40, 45)})
     (topic,) = fetch.topics
     assert [(p.partition, p.log_start_offset, p.log_end_offset) for p in topic.partitions] == [
         (first[1], 40, 45)]
-    (acquired,) = c.on_fetch(0.1, shard.handle(fetch).response)
+    (acquired,) = c.on_fetch(0.6, shard.handle(fetch).response)
     assert (acquired.first_offset, acquired.last_offset) == (40, 44)  # from the log's start
     c.acknowledge(acquired)
-    fetch = c.poll_fetch(0.2, bounds={second: (0, 0)})  # first's upstream is away now
+    fetch = c.poll_fetch(0.7, bounds={second: (0, 0)})  # first's upstream is away now
     by_partition = {p.partition: p for p in fetch.topics[0].partitions}
     assert not by_partition[first[1]].fetch and by_partition[first[1]].acknowledgements
     assert by_partition[second[1]].fetch
-    assert c.poll_fetch(0.3, bounds={}) is None  # nothing to fetch, nothing to acknowledge
+    assert c.poll_fetch(0.8, bounds={}) is None  # nothing to fetch, nothing to acknowledge

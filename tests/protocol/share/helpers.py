@@ -5,7 +5,12 @@ from __future__ import annotations
 from protocol import messages as m
 from protocol.config import CoordinatorConfig, GroupConfig
 from protocol.metadata import MetadataImage, TopicMetadata
+from protocol.records import Record
 from protocol.shard import GroupCoordinatorShard
+from protocol.share.records import (
+    ShareGroupStatePartitionMetadataKey,
+    ShareGroupStatePartitionMetadataValue,
+)
 
 GROUP = "sg"
 TOPICS = {"orders": ("T-orders", 3), "audit": ("T-audit", 1)}
@@ -21,11 +26,26 @@ def tid(name: str) -> str:
 
 
 def new_shard(config: CoordinatorConfig | None = None, earliest: bool = True,
-              **group_config) -> GroupCoordinatorShard:
+              initialized: bool = True, **group_config) -> GroupCoordinatorShard:
+    """A shard with ``TOPICS``; ``initialized``: the group's share-partitions of them are
+    initialised already (the group has existed: ``protocol.share.initialization``), so a
+    join is assigned at once; else a first join asks for them and waits a tick."""
     shard = GroupCoordinatorShard(config=config, metadata=image())
     reset = "earliest" if earliest else "latest"
     shard.set_group_config(GROUP, GroupConfig(share_auto_offset_reset=reset, **group_config))
+    if initialized:
+        initialize(shard)
     return shard
+
+
+def initialize(shard: GroupCoordinatorShard, group: str = GROUP, logged: bool = False) -> None:
+    """The group's share-partitions of ``TOPICS`` initialised, as a group that has existed
+    before has them (``ShareGroupStatePartitionMetadata``); ``logged``: emitted (written to
+    the shard's log), else only replayed."""
+    ready = {tid(name): tuple(range(n)) for name, (_, n) in TOPICS.items()}
+    record = Record(ShareGroupStatePartitionMetadataKey(group),
+                    ShareGroupStatePartitionMetadataValue({}, ready))
+    (shard.emit if logged else shard.replay)(record)
 
 
 def heartbeat(shard: GroupCoordinatorShard, member: str, epoch: int, topics=None,

@@ -20,7 +20,7 @@ from protocol.share.records import (
     ShareGroupTargetAssignmentMetadataValue,
 )
 from protocol.wire.configs import DEFAULT_CONFIG, describe_group
-from tests.protocol.share.helpers import GROUP, heartbeat, image, join
+from tests.protocol.share.helpers import GROUP, heartbeat, image, initialize, join
 
 START_MS = 10_000
 INTERVAL_MS = 1_000
@@ -31,6 +31,7 @@ def shard_at(config: CoordinatorConfig | None = None, **group_config) -> GroupCo
                                   now_ms=START_MS)
     shard.set_group_config(GROUP, GroupConfig(share_auto_offset_reset="earliest",
                                               **group_config))
+    initialize(shard)
     return shard
 
 

@@ -69,14 +69,20 @@ def test_a_topic_that_does_not_exist_yet_is_assigned_when_it_is_created():
 
     grown = MetadataImage([*image().topics(), TopicMetadata("T-later", "later", 2)])
     shard.update_metadata(grown)
+    resp = heartbeat(shard, "a", 2)  # names it: its share-partitions are initialised first
+    assert (resp.member_epoch, resp.assignment) == (2, None)
+    shard.tick(shard.now_ms)  # initialised: the epoch is bumped and the target covers them
     resp = heartbeat(shard, "a", 2)
     assert resp.member_epoch == 3 and assigned(resp) == {("T-later", 0), ("T-later", 1)}
 
 
-def test_growing_a_topic_rebalances_the_group():
+def test_growing_a_topic_rebalances_the_group_once_its_new_partition_is_initialised():
     shard = new_shard()
     join(shard, "a")
     shard.update_metadata(image(orders=4))
+    resp = heartbeat(shard, "a", 2)
+    assert (resp.member_epoch, resp.assignment) == (2, None)
+    shard.tick(shard.now_ms)
     resp = heartbeat(shard, "a", 2)
     assert resp.member_epoch == 3 and (ORD, 3) in assigned(resp)
 
@@ -161,7 +167,7 @@ def test_the_default_size_limit_is_two_hundred():
          "empty rack", "epoch not an int", "epoch out of int32"],
 )
 def test_a_malformed_heartbeat_is_invalid_request_and_changes_nothing(req):
-    shard = new_shard()
+    shard = new_shard(initialized=False)
     result = shard.handle(req)
     assert result.response.error_code == Errors.INVALID_REQUEST
     assert result.records == [] and shard.groups == {}

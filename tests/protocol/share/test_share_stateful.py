@@ -46,7 +46,7 @@ ack_types = st.sampled_from([ACK_ACCEPT, ACK_RELEASE, ACK_REJECT, ACK_GAP])
 class ShareGroupEvents(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
-        self.shard = new_shard(CONFIG, share_delivery_count_limit=LIMIT,
+        self.shard = new_shard(CONFIG, initialized=False, share_delivery_count_limit=LIMIT,
                                share_record_lock_duration_ms=LOCK_MS)
         self.epochs: dict[str, int] = {}  # members in the group, by the model
         self.end = 0
