@@ -1,11 +1,11 @@
 """Share groups (KIP-932, as Kafka 4.4 ships them): ShareGroupHeartbeat's rules and errors,
 ShareGroupDescribe, and share groups meeting the other types' requests.
 
-Kafka assigns a share-partition only once the share coordinator has initialised it, in the
-background, and bumps the group epoch when it has; Cohort assigns at once (a share-partition
-starts on its first fetch). So a share member's first replies differ in when it is assigned
-and in the epochs that count those bumps: the scripts compare a join's outcome without its
-assignment, then keep the members heartbeating until ShareGroupDescribe shows them assigned
+Both assign a share-partition only once it is initialised, and bump the group epoch when it
+is (``protocol.share.initialization``): Kafka after a round trip to its share coordinator,
+Cohort on the shard's next tick. When that bump lands against a second member's join is
+timing, not rules, so a second join is compared without its epoch (``JOINED_LATER``), and the
+scripts keep the members heartbeating until ShareGroupDescribe shows them assigned
 (``settled``) and compare that describe without its epochs.
 """
 
@@ -24,6 +24,7 @@ from tests.conformance.requests import (
 from tests.conformance.script import BAR, Epoch, Id, Poll, Script, script
 
 JOINED = ("error_code", "member_id", "member_epoch", "heartbeat_interval")
+JOINED_LATER = ("error_code", "member_id", "heartbeat_interval")
 
 
 def sj(alias: str, **kw):
@@ -70,7 +71,7 @@ def _shapes() -> list[Script]:
     return [
         script("a share member joins and is assigned the topic", sj("a"), settled("a")),
         script("two share members both get partitions of the topic",
-               sj("a"), sj("b"), settled("a", "b")),
+               sj("a"), sj("b", fields=JOINED_LATER), settled("a", "b")),
         script("a share member changing its subscription moves to the new topic",
                sj("a"), settled("a"),
                share_heartbeat("a", subscribed_topic_names=[BAR], fields=("error_code",)),
