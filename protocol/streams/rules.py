@@ -83,6 +83,10 @@ from protocol.streams.validation import validate_heartbeat
 
 log = logging.getLogger(__name__)
 
+# A member in these states that reports other tasks than it holds missed the reply that told
+# it: it gets its tasks again (``_reply``).
+BEHIND_STATES = (StreamsMemberState.STABLE, StreamsMemberState.UNREVOKED_TASKS)
+
 NUM_STANDBY_REPLICAS = "num.standby.replicas"
 
 
@@ -236,10 +240,11 @@ class StreamsGroupRules(ModernRules):
             acceptable_recovery_lag=self.ctx.config.group_streams_acceptable_recovery_lag,
             task_offset_interval_ms=self.ctx.config.group_streams_task_offset_interval_ms)
         # Kafka sends the tasks on a join or when this heartbeat changed them; Cohort also
-        # when a settled member reports other tasks than it was given: the reply that gave
-        # them was lost (docs/decisions.md, "A streams member behind by a lost reply").
+        # when a member settled, or still to revoke, reports other tasks than it was given:
+        # the reply that gave them, or told it what to give up, was lost (docs/decisions.md,
+        # "A streams member behind by a lost reply").
         owned = _owned(req)
-        behind = (owned is not None and member.current.state == StreamsMemberState.STABLE
+        behind = (owned is not None and member.current.state in BEHIND_STATES
                   and owned != member.tasks)
         if req.member_epoch == JOIN_EPOCH or behind or member.tasks != before.tasks:
             a_, s_, w_ = member.tasks.maps()
