@@ -7,10 +7,13 @@ A heartbeat is handled as Kafka 4.2's ``shareGroupHeartbeat``, in the two steps 
 consumers' do): validate; find or create the member (epoch 0 joins under the member id the
 client chose, -1 leaves); refuse an epoch that is not the member's (FENCED_MEMBER_EPOCH: share
 members have no lost-response grace); apply its rack and subscription; settle the epoch bump
-(``ShareEpochs``: the simple share assignor of ``assignors.share``; a share group's target is a
-pure function of its members' subscriptions and the topics' partition counts, so a metadata
-change is noticed by recomputing it, with no record of the counts); then move the member
-straight to its target, since a share member revokes nothing. A member that leaves or times
+(``ShareEpochs``: the simple share assignor of ``assignors.share`` over the share-partitions
+initialised already; a share group's target is a pure function of its members' subscriptions,
+the topics' partition counts and what is initialised, so a metadata change is noticed by
+recomputing it, with no record of the counts); ask for the initialisation of any partition the
+member names that is not (``initialization``: the next tick completes it and bumps the epoch);
+then move the member straight to its target, since a share member revokes nothing. A member
+that leaves or times
 out gives back every record it holds (``fetch.release_member``). Every decision is a record
 emitted through ``ctx.emit``.
 """
