@@ -133,13 +133,18 @@ class ClientRelay:
             where = self.view.settings.bootstrap[0]
         return await UpstreamLink(*where, self.view.settings).open()
 
+    def _opened(self) -> UpstreamLink | None:
+        """The link, if it is open already (not opening, nor failed to open)."""
+        link = self._link
+        if link is None or not link.done() or link.cancelled() or link.exception() is not None:
+            return None
+        return link.result()
+
     def passes_through(self, header: RequestHeader) -> bool:
         """Whether the reply to ``header``'s request goes back to the client as the upstream
         sent it, over a link open already: no broker address to rewrite, no topic change for
         the image to take (``send``'s fast path)."""
-        link = self._link
-        return (header.api_key not in REWRITTEN and link is not None and link.done()
-                and not link.cancelled() and link.exception() is None)
+        return header.api_key not in REWRITTEN and self._opened() is not None
 
     def send(self, header: RequestHeader, frame: bytes, body_offset: int | None = None,
              then: Callable[[], object] | None = None) -> asyncio.Future | None:
@@ -156,9 +161,8 @@ class ClientRelay:
     @property
     def writing_paused(self) -> bool:
         """Whether the open link's socket buffer is full (``drain`` would wait)."""
-        link = self._link
-        return link is not None and link.done() and not link.cancelled() and \
-            link.exception() is None and link.result().writing_paused
+        link = self._opened()
+        return link is not None and link.writing_paused
 
     async def drain(self) -> None:
         """Wait while the link's socket buffer is full (backpressure toward the client)."""
@@ -193,12 +197,11 @@ class ClientRelay:
         return reply
 
     def close(self) -> None:
-        if self._link is not None:
-            if self._link.done() and not self._link.cancelled() and \
-                    self._link.exception() is None:
-                self._link.result().close("the client closed its connection")
-            else:
-                self._link.cancel()
+        link = self._opened()
+        if link is not None:
+            link.close("the client closed its connection")
+        elif self._link is not None:
+            self._link.cancel()
 
 
 __all__ = ["ClientRelay", "UpstreamUnavailable", "goes_upstream", "relayed_keys"]
