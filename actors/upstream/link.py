@@ -6,10 +6,11 @@ client's own correlation id, and the reply goes back to the client as it came. C
 requests (Metadata polls, topic admin) use the same link with ids of its own.
 
 The link reads its socket as an ``asyncio.Protocol`` (``_ReplyCutter``): each reply is cut from
-the bytes in the callback that received them and its future resolved there, with no task
-between the socket and the connection waiting for it. A stream reader and a reading task cost
-the relay two more passes of the event loop and ~20 µs of Python per reply: a third of what a
-produce's round trip through Cohort added (``bench/upstream.py``).
+the bytes (``FrameReader``, size prefix kept) in the callback that received them and its future
+resolved there, with no task between the socket and the connection waiting for it. A stream
+reader and a reading task cost the relay two more passes of the event loop and ~20 µs of
+Python per reply: a third of what a produce's round trip through Cohort added
+(``bench/upstream.py``).
 
 The link speaks to the upstream as Cohort's principal (``sasl.username``), never as the client:
 the client authenticated to Cohort, and Cohort's ACLs decided what it may do.
@@ -30,6 +31,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from actors.upstream.settings import UpstreamSettings
+from protocol.wire.framing import FrameError, FrameReader
 from protocol.wire.upstream import (
     API_VERSIONS,
     decode_reply,
@@ -223,33 +225,17 @@ class _ReplyCutter(asyncio.Protocol):
 
     def __init__(self, link: UpstreamLink) -> None:
         self.link = link
-        self._buffer = bytearray()
+        self._frames = FrameReader(MAX_REPLY_BYTES, min_bytes=4, sized=True)
         self._paused: asyncio.Future | None = None
 
     def data_received(self, data: bytes) -> None:
-        buffer = self._buffer
         try:
-            if not buffer and len(data) >= 4 and _INT32.unpack_from(data)[0] + 4 == len(data):
-                self._check(len(data) - 4)
-                self.link._replied(data)  # one whole reply: no copy
-                return
-            buffer += data
-            while len(buffer) >= 4:
-                size = _INT32.unpack_from(buffer)[0]
-                self._check(size)
-                if len(buffer) < 4 + size:
-                    return
-                with memoryview(buffer) as view:  # one copy (a bytearray slice is a second)
-                    frame = bytes(view[:4 + size])
-                del buffer[:4 + size]
+            for frame in self._frames.feed(data):
                 self.link._replied(frame)
+        except FrameError as e:
+            self.link.close(f"a reply of {e.size} bytes")
         except UpstreamUnavailable as e:
             self.link.close(str(e))
-
-    @staticmethod
-    def _check(size: int) -> None:
-        if not 4 <= size <= MAX_REPLY_BYTES:
-            raise UpstreamUnavailable(f"a reply of {size} bytes")
 
     def eof_received(self) -> bool:
         self.link.close("IncompleteReadError: the upstream closed the connection")

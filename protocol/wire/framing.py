@@ -27,14 +27,23 @@ _SIZE = struct.Struct(">i")
 
 
 class FrameError(Exception):
-    """The stream cannot be framed any further: the connection must close."""
+    """The stream cannot be framed any further: the connection must close. ``size``: the
+    size prefix that was out of bounds."""
+
+    def __init__(self, message: str, size: int) -> None:
+        super().__init__(message)
+        self.size = size
 
 
 class FrameReader:
-    """Splits a byte stream into frames; bounded by ``max_bytes`` per frame."""
+    """Splits a byte stream into frames; bounded by ``min_bytes`` and ``max_bytes`` per frame.
+    ``sized``: frames keep their size prefix (a relay passing replies on as they came)."""
 
-    def __init__(self, max_bytes: int = MAX_REQUEST_BYTES) -> None:
+    def __init__(self, max_bytes: int = MAX_REQUEST_BYTES, min_bytes: int = 0,
+                 sized: bool = False) -> None:
         self.max_bytes = max_bytes
+        self.min_bytes = min_bytes
+        self._skip = 0 if sized else 4
         self._buf = bytearray()
 
     def feed(self, data: bytes) -> Iterator[bytes]:
@@ -42,7 +51,7 @@ class FrameReader:
         ``max_bytes`` as it is when the frame is pulled); ``FrameError`` on a bad size."""
         if not self._buf and len(data) >= 4 and _SIZE.unpack_from(data, 0)[0] + 4 == len(data):
             self._check(len(data) - 4)  # one whole frame, the common case: sliced, not buffered
-            yield bytes(data[4:])
+            yield bytes(data[self._skip:])
             return
         self._buf += data
         while len(self._buf) >= 4:
@@ -51,7 +60,7 @@ class FrameReader:
             if len(self._buf) < 4 + size:
                 return
             with memoryview(self._buf) as view:  # one copy (a bytearray slice is a second)
-                frame = bytes(view[4 : 4 + size])
+                frame = bytes(view[self._skip : 4 + size])
             if len(self._buf) == 4 + size:
                 self._buf = bytearray()  # a big frame's buffer is not kept for the next
             else:
@@ -59,10 +68,10 @@ class FrameReader:
             yield frame
 
     def _check(self, size: int) -> None:
-        if size < 0 or size > self.max_bytes:
+        if size < self.min_bytes or size > self.max_bytes:
             raise FrameError(
-                f"frame size {size} is outside [0, {self.max_bytes}] (the maximum frame "
-                "this connection reads now)"
+                f"frame size {size} is outside [{self.min_bytes}, {self.max_bytes}] (the "
+                "maximum frame this connection reads now)", size
             )
 
     @property
