@@ -13,9 +13,8 @@ the topics' partition counts and what is initialised, so a metadata change is no
 recomputing it, with no record of the counts); ask for the initialisation of any partition the
 member names that is not (``initialization``: the next tick completes it and bumps the epoch);
 then move the member straight to its target, since a share member revokes nothing. A member
-that leaves or times
-out gives back every record it holds (``fetch.release_member``). Every decision is a record
-emitted through ``ctx.emit``.
+that leaves or times out gives back every record it holds (``fetch.release_member``). Every
+decision is a record emitted through ``ctx.emit``.
 """
 
 from __future__ import annotations
