@@ -191,10 +191,10 @@ def _first_bad(value: Any, hint: Any, path: str) -> str | None:
     if origin in (typing.Union, *_UNION_TYPES):
         (inner,) = [a for a in get_args(hint) if a is not type(None)]
         return None if value is None else _first_bad(value, inner, path)
-    if origin is list:
-        if type(value) is not list:
+    if origin in (list, tuple):  # list[X], or tuple[X, ...]: each entry checked, by index
+        if type(value) is not origin:
             return path
-        (item,) = get_args(hint)
+        item = get_args(hint)[0]
         for i, v in enumerate(value):
             if (bad := _first_bad(v, item, f"{path}[{i}]")) is not None:
                 return bad
